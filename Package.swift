@@ -1,0 +1,73 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Only the OpenCV modules Sentinel calls: pkg-config's `opencv4` would link all 55 libraries
+/// (measured: ~0.4 s start-up and ~124 MB resident, against 0.04 s and ~22 MB; see ../shared/STYLE.md).
+let openCVLibraries: [LinkerSetting] = [
+    "opencv_core", "opencv_imgproc", "opencv_imgcodecs", "opencv_videoio", "opencv_objdetect", "opencv_dnn",
+].map { .linkedLibrary($0) }
+let openCVHeaders: [CXXSetting] = [.unsafeFlags(["-I/usr/include/opencv4"])]
+
+let package = Package(
+    name: "Sentinel",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "sentinel", targets: ["sentinel"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+    ],
+    targets: [
+        /// The only code that includes `opencv2/`: a plain C API over OpenCV C++.
+        .target(
+            name: "CSentinelCV",
+            cxxSettings: openCVHeaders,
+            linkerSettings: openCVLibraries
+        ),
+        /// Domain types shared by every layer; depends on nothing.
+        .target(name: "SentinelCore"),
+        /// The Swift face of the bridge: images, frame sources, detectors, classifier, video writer.
+        .target(
+            name: "SentinelVision",
+            dependencies: ["CSentinelCV", "SentinelCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        /// The model manifest: where each model comes from, its checksum, and how to set it up.
+        .target(
+            name: "SentinelModels",
+            dependencies: [
+                "SentinelCore", "Yams",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// Reproducible sample recordings with ground truth.
+        .target(name: "SentinelSynth", dependencies: ["SentinelCore", "SentinelVision", "Yams"]),
+        /// Accuracy measurement against ground truth (pure logic).
+        .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
+        .executableTarget(
+            name: "sentinel",
+            dependencies: [
+                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The bench's reference: the same decode + detect as a minimal C++ loop over OpenCV.
+        .executableTarget(
+            name: "sentinel-cxx-loop",
+            cxxSettings: openCVHeaders,
+            linkerSettings: openCVLibraries
+        ),
+        .testTarget(name: "SentinelVisionTests", dependencies: ["SentinelVision", "SentinelModels", "SentinelCore"]),
+        .testTarget(name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision"]),
+        .testTarget(
+            name: "SentinelSynthTests",
+            dependencies: ["SentinelSynth", "SentinelVision", "SentinelModels", "SentinelEval"]
+        ),
+        .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
+    ],
+    cxxLanguageStandard: .cxx17
+)

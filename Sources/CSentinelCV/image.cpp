@@ -1,0 +1,224 @@
+// Images, masking, compositing and drawing.
+#include "guard.hpp"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using snl::guarded;
+using snl::require;
+
+namespace {
+
+const cv::Mat &pixels(const snl_image *image) {
+    require(image != nullptr, SNL_ERR_ARGUMENT, "null image");
+    require(!image->mat.empty(), SNL_ERR_EMPTY, "empty image (0x0)");
+    return image->mat;
+}
+
+cv::Mat &pixels(snl_image *image) { return const_cast<cv::Mat &>(pixels(static_cast<const snl_image *>(image))); }
+
+cv::Mat grey(const cv::Mat &bgr) {
+    cv::Mat out;
+    cv::cvtColor(bgr, out, cv::COLOR_BGR2GRAY);
+    return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+snl_status snl_image_create(int32_t width, int32_t height, snl_color fill, snl_image **out, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(width >= 0 && height >= 0, SNL_ERR_ARGUMENT, "negative image size");
+        auto image = new snl_image();
+        if (width > 0 && height > 0) image->mat = cv::Mat(height, width, CV_8UC3, snl::scalar(fill));
+        *out = image;
+    });
+}
+
+snl_status snl_image_read(const char *path, snl_image **out, snl_error *error) {
+    return guarded(error, SNL_ERR_OPEN, [&] {
+        cv::Mat mat = cv::imread(path, cv::IMREAD_COLOR);
+        require(!mat.empty(), SNL_ERR_OPEN, std::string("cannot read image ") + path);
+        *out = new snl_image{mat};
+    });
+}
+
+snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(image != nullptr, SNL_ERR_ARGUMENT, "null image");
+        *out = new snl_image{image->mat.clone()};
+    });
+}
+
+void snl_image_destroy(snl_image *image) { delete image; }
+int32_t snl_image_width(const snl_image *image) { return image->mat.cols; }
+int32_t snl_image_height(const snl_image *image) { return image->mat.rows; }
+
+snl_status snl_image_grey_stats(const snl_image *image, double *mean, double *stddev, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Mat small;
+        cv::resize(pixels(image), small, cv::Size(64, 48), 0, 0, cv::INTER_AREA);
+        cv::Scalar m, s;
+        cv::meanStdDev(grey(small), m, s);
+        *mean = m[0];
+        *stddev = s[0];
+    });
+}
+
+snl_status snl_image_region_difference(const snl_image *a, snl_rect region_a, const snl_image *b, snl_rect region_b,
+                                       double *difference, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Rect ra = snl::clip(region_a, pixels(a).size()), rb = snl::clip(region_b, pixels(b).size());
+        require(!ra.empty() && !rb.empty(), SNL_ERR_ARGUMENT, "region outside the image");
+        cv::Mat resized;
+        cv::resize(pixels(b)(rb), resized, ra.size(), 0, 0, cv::INTER_AREA);
+        cv::Mat diff;
+        cv::absdiff(pixels(a)(ra), resized, diff);
+        cv::Scalar m = cv::mean(diff);
+        *difference = (m[0] + m[1] + m[2]) / 3.0;
+    });
+}
+
+snl_status snl_image_region_detail(const snl_image *image, snl_rect region, double *detail, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Rect r = snl::clip(region, pixels(image).size());
+        require(!r.empty(), SNL_ERR_ARGUMENT, "region outside the image");
+        cv::Mat lap;
+        cv::Laplacian(grey(pixels(image)(r)), lap, CV_64F);
+        cv::Scalar m, s;
+        cv::meanStdDev(lap, m, s);
+        *detail = s[0] * s[0];
+    });
+}
+
+snl_status snl_image_write(const snl_image *image, const char *path, snl_error *error) {
+    return guarded(error, SNL_ERR_WRITE, [&] {
+        require(cv::imwrite(path, pixels(image)), SNL_ERR_WRITE, std::string("cannot write image ") + path);
+    });
+}
+
+snl_status snl_image_encode_jpeg(const snl_image *image, int32_t quality, uint8_t **bytes, size_t *length,
+                                 snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        std::vector<uchar> buffer;
+        require(cv::imencode(".jpg", pixels(image), buffer, {cv::IMWRITE_JPEG_QUALITY, quality}), SNL_ERR_WRITE,
+                "JPEG encoding failed");
+        *bytes = static_cast<uint8_t *>(std::malloc(buffer.size()));
+        require(*bytes != nullptr, SNL_ERR_UNKNOWN, "out of memory");
+        std::memcpy(*bytes, buffer.data(), buffer.size());
+        *length = buffer.size();
+    });
+}
+
+void snl_buffer_free(uint8_t *bytes) { std::free(bytes); }
+
+snl_status snl_image_mask(snl_image *image, snl_rect region, snl_mask_kind kind, float strength, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Mat &mat = pixels(image);
+        cv::Rect r = snl::clip(region, mat.size());
+        if (r.empty()) return;
+        cv::Mat roi = mat(r);
+        int side = std::max(r.width, r.height);
+        switch (kind) {
+        case SNL_MASK_BLUR: {
+            int k = std::max(3, int(side * strength)) | 1;
+            // Two passes of a wide box blur approximate a Gaussian at a fraction of its cost.
+            cv::blur(roi, roi, cv::Size(k, k));
+            cv::blur(roi, roi, cv::Size(k, k));
+            break;
+        }
+        case SNL_MASK_PIXELATE: {
+            int block = std::max(2, int(side * strength));
+            cv::Mat small;
+            cv::resize(roi, small, cv::Size(std::max(1, r.width / block), std::max(1, r.height / block)), 0, 0,
+                       cv::INTER_AREA);
+            cv::resize(small, roi, r.size(), 0, 0, cv::INTER_NEAREST);
+            break;
+        }
+        case SNL_MASK_SOLID:
+            roi.setTo(cv::Scalar(0, 0, 0));
+            break;
+        default:
+            throw snl::failure(SNL_ERR_ARGUMENT, "unknown mask kind");
+        }
+    });
+}
+
+snl_status snl_image_composite(snl_image *target, snl_rect target_region, const snl_image *source,
+                               snl_rect source_region, float feather, int32_t mirror, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Mat &dst = pixels(target);
+        const cv::Mat &src = pixels(source);
+        cv::Rect sr = snl::clip(source_region, src.size());
+        require(!sr.empty(), SNL_ERR_ARGUMENT, "source region outside the source image");
+        // Place the whole target region, then keep the part inside the frame.
+        cv::Rect full(cvRound(target_region.x), cvRound(target_region.y), cvRound(target_region.width),
+                      cvRound(target_region.height));
+        if (full.width <= 0 || full.height <= 0) return;
+        cv::Rect visible = full & cv::Rect(cv::Point(0, 0), dst.size());
+        if (visible.empty()) return;
+        cv::Mat patch;
+        cv::resize(src(sr), patch, full.size(), 0, 0, full.width < sr.width ? cv::INTER_AREA : cv::INTER_LINEAR);
+        if (mirror) cv::flip(patch, patch, 1);
+        cv::Mat alpha(full.size(), CV_32F, cv::Scalar(0));
+        cv::Point centre(full.width / 2, full.height / 2);
+        cv::ellipse(alpha, centre, cv::Size(full.width / 2, full.height / 2), 0, 0, 360, cv::Scalar(1), cv::FILLED,
+                    cv::LINE_AA);
+        int k = std::max(1, int(std::min(full.width, full.height) * feather)) | 1;
+        if (k > 1) cv::GaussianBlur(alpha, alpha, cv::Size(k, k), 0);
+        cv::Rect inPatch(visible.x - full.x, visible.y - full.y, visible.width, visible.height);
+        cv::Mat a = alpha(inPatch), p, d;
+        patch(inPatch).convertTo(p, CV_32FC3);
+        dst(visible).convertTo(d, CV_32FC3);
+        cv::Mat a3;
+        cv::merge(std::vector<cv::Mat>{a, a, a}, a3);
+        cv::Mat blended = p.mul(a3) + d.mul(cv::Scalar::all(1.0) - a3);
+        blended.convertTo(dst(visible), CV_8UC3);
+    });
+}
+
+snl_status snl_draw_rect(snl_image *image, snl_rect rect, snl_color color, int32_t thickness, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::rectangle(pixels(image), cv::Rect2f(rect.x, rect.y, rect.width, rect.height), snl::scalar(color),
+                      thickness, cv::LINE_AA);
+    });
+}
+
+snl_status snl_draw_polygon(snl_image *image, const float *points, int32_t count, snl_color color,
+                            int32_t thickness, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(points != nullptr && count >= 2, SNL_ERR_ARGUMENT, "a polygon needs at least two points");
+        cv::Mat &mat = pixels(image);
+        std::vector<cv::Point> poly;
+        for (int i = 0; i < count; i++) poly.emplace_back(cvRound(points[2 * i]), cvRound(points[2 * i + 1]));
+        cv::Mat canvas = color.alpha < 255 ? mat.clone() : mat;
+        if (thickness < 0)
+            cv::fillPoly(canvas, std::vector<std::vector<cv::Point>>{poly}, snl::scalar(color), cv::LINE_AA);
+        else
+            cv::polylines(canvas, poly, true, snl::scalar(color), thickness, cv::LINE_AA);
+        if (color.alpha < 255) cv::addWeighted(canvas, color.alpha / 255.0, mat, 1 - color.alpha / 255.0, 0, mat);
+    });
+}
+
+snl_status snl_draw_ellipse(snl_image *image, snl_rect bounds, snl_color color, int32_t thickness, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::RotatedRect box(cv::Point2f(bounds.x + bounds.width / 2, bounds.y + bounds.height / 2),
+                            cv::Size2f(bounds.width, bounds.height), 0);
+        cv::ellipse(pixels(image), box, snl::scalar(color), thickness < 0 ? cv::FILLED : thickness, cv::LINE_AA);
+    });
+}
+
+snl_status snl_draw_text(snl_image *image, const char *text, float x, float y, float scale, snl_color color,
+                         snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::putText(pixels(image), text, cv::Point(cvRound(x), cvRound(y)), cv::FONT_HERSHEY_SIMPLEX, scale,
+                    snl::scalar(color), std::max(1, int(scale * 2)), cv::LINE_AA);
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,74 @@
+/// A point in pixels (or in normalized 0-1 coordinates where a type says so).
+public struct Point: Hashable, Sendable, Codable {
+    public var x: Double
+    public var y: Double
+    public init(x: Double, y: Double) {
+        self.x = x
+        self.y = y
+    }
+}
+
+/// An axis-aligned rectangle, top-left origin, in pixels of the frame it belongs to.
+public struct Box: Hashable, Sendable, Codable {
+    public var x: Double
+    public var y: Double
+    public var width: Double
+    public var height: Double
+
+    public init(x: Double, y: Double, width: Double, height: Double) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    public var area: Double { max(0, width) * max(0, height) }
+    public var center: Point { Point(x: x + width / 2, y: y + height / 2) }
+    public var maxX: Double { x + width }
+    public var maxY: Double { y + height }
+
+    public func intersection(_ other: Box) -> Box? {
+        let x1 = max(x, other.x), y1 = max(y, other.y)
+        let x2 = min(maxX, other.maxX), y2 = min(maxY, other.maxY)
+        guard x2 > x1, y2 > y1 else { return nil }
+        return Box(x: x1, y: y1, width: x2 - x1, height: y2 - y1)
+    }
+
+    /// Intersection over union, 0 when the boxes do not overlap.
+    public func iou(_ other: Box) -> Double {
+        guard let overlap = intersection(other) else { return 0 }
+        let union = area + other.area - overlap.area
+        return union > 0 ? overlap.area / union : 0
+    }
+
+    public func scaled(by factor: Double) -> Box {
+        Box(x: x * factor, y: y * factor, width: width * factor, height: height * factor)
+    }
+}
+
+/// A closed polygon. Its vertices are in order; the last connects back to the first.
+public struct Polygon: Hashable, Sendable, Codable {
+    public var vertices: [Point]
+    public init(_ vertices: [Point]) { self.vertices = vertices }
+
+    /// Whether `point` lies inside (even-odd rule; points on an edge may go either way).
+    public func contains(_ point: Point) -> Bool {
+        var inside = false
+        var j = vertices.count - 1
+        for i in vertices.indices {
+            let a = vertices[i], b = vertices[j]
+            if (a.y > point.y) != (b.y > point.y),
+                point.x < (b.x - a.x) * (point.y - a.y) / (b.y - a.y) + a.x
+            {
+                inside.toggle()
+            }
+            j = i
+        }
+        return inside
+    }
+
+    /// The polygon with each vertex multiplied by a frame size (normalized to pixels).
+    public func scaled(width: Double, height: Double) -> Polygon {
+        Polygon(vertices.map { Point(x: $0.x * width, y: $0.y * height) })
+    }
+}

@@ -1,0 +1,29 @@
+import Foundation
+
+/// A point on a media timeline, in whole microseconds so that sums and comparisons are exact.
+///
+/// Media time comes from the frame (container timestamps, or monotonic capture time for live sources),
+/// never from the wall clock. It is encoded as seconds.
+public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public var microseconds: Int64
+
+    public init(microseconds: Int64) { self.microseconds = microseconds }
+    public init(seconds: Double) { self.microseconds = Int64((seconds * 1_000_000).rounded()) }
+    public init(milliseconds: Double) { self.microseconds = Int64((milliseconds * 1000).rounded()) }
+
+    public static let zero = MediaTime(microseconds: 0)
+    public var seconds: Double { Double(microseconds) / 1_000_000 }
+
+    public static func < (a: MediaTime, b: MediaTime) -> Bool { a.microseconds < b.microseconds }
+    public static func + (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(microseconds: a.microseconds + b.microseconds) }
+    public static func - (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(microseconds: a.microseconds - b.microseconds) }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(seconds: try decoder.singleValueContainer().decode(Double.self))
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(seconds)
+    }
+    public var description: String { String(format: "%.3fs", seconds) }
+}

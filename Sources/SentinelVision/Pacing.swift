@@ -1,0 +1,66 @@
+import Foundation
+import SentinelCore
+
+/// How fast a recorded source is replayed. Media timestamps are the same whatever the pace.
+public enum Pacing: Sendable, Equatable, CustomStringConvertible {
+    /// Every frame as soon as it is decoded (for tuning and evaluation).
+    case fastest
+    /// Media time advances `factor` times as fast as the wall clock (1 is real time).
+    case speed(Double)
+
+    public static let realTime = Pacing.speed(1)
+
+    /// Parses `fastest`, `realtime`, or a factor such as `4x` or `0.5`.
+    public init?(_ text: String) {
+        switch text.lowercased() {
+        case "fastest", "max": self = .fastest
+        case "realtime", "real-time", "1x": self = .realTime
+        default:
+            let number = text.lowercased().hasSuffix("x") ? String(text.dropLast()) : text
+            guard let factor = Double(number), factor > 0, factor.isFinite else { return nil }
+            self = .speed(factor)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .fastest: "fastest"
+        case .speed(let factor): factor == 1 ? "realtime" : "\(factor)x"
+        }
+    }
+}
+
+/// Holds frames of a recorded source back so that they come out at the chosen pace.
+public final class PacedSource: FrameSource {
+    public let source: any FrameSource
+    public let pacing: Pacing
+    public var name: String { source.name }
+    private let clock = ContinuousClock()
+    private var origin: (wall: ContinuousClock.Instant, media: MediaTime)?
+
+    public init(_ source: any FrameSource, pacing: Pacing) {
+        self.source = source
+        self.pacing = pacing
+    }
+
+    public func next() throws(VisionError) -> Frame? {
+        guard let frame = try source.next() else { return nil }
+        guard case .speed(let factor) = pacing else { return frame }
+        guard let origin else {
+            origin = (clock.now, frame.time)
+            return frame
+        }
+        let due = origin.wall + .seconds((frame.time - origin.media).seconds / factor)
+        let wait = due - clock.now
+        if wait > .zero { Thread.sleep(forTimeInterval: wait.seconds) }
+        return frame
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    public var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,77 @@
+import CSentinelCV
+import SentinelCore
+
+/// Frames of a recorded video file (whatever Debian's OpenCV and FFmpeg decode), with container timestamps.
+///
+/// A file that stops decoding part-way ends the source with the frames read so far; `endReason` says why.
+public final class VideoFileSource: FrameSource {
+    public let name: String
+    /// The frame rate the container states; 0 when it states none.
+    public let nominalFPS: Double
+    /// The frame count the container states, when it states one.
+    public let declaredFrameCount: Int?
+    public let width: Int
+    public let height: Int
+    /// Why the source ended early, once it has: a decode error or fewer frames than the container declared.
+    public private(set) var endReason: String?
+
+    private var capture: OpaquePointer?
+    private var index = 0
+    private var lastTime: MediaTime?
+
+    public init(path: String) throws(VisionError) {
+        var out: OpaquePointer?
+        try bridge { snl_capture_open_file(path, &out, $0) }
+        capture = out
+        var info = snl_capture_info()
+        snl_capture_info_get(out, &info)
+        name = path
+        nominalFPS = info.fps.isFinite && info.fps > 0 ? info.fps : 0
+        declaredFrameCount = info.frame_count > 0 ? Int(info.frame_count) : nil
+        width = Int(info.width)
+        height = Int(info.height)
+    }
+
+    deinit { close() }
+
+    public func next() throws(VisionError) -> Frame? {
+        guard let capture else { return nil }
+        var image: OpaquePointer?
+        var positionMs = 0.0
+        do {
+            try bridge { snl_capture_read(capture, &image, &positionMs, $0) }
+        } catch {
+            endReason = "\(name): decoding stopped after \(index) frames: \(error.message)"
+            close()
+            return nil
+        }
+        guard let image else {
+            if let declared = declaredFrameCount, index < declared - 1 {
+                // Containers may round their count by one; more than that is a truncated or corrupt file.
+                endReason = "\(name): ended after \(index) of \(declared) declared frames (truncated or corrupt)"
+            }
+            close()
+            return nil
+        }
+        let frame = Frame(index: index, time: timestamp(positionMs), image: Image(handle: image))
+        index += 1
+        return frame
+    }
+
+    /// The container's timestamp, kept strictly increasing: a file whose timestamps repeat or go back
+    /// gets one nominal frame interval past the previous frame instead.
+    private func timestamp(_ positionMs: Double) -> MediaTime {
+        var time = MediaTime(milliseconds: positionMs)
+        if let lastTime, time <= lastTime {
+            let step = nominalFPS > 0 ? MediaTime(seconds: 1 / nominalFPS) : MediaTime(microseconds: 1)
+            time = lastTime + step
+        }
+        lastTime = time
+        return time
+    }
+
+    private func close() {
+        if let capture { snl_capture_destroy(capture) }
+        capture = nil
+    }
+}

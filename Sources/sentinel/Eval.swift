@@ -1,0 +1,2 @@
+import ArgumentParser
+struct Eval: ParsableCommand { func run() throws {} }

@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import SentinelModels
+import SentinelVision
+
+/// Where the model manifest and cache are.
+struct ModelOptions: ParsableArguments {
+    @Option(name: .customLong("models"), help: "Folder holding models.yml and the model cache (env SENTINEL_MODELS).")
+    var folder: String = ProcessInfo.processInfo.environment["SENTINEL_MODELS"] ?? "Models"
+
+    func store() throws -> ModelStore {
+        do {
+            return try ModelStore(root: folder)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}
+
+/// Which face detector to run and how.
+struct DetectorOptions: ParsableArguments {
+    @Option(help: "Face detector: \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var detector: DetectorKind = .yunet
+
+    @Option(help: "Model name from Models/models.yml (default: haar-frontalface, centerface or yunet by detector).")
+    var model: String?
+
+    @Option(help: "Downscale frames so their longest side is at most this many pixels before detecting (0: never).")
+    var scale: Int?
+
+    @Option(help: "Minimum detection score, 0-1 (defaults: cascade 0.5, centerface 0.5, yunet 0.9).")
+    var score: Double?
+
+    @Option(help: "Non-maximum suppression IoU threshold.")
+    var nms: Double?
+
+    @Option(name: .customLong("min-face"), help: "Smallest face side kept, in pixels of the original frame.")
+    var minFace: Double?
+
+    var settings: DetectorSettings {
+        var settings = DetectorSettings.defaults(for: detector)
+        if let scale { settings.longestSide = scale }
+        if let score { settings.scoreThreshold = score }
+        if let nms { settings.nmsThreshold = nms }
+        if let minFace { settings.minFaceSize = minFace }
+        return settings
+    }
+
+    static func defaultModel(for kind: DetectorKind) -> String {
+        switch kind {
+        case .cascade: "haar-frontalface"
+        case .centerface: "centerface"
+        case .yunet: "yunet"
+        }
+    }
+
+    func make(store: ModelStore) throws -> OpenCVFaceDetector {
+        try Self.make(detector, model: model, settings: settings, store: store)
+    }
+
+    static func make(_ kind: DetectorKind, model: String? = nil, settings: DetectorSettings? = nil, store: ModelStore) throws
+        -> OpenCVFaceDetector
+    {
+        let path: String
+        do {
+            path = try store.path(of: model ?? defaultModel(for: kind))
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return try OpenCVFaceDetector(kind: kind, modelPath: path, settings: settings)
+    }
+}
+
+extension DetectorKind: ExpressibleByArgument {}
+
+extension Pacing: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+}

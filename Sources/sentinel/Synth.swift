@@ -1,0 +1,2 @@
+import ArgumentParser
+struct Synth: ParsableCommand { func run() throws {} }
