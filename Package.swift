@@ -59,7 +59,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel-cxx-loop",
             cxxSettings: openCVHeaders,
-            linkerSettings: openCVLibraries
+            linkerSettings: openCVLibraries + [.linkedLibrary("m")]
         ),
         .testTarget(name: "SentinelVisionTests", dependencies: ["SentinelVision", "SentinelModels", "SentinelCore"]),
         .testTarget(name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision"]),

@@ -55,6 +55,16 @@ snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *e
     });
 }
 
+snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, snl_image **out, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(width > 0 && height > 0, SNL_ERR_ARGUMENT, "resize needs a positive size");
+        const cv::Mat &src = pixels(image);
+        auto result = std::make_unique<snl_image>();
+        cv::resize(src, result->mat, cv::Size(width, height), 0, 0, width < src.cols ? cv::INTER_AREA : cv::INTER_LINEAR);
+        *out = result.release();
+    });
+}
+
 void snl_image_destroy(snl_image *image) { delete image; }
 int32_t snl_image_width(const snl_image *image) { return image->mat.cols; }
 int32_t snl_image_height(const snl_image *image) { return image->mat.rows; }

@@ -34,6 +34,12 @@ public final class Image: @unchecked Sendable {
         return Image(handle: out!)
     }
 
+    public func resized(width: Int, height: Int) throws(VisionError) -> Image {
+        var out: OpaquePointer?
+        try bridge { snl_image_resize(handle, Int32(width), Int32(height), &out, $0) }
+        return Image(handle: out!)
+    }
+
     /// Mean and standard deviation of the grey image at a coarse scale.
     public func greyStatistics() throws(VisionError) -> (mean: Double, standardDeviation: Double) {
         var mean = 0.0, deviation = 0.0

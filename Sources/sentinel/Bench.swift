@@ -1,2 +1,80 @@
 import ArgumentParser
-struct Bench: ParsableCommand { func run() throws {} }
+import Foundation
+import SentinelModels
+import SentinelVision
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Frames per second of decode and of decode + detect, against a minimal C++ OpenCV loop.",
+        discussion: """
+            For each recording: decode only, then decode + detect with every detector whose model is ready, each \
+            in Sentinel (Swift over the C bridge) and in sentinel-cxx-loop (plain OpenCV C++, same steps and \
+            settings). Prints fps and the ratio Swift/C++ (1.00 = no overhead). Build in release (make bench).
+            """)
+
+    @Argument(help: "Recordings (default: Recordings/out/showroom-640x480.mp4 and showroom-1280x720.mp4).")
+    var recordings: [String] = ["Recordings/out/showroom-640x480.mp4", "Recordings/out/showroom-1280x720.mp4"]
+
+    @Option(help: "Frames per measurement.")
+    var frames = 300
+
+    @OptionGroup var models: ModelOptions
+
+    func run() throws {
+        let store = try models.store()
+        let loop = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("sentinel-cxx-loop").path
+        guard FileManager.default.isExecutableFile(atPath: loop) else {
+            throw ValidationError("\(loop) not found: build the package first (swift build -c release)")
+        }
+        print("recording                  stage              frames  Sentinel fps   C++ fps   ratio   faces (Sentinel / C++)")
+        for recording in recordings {
+            guard FileManager.default.fileExists(atPath: recording) else { throw ValidationError("\(recording): no such file") }
+            var stages: [(String, DetectorKind?, String)] = [("decode", nil, "")]
+            for kind in DetectorKind.allCases {
+                if let path = try? store.path(of: DetectorOptions.defaultModel(for: kind)) { stages.append(("decode+\(kind.rawValue)", kind, path)) }
+            }
+            for (label, kind, modelPath) in stages {
+                let settings = DetectorSettings.defaults(for: kind ?? .centerface)
+                let detector = try kind.map { try OpenCVFaceDetector(kind: $0, modelPath: modelPath, settings: settings) }
+                let source = try VideoFileSource(path: recording)
+                var count = 0, faces = 0
+                let clock = ContinuousClock()
+                let start = clock.now
+                while count < frames, let frame = try source.next() {
+                    if let detector { faces += try detector.detect(frame.image).count }
+                    count += 1
+                }
+                let swiftFPS = Double(count) / (clock.now - start).seconds
+                let reference = try runLoop(loop, [recording, kind?.rawValue ?? "none", modelPath.isEmpty ? "-" : modelPath,
+                    "\(settings.longestSide)", "\(settings.scoreThreshold)", "\(settings.nmsThreshold)",
+                    "\(settings.minFaceSize)", "\(settings.blankThreshold)", "\(frames)"])
+                let cxxFPS = Double(reference.frames) / reference.seconds
+                let name = URL(fileURLWithPath: recording).lastPathComponent
+                print(name.padding(toLength: 26, withPad: " ", startingAt: 0) + " "
+                    + label.padding(toLength: 18, withPad: " ", startingAt: 0)
+                    + String(format: "%7d %13.1f %9.1f %7.2f   %d / %d", count, swiftFPS, cxxFPS, swiftFPS / cxxFPS, faces, reference.faces))
+            }
+        }
+    }
+
+    private func runLoop(_ path: String, _ arguments: [String]) throws -> (frames: Int, seconds: Double, faces: Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var values: [String: Double] = [:]
+        for pair in output.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+            let parts = pair.split(separator: "=")
+            if parts.count == 2 { values[String(parts[0])] = Double(parts[1]) }
+        }
+        guard process.terminationStatus == 0, let frames = values["frames"], let seconds = values["seconds"], let faces = values["faces"] else {
+            throw ValidationError("sentinel-cxx-loop failed (exit \(process.terminationStatus)): \(output)")
+        }
+        return (Int(frames), seconds, Int(faces))
+    }
+}

@@ -1,2 +1,108 @@
 import ArgumentParser
-struct Eval: ParsableCommand { func run() throws {} }
+import Foundation
+import SentinelCore
+import SentinelEval
+import SentinelSynth
+import SentinelVision
+
+struct Eval: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure accuracy against ground truth.",
+        subcommands: [Detections.self])
+
+    struct Detections: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Precision and recall of each face detector on recordings with ground truth.",
+            discussion: """
+                A detection is right when it overlaps a drawn face with IoU >= --iou; faces mostly hidden by \
+                scenery count neither way. Recordings without a .truth.json beside them (such as real footage) \
+                get detections per frame instead.
+                """)
+
+        @Argument(help: "Recordings (default: every .mp4 in Recordings/out).")
+        var recordings: [String] = []
+
+        @Option(parsing: .upToNextOption, help: "Detectors to measure (default: every one whose model is ready).")
+        var detectors: [DetectorKind] = []
+
+        @Option(help: "IoU a detection needs to match a drawn face.")
+        var iou = 0.5
+
+        @Option(help: "Also write the figures as JSON to this file.")
+        var json: String?
+
+        @OptionGroup var models: ModelOptions
+
+        func run() throws {
+            let store = try models.store()
+            let kinds = detectors.isEmpty
+                ? DetectorKind.allCases.filter { (try? store.path(of: DetectorOptions.defaultModel(for: $0))) != nil }
+                : detectors
+            var paths = recordings
+            if paths.isEmpty {
+                let folder = URL(fileURLWithPath: "Recordings/out")
+                paths = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".mp4") }
+                    .sorted().map { folder.appendingPathComponent($0).path }
+                guard !paths.isEmpty else { throw ValidationError("no recordings in Recordings/out: run `make recordings` first") }
+            }
+            var rows: [Row] = []
+            print("recording                        detector     frames   faces  found  false  missed  precision  recall  mean IoU   fps")
+            for path in paths {
+                let truthURL = SceneRenderer.truthURL(for: URL(fileURLWithPath: path))
+                let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: truthURL))
+                for kind in kinds {
+                    let detector = try DetectorOptions.make(kind, store: store)
+                    let source = try VideoFileSource(path: path)
+                    var score = DetectionScore()
+                    var perFrame: [Int] = []
+                    let clock = ContinuousClock()
+                    let start = clock.now
+                    while let frame = try source.next() {
+                        let boxes = try detector.detect(frame.image).map(\.box)
+                        perFrame.append(boxes.count)
+                        if let truth, frame.index < truth.frames.count {
+                            score.add(truth: truth.frames[frame.index].faces, detections: boxes, iouThreshold: iou)
+                        }
+                    }
+                    let fps = Double(perFrame.count) / (clock.now - start).seconds
+                    let row = Row(recording: URL(fileURLWithPath: path).lastPathComponent, detector: kind.rawValue,
+                                  score: truth == nil ? nil : score, frames: perFrame.count,
+                                  detectionsPerFrame: Double(perFrame.reduce(0, +)) / Double(max(1, perFrame.count)),
+                                  framesWithFaces: perFrame.filter { $0 > 0 }.count, fps: fps)
+                    print(row.line)
+                    rows.append(row)
+                }
+            }
+            if let json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(rows).write(to: URL(fileURLWithPath: json))
+            }
+        }
+    }
+
+    struct Row: Codable {
+        var recording: String
+        var detector: String
+        var score: DetectionScore?
+        var frames: Int
+        var detectionsPerFrame: Double
+        var framesWithFaces: Int
+        var fps: Double
+
+        var line: String {
+            func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+            func lpad(_ s: String, _ n: Int) -> String { s.count >= n ? s : String(repeating: " ", count: n - s.count) + s }
+            let head = pad(recording, 32) + " " + pad(detector, 10) + lpad("\(frames)", 8)
+            guard let s = score else {
+                return head + "  (no ground truth) \(String(format: "%.2f", detectionsPerFrame)) faces/frame, "
+                    + "\(framesWithFaces) frames with a face" + lpad(String(format: "%.1f", fps), 40)
+            }
+            let faces = s.truePositives + s.falseNegatives
+            return head + lpad("\(faces)", 8) + lpad("\(s.truePositives)", 7) + lpad("\(s.falsePositives)", 7)
+                + lpad("\(s.falseNegatives)", 8) + lpad(String(format: "%.3f", s.precision), 11)
+                + lpad(String(format: "%.3f", s.recall), 8) + lpad(String(format: "%.3f", s.meanIoU), 10)
+                + lpad(String(format: "%.1f", fps), 6)
+        }
+    }
+}

@@ -20,7 +20,7 @@ struct ModelOptions: ParsableArguments {
 /// Which face detector to run and how.
 struct DetectorOptions: ParsableArguments {
     @Option(help: "Face detector: \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var detector: DetectorKind = .yunet
+    var detector: DetectorKind = .centerface
 
     @Option(help: "Model name from Models/models.yml (default: haar-frontalface, centerface or yunet by detector).")
     var model: String?

@@ -63,6 +63,7 @@ SNL_STATIC_ASSERT(sizeof(snl_face) == 64, "snl_face layout is shared with Swift"
 snl_status snl_image_create(int32_t width, int32_t height, snl_color fill, snl_image **out, snl_error *error);
 snl_status snl_image_read(const char *path, snl_image **out, snl_error *error);
 snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *error);
+snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, snl_image **out, snl_error *error);
 void snl_image_destroy(snl_image *image);
 int32_t snl_image_width(const snl_image *image);
 int32_t snl_image_height(const snl_image *image);
