@@ -61,11 +61,16 @@ let package = Package(
             cxxSettings: openCVHeaders,
             linkerSettings: openCVLibraries + [.linkedLibrary("m")]
         ),
-        .testTarget(name: "SentinelVisionTests", dependencies: ["SentinelVision", "SentinelModels", "SentinelCore"]),
-        .testTarget(name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision"]),
+        /// Paths to the repository's models, photos and recordings, and to ../shared when it is there.
+        .target(name: "SentinelTestSupport", dependencies: ["SentinelModels"], path: "Tests/SentinelTestSupport"),
+        .testTarget(
+            name: "SentinelVisionTests",
+            dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]
+        ),
+        .testTarget(name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision", "SentinelTestSupport"]),
         .testTarget(
             name: "SentinelSynthTests",
-            dependencies: ["SentinelSynth", "SentinelVision", "SentinelModels", "SentinelEval"]
+            dependencies: ["SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport"]
         ),
         .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
     ],

@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 cd "$work"
-apt-get download facedetect python3-skimage >/dev/null
+apt-get download facedetect python3-skimage >/dev/null 2>&1 || { apt-get update -qq; apt-get download facedetect python3-skimage >/dev/null; }
 for deb in *.deb; do dpkg -x "$deb" x; done
 cp x/usr/share/doc/facedetect/examples/grace_hopper_512x512.jpg "$out/"
 cp x/usr/share/doc/facedetect/examples/640px-IceBlockNearJoekullsarlon.jpg "$out/"

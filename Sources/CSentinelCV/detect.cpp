@@ -30,7 +30,13 @@ struct Cascade : FaceFinder {
     cv::CascadeClassifier classifier;
     float minSide;
     Cascade(const std::string &path, float minSide) : minSide(minSide) {
-        require(classifier.load(path), SNL_ERR_MODEL, "cannot load cascade " + path);
+        bool loaded = false;
+        try {
+            loaded = classifier.load(path);
+        } catch (const cv::Exception &e) {
+            throw snl::failure(SNL_ERR_MODEL, "cannot load cascade " + path + ": " + e.err);
+        }
+        require(loaded, SNL_ERR_MODEL, "cannot load cascade " + path);
     }
     std::vector<snl_face> find(const cv::Mat &scaled) override {
         cv::Mat grey;

@@ -34,7 +34,7 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var convert: String?
         /// What a person must do, for files no registry carries.
         public var manual: String?
-        /// Folders (relative to the manifest's) where a copy may already be.
+        /// Folders (absolute, or relative to the manifest's) where a copy may already be.
         public var lookIn: [String]?
     }
 

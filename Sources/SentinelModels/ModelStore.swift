@@ -84,7 +84,8 @@ public struct ModelStore: Sendable {
         try createDirectory(cache)
         if entry.obtain.manual != nil {
             for folder in entry.obtain.lookIn ?? [] {
-                let candidate = root.appendingPathComponent(folder).appendingPathComponent(entry.file).standardizedFileURL
+                let base = folder.hasPrefix("/") ? URL(fileURLWithPath: folder) : root.appendingPathComponent(folder)
+                let candidate = base.appendingPathComponent(entry.file).standardizedFileURL
                 if (try? Self.sha256(of: candidate)) == entry.sha256 {
                     try copy(candidate, to: target)
                     logger.info("model copied", metadata: ["model": "\(entry.name)", "from": "\(candidate.path)"])

@@ -53,7 +53,7 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
     /// Defaults measured on the sample recordings and ../shared/media (see README).
     public static func defaults(for kind: DetectorKind) -> DetectorSettings {
         switch kind {
-        case .cascade: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 24)
+        case .cascade: DetectorSettings(longestSide: 640, scoreThreshold: 0.7, nmsThreshold: 0.3, minFaceSize: 24)
         case .centerface: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
         case .yunet: DetectorSettings(longestSide: 640, scoreThreshold: 0.9, nmsThreshold: 0.3, minFaceSize: 16)
         }

@@ -31,6 +31,7 @@ struct Eval: ParsableCommand {
         @Option(help: "Also write the figures as JSON to this file.")
         var json: String?
 
+        @OptionGroup var tuning: DetectorTuning
         @OptionGroup var models: ModelOptions
 
         func run() throws {
@@ -51,7 +52,7 @@ struct Eval: ParsableCommand {
                 let truthURL = SceneRenderer.truthURL(for: URL(fileURLWithPath: path))
                 let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: truthURL))
                 for kind in kinds {
-                    let detector = try DetectorOptions.make(kind, store: store)
+                    let detector = try DetectorOptions.make(kind, settings: tuning.settings(for: kind), store: store)
                     let source = try VideoFileSource(path: path)
                     var score = DetectionScore()
                     var perFrame: [Int] = []

@@ -25,25 +25,10 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "Model name from Models/models.yml (default: haar-frontalface, centerface or yunet by detector).")
     var model: String?
 
-    @Option(help: "Downscale frames so their longest side is at most this many pixels before detecting (0: never).")
-    var scale: Int?
+    @OptionGroup var tuning: DetectorTuning
 
-    @Option(help: "Minimum detection score, 0-1 (defaults: cascade 0.5, centerface 0.5, yunet 0.9).")
-    var score: Double?
-
-    @Option(help: "Non-maximum suppression IoU threshold.")
-    var nms: Double?
-
-    @Option(name: .customLong("min-face"), help: "Smallest face side kept, in pixels of the original frame.")
-    var minFace: Double?
-
-    var settings: DetectorSettings {
-        var settings = DetectorSettings.defaults(for: detector)
-        if let scale { settings.longestSide = scale }
-        if let score { settings.scoreThreshold = score }
-        if let nms { settings.nmsThreshold = nms }
-        if let minFace { settings.minFaceSize = minFace }
-        return settings
+    func make(store: ModelStore) throws -> OpenCVFaceDetector {
+        try Self.make(detector, model: model, settings: tuning.settings(for: detector), store: store)
     }
 
     static func defaultModel(for kind: DetectorKind) -> String {
@@ -52,10 +37,6 @@ struct DetectorOptions: ParsableArguments {
         case .centerface: "centerface"
         case .yunet: "yunet"
         }
-    }
-
-    func make(store: ModelStore) throws -> OpenCVFaceDetector {
-        try Self.make(detector, model: model, settings: settings, store: store)
     }
 
     static func make(_ kind: DetectorKind, model: String? = nil, settings: DetectorSettings? = nil, store: ModelStore) throws
@@ -68,6 +49,30 @@ struct DetectorOptions: ParsableArguments {
             throw ValidationError(error.message)
         }
         return try OpenCVFaceDetector(kind: kind, modelPath: path, settings: settings)
+    }
+}
+
+/// Overrides of a detector's default settings, for tuning.
+struct DetectorTuning: ParsableArguments {
+    @Option(help: "Downscale frames so their longest side is at most this many pixels before detecting (0: never).")
+    var scale: Int?
+
+    @Option(help: "Minimum detection score, 0-1 (defaults: cascade 0.7, centerface 0.5, yunet 0.9).")
+    var score: Double?
+
+    @Option(help: "Non-maximum suppression IoU threshold.")
+    var nms: Double?
+
+    @Option(name: .customLong("min-face"), help: "Smallest face side kept, in pixels of the original frame.")
+    var minFace: Double?
+
+    func settings(for kind: DetectorKind) -> DetectorSettings {
+        var settings = DetectorSettings.defaults(for: kind)
+        if let scale { settings.longestSide = scale }
+        if let score { settings.scoreThreshold = score }
+        if let nms { settings.nmsThreshold = nms }
+        if let minFace { settings.minFaceSize = minFace }
+        return settings
     }
 }
 

@@ -1,0 +1,43 @@
+import SentinelCore
+import SentinelTestSupport
+import SentinelVision
+import Testing
+
+@Suite("Images: masking, encoding, classification")
+struct ImageTests {
+    let face = Box(x: 175, y: 109, width: 183, height: 206)
+
+    @Test("every mask style removes the face's detail", arguments: Image.MaskStyle.allCases)
+    func maskingRemovesDetail(style: Image.MaskStyle) throws {
+        let image = try Image(contentsOf: Fixtures.photo("grace_hopper_512x512.jpg"))
+        let before = try image.detail(in: face)
+        try image.mask(face, style: style)
+        let after = try image.detail(in: face)
+        #expect(after < before * 0.1, "\(style): detail \(before) -> \(after)")
+    }
+
+    @Test("JPEG encoding yields a JPEG")
+    func jpeg() throws {
+        let bytes = try Image(contentsOf: Fixtures.photo("astronaut.png")).jpeg(quality: 80)
+        #expect(bytes.starts(with: [0xFF, 0xD8, 0xFF]))
+    }
+
+    @Test("the emotion model gives a probability for each of its seven labels")
+    func emotionProbabilities() throws {
+        let classifier = try FaceClassifier(
+            modelPath: try Fixtures.model("emotion"), format: .miniXception,
+            labels: ["angry", "disgust", "fear", "happy", "sad", "surprise", "neutral"])
+        let values = try classifier.classify(try Image(contentsOf: Fixtures.photo("astronaut.png")), face: Box(x: 179, y: 58, width: 94, height: 117))
+        #expect(values.count == 7)
+        #expect(abs(values.reduce(0, +) - 1) < 1e-4)
+        // The astronaut smiles broadly: "happy" is the model's answer.
+        #expect(values.firstIndex(of: values.max()!) == 3)
+    }
+
+    @Test("a crop that leaves the frame is padded, not refused")
+    func cropAtEdge() throws {
+        let classifier = try FaceClassifier(modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: Array(repeating: "x", count: 7))
+        let values = try classifier.classify(try Image(contentsOf: Fixtures.photo("astronaut.png")), face: Box(x: -20, y: -20, width: 60, height: 60))
+        #expect(values.count == 7)
+    }
+}
