@@ -45,6 +45,8 @@ let package = Package(
         ),
         /// Reproducible sample recordings with ground truth.
         .target(name: "SentinelSynth", dependencies: ["SentinelCore", "SentinelVision", "Yams"]),
+        /// Detections to visitors: tracker, zones, dwell, emotion smoothing, events. Pure logic, no clock or I/O.
+        .target(name: "SentinelVisitors", dependencies: ["SentinelCore"]),
         /// Accuracy measurement against ground truth (pure logic).
         .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
         .executableTarget(
@@ -73,6 +75,7 @@ let package = Package(
             dependencies: ["SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport"]
         ),
         .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
+        .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
     ],
     cxxLanguageStandard: .cxx17
 )

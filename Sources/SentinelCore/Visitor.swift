@@ -1,0 +1,163 @@
+import Foundation
+
+/// The seven expressions of the FER2013 emotion model, in its output order.
+public enum Emotion: String, Sendable, Codable, CaseIterable {
+    case angry, disgust, fear, happy, sad, surprise, neutral
+
+    /// How the gauge reads each expression, -1 (negative) to 1 (positive).
+    public var valence: Double {
+        switch self {
+        case .happy: 1
+        case .surprise: 0.5
+        case .neutral: 0
+        case .sad, .fear: -0.75
+        case .angry, .disgust: -1
+        }
+    }
+}
+
+/// A visitor as published: one visit of one face, with where it has been and how it seemed to feel.
+///
+/// Times are ISO-8601: the media time of the frame, placed on the wall clock by the source's origin (a
+/// recording's start, or when a live source was opened), so replays at any speed give the same records.
+public struct VisitorRecord: Sendable, Codable, Equatable {
+    /// The visit's pseudonymous id.
+    public var faceId: String
+    public var sourceId: String
+    /// The zone the visitor is in now (the most recently entered of those it is in), or nil.
+    public var zone: String?
+    /// Every zone entered during the visit, with the seconds spent in it so far (re-entries add up).
+    public var zones: [ZoneDwell]
+    /// Seconds from first to last seen.
+    public var dwellSeconds: Double
+    public var firstSeen: Date
+    public var lastSeen: Date
+    /// The smoothed dominant expression, or "unknown" while too few or too unsure samples.
+    public var emotion: String
+    public var emotionConfidence: Double
+    /// The smoothed probability of each expression (empty while none was measured).
+    public var emotionDistribution: [String: Double]
+    /// -1 to 1, from the smoothed distribution (0 while unknown).
+    public var valence: Double
+    /// `active` (seen in the last frame), `lost` (not seen, may come back) or `exited`.
+    public var state: String
+
+    public struct ZoneDwell: Sendable, Codable, Equatable {
+        public var zone: String
+        public var dwellSeconds: Double
+        public init(zone: String, dwellSeconds: Double) {
+            self.zone = zone
+            self.dwellSeconds = dwellSeconds
+        }
+    }
+
+    public init(
+        faceId: String, sourceId: String, zone: String?, zones: [ZoneDwell], dwellSeconds: Double, firstSeen: Date,
+        lastSeen: Date, emotion: String, emotionConfidence: Double, emotionDistribution: [String: Double],
+        valence: Double, state: String
+    ) {
+        self.faceId = faceId
+        self.sourceId = sourceId
+        self.zone = zone
+        self.zones = zones
+        self.dwellSeconds = dwellSeconds
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+        self.emotion = emotion
+        self.emotionConfidence = emotionConfidence
+        self.emotionDistribution = emotionDistribution
+        self.valence = valence
+        self.state = state
+    }
+}
+
+/// Something that happened to a visitor.
+public struct VisitorEvent: Sendable, Codable, Equatable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        case entered = "visitor.entered"
+        case zoneEntered = "visitor.zoneEntered"
+        case zoneExited = "visitor.zoneExited"
+        case updated = "visitor.updated"
+        case exited = "visitor.exited"
+    }
+
+    /// One stay in a zone; `exitedAt` and `dwellSeconds` are final on `visitor.zoneExited`.
+    public struct Stay: Sendable, Codable, Equatable {
+        public var zone: String
+        public var enteredAt: Date
+        public var exitedAt: Date?
+        public var dwellSeconds: Double?
+        public init(zone: String, enteredAt: Date, exitedAt: Date? = nil, dwellSeconds: Double? = nil) {
+            self.zone = zone
+            self.enteredAt = enteredAt
+            self.exitedAt = exitedAt
+            self.dwellSeconds = dwellSeconds
+        }
+    }
+
+    public var type: Kind
+    /// When it happened (media time on the wall clock, as for the record's times).
+    public var time: Date
+    public var visitor: VisitorRecord
+    /// The stay, on zone events.
+    public var stay: Stay?
+    /// Why the visit ended, on `visitor.exited`: `lost`, `endOfStream` or `shutdown`.
+    public var reason: String?
+
+    public init(type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: String? = nil) {
+        self.type = type
+        self.time = time
+        self.visitor = visitor
+        self.stay = stay
+        self.reason = reason
+    }
+}
+
+extension JSONEncoder {
+    /// Sentinel's JSON: ISO-8601 dates with milliseconds, keys sorted so that outputs compare byte for byte.
+    public static func sentinel() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(ISO8601.string(from: date))
+        }
+        return encoder
+    }
+}
+
+extension JSONDecoder {
+    public static func sentinel() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = ISO8601.date(from: text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an ISO-8601 date: \(text)"))
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+/// ISO-8601 in UTC with milliseconds, e.g. 2026-11-21T10:00:01.250Z.
+public enum ISO8601 {
+    public static func string(from date: Date) -> String {
+        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let seconds = millis.quotientAndRemainder(dividingBy: 1000)
+        let whole = Date(timeIntervalSince1970: TimeInterval(seconds.quotient - (seconds.remainder < 0 ? 1 : 0)))
+        let fraction = (seconds.remainder + 1000) % 1000
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        let text = formatter.string(from: whole)
+        return String(text.dropLast()) + String(format: ".%03dZ", fraction)
+    }
+
+    public static func date(from text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import SentinelCore
+
+/// When a face is classified and how the readings are smoothed.
+public struct EmotionSettings: Sendable, Equatable, Codable {
+    /// Faces smaller than this (pixels, shorter side) are not classified: the 64x64 model needs detail.
+    public var minFaceSize: Double = 48
+    /// Detections scoring below this are not classified.
+    public var minDetectionScore: Double = 0.6
+    /// Time constant of the exponential smoothing, in media seconds: a reading's weight halves every ~0.7 of it.
+    public var timeConstantSeconds: Double = 1.0
+    /// Below this smoothed probability the dominant label is published as "unknown".
+    public var minConfidence: Double = 0.4
+    /// Below this many readings the label is "unknown".
+    public var minSamples: Int = 3
+
+    public init() {}
+}
+
+/// One visitor's expression over time: an exponentially weighted average of the model's distributions in
+/// media time, so one noisy frame (an open mouth read as "angry") moves it little.
+public struct EmotionSmoother: Sendable {
+    public let settings: EmotionSettings
+    public private(set) var distribution: [Double] = []
+    public private(set) var samples = 0
+    private var last: MediaTime?
+
+    public init(settings: EmotionSettings) { self.settings = settings }
+
+    public mutating func add(_ probabilities: [Double], at time: MediaTime) {
+        guard probabilities.count == Emotion.allCases.count else { return }
+        if let last, !distribution.isEmpty {
+            let dt = max(0, (time - last).seconds)
+            let weight = 1 - exp(-dt / settings.timeConstantSeconds)
+            distribution = zip(distribution, probabilities).map { $0 + weight * ($1 - $0) }
+        } else {
+            distribution = probabilities
+        }
+        last = time
+        samples += 1
+    }
+
+    /// The dominant label (or nil while unknown) and its smoothed probability.
+    public var dominant: (emotion: Emotion?, confidence: Double) {
+        guard let best = distribution.indices.max(by: { distribution[$0] < distribution[$1] }) else { return (nil, 0) }
+        let confidence = distribution[best]
+        let known = samples >= settings.minSamples && confidence >= settings.minConfidence
+        return (known ? Emotion.allCases[best] : nil, confidence)
+    }
+
+    /// -1 to 1: the expected valence under the smoothed distribution, 0 while unknown.
+    public var valence: Double {
+        guard dominant.emotion != nil else { return 0 }
+        return zip(distribution, Emotion.allCases).reduce(0) { $0 + $1.0 * $1.1.valence }
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import SentinelCore
+
+/// How faces are followed from frame to frame.
+public struct TrackerSettings: Sendable, Equatable, Codable {
+    /// Detections at or above this score start tracks and are matched first.
+    public var highScore: Double = 0.6
+    /// Detections from this score up to `highScore` only keep confirmed tracks alive (second stage).
+    public var lowScore: Double = 0.3
+    /// A detection and a predicted track box match when their IoU reaches this...
+    public var minIoU: Double = 0.2
+    /// ...or when their centres are closer than this many face sides (fast or small faces).
+    public var centerGate: Double = 0.6
+    /// Matched frames before a track counts as a visitor (filters one-frame false positives).
+    public var confirmFrames: Int = 3
+    /// Seconds a track keeps predicting its motion without a detection and can still be matched.
+    public var coastSeconds: Double = 1.0
+    /// Seconds without a detection after which the visit ends.
+    public var visitTimeoutSeconds: Double = 3.0
+    /// A new face this close (in face sides) to where a track was lost continues that visit.
+    public var reentryDistance: Double = 1.0
+    /// Weight of the newest motion in the velocity estimate (0-1).
+    public var velocitySmoothing: Double = 0.5
+
+    public init() {}
+}
+
+/// One followed face. Internal: its `id` never leaves the process.
+public struct Track: Sendable, Equatable {
+    public let id: Int
+    /// The last detected box.
+    public var box: Box
+    /// Box motion per second: centre x, centre y, width, height.
+    var velocity: (x: Double, y: Double, width: Double, height: Double) = (0, 0, 0, 0)
+    public var firstSeen: MediaTime
+    public var lastSeen: MediaTime
+    /// The first frame without a detection since `lastSeen`, if any.
+    public var firstMissed: MediaTime?
+    public var hits = 1
+    public var confirmed = false
+    /// The score of the last detection.
+    public var score: Double
+    /// Where the face was seen while the track was tentative, so that a visit can start at its first frame.
+    public var tentative: [(time: MediaTime, box: Box)] = []
+
+    /// The box moved along the velocity to `time`.
+    public func predicted(at time: MediaTime) -> Box {
+        let dt = (time - lastSeen).seconds
+        let width = max(1, box.width + velocity.width * dt), height = max(1, box.height + velocity.height * dt)
+        let centre = Point(x: box.center.x + velocity.x * dt, y: box.center.y + velocity.y * dt)
+        return Box(x: centre.x - width / 2, y: centre.y - height / 2, width: width, height: height)
+    }
+
+    public static func == (a: Track, b: Track) -> Bool {
+        a.id == b.id && a.box == b.box && a.lastSeen == b.lastSeen && a.hits == b.hits && a.confirmed == b.confirmed
+    }
+}
+
+/// What one frame did to the tracks.
+public struct TrackerUpdate: Sendable {
+    /// Confirmed tracks matched in this frame, with the detection that matched.
+    public var observed: [(track: Track, detection: Detection)] = []
+    /// Tracks confirmed in this frame (also in `observed`).
+    public var confirmed: [Track] = []
+    /// Confirmed tracks not seen in this frame but not ended.
+    public var missing: [Track] = []
+    /// Confirmed tracks whose visit ended (unseen for longer than the visit timeout).
+    public var ended: [Track] = []
+}
+
+/// Two-stage association in the style of ByteTrack: high-score detections are matched to every live track
+/// first, then low-score detections to the confirmed tracks still unmatched, so a face that fades (turning,
+/// partly hidden) keeps its track instead of starting a new one. Boxes are predicted with a constant-velocity
+/// model; matching is greedy on cost (1 - IoU, or centre distance where IoU is too small), which equals
+/// the optimal assignment whenever gates do not overlap, as with a handful of visitors.
+///
+/// No appearance features, embeddings or other biometric templates are computed.
+public struct Tracker: Sendable {
+    public let settings: TrackerSettings
+    public private(set) var tracks: [Track] = []
+    private var nextID = 1
+
+    public init(settings: TrackerSettings = TrackerSettings()) { self.settings = settings }
+
+    public mutating func update(detections: [Detection], at time: MediaTime) -> TrackerUpdate {
+        let coasting = tracks.indices.filter { (time - tracks[$0].lastSeen).seconds <= settings.coastSeconds }
+        let parked = tracks.indices.filter { (time - tracks[$0].lastSeen).seconds > settings.coastSeconds }
+        let high = detections.indices.filter { detections[$0].score >= settings.highScore }
+        let low = detections.indices.filter { detections[$0].score >= settings.lowScore && detections[$0].score < settings.highScore }
+
+        var matches: [(track: Int, detection: Int)] = []
+        var freeTracks = Set(coasting), freeHigh = Set(high)
+        for (t, d) in associate(Array(freeTracks), high, detections, at: time, distanceGate: settings.centerGate) {
+            matches.append((t, d))
+            freeTracks.remove(t)
+            freeHigh.remove(d)
+        }
+        let confirmedFree = freeTracks.filter { tracks[$0].confirmed }
+        for (t, d) in associate(Array(confirmedFree), low, detections, at: time, distanceGate: 0) {
+            matches.append((t, d))
+            freeTracks.remove(t)
+        }
+        // A face reappearing near where a confirmed track was lost continues that visit.
+        let parkedConfirmed = parked.filter { tracks[$0].confirmed }
+        for (t, d) in associate(parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance, predict: false) {
+            matches.append((t, d))
+            freeHigh.remove(d)
+        }
+
+        var update = TrackerUpdate()
+        for (t, d) in matches {
+            let detection = detections[d]
+            let wasConfirmed = tracks[t].confirmed
+            correct(&tracks[t], with: detection, at: time)
+            if tracks[t].confirmed {
+                update.observed.append((tracks[t], detection))
+                if !wasConfirmed { update.confirmed.append(tracks[t]) }
+            }
+        }
+        let matched = Set(matches.map(\.track))
+        var keep: [Track] = []
+        for index in tracks.indices {
+            var track = tracks[index]
+            if !matched.contains(index) {
+                // A tentative track that misses a frame was most likely a false detection.
+                guard track.confirmed else { continue }
+                if track.firstMissed == nil { track.firstMissed = time }
+                if (time - track.lastSeen).seconds > settings.visitTimeoutSeconds {
+                    update.ended.append(track)
+                    continue
+                }
+                update.missing.append(track)
+            }
+            keep.append(track)
+        }
+        tracks = keep
+        for d in freeHigh.sorted() {
+            var track = Track(id: nextID, box: detections[d].box, firstSeen: time, lastSeen: time, score: detections[d].score)
+            track.tentative = [(time, detections[d].box)]
+            nextID += 1
+            if settings.confirmFrames <= 1 {
+                track.confirmed = true
+                update.observed.append((track, detections[d]))
+                update.confirmed.append(track)
+            }
+            tracks.append(track)
+        }
+        update.observed.sort { $0.track.id < $1.track.id }
+        return update
+    }
+
+    /// Ends every remaining confirmed track (end of stream or shutdown).
+    public mutating func finish() -> [Track] {
+        defer { tracks = [] }
+        return tracks.filter(\.confirmed)
+    }
+
+    private func associate(
+        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double, predict: Bool = true
+    ) -> [(Int, Int)] {
+        var pairs: [(cost: Double, track: Int, detection: Int)] = []
+        for t in candidates {
+            let expected = predict ? tracks[t].predicted(at: time) : tracks[t].box
+            let side = max(expected.width, expected.height)
+            for d in pool {
+                let box = detections[d].box
+                let overlap = expected.iou(box)
+                let distance = hypot(expected.center.x - box.center.x, expected.center.y - box.center.y) / side
+                if predict, overlap >= settings.minIoU {
+                    pairs.append((1 - overlap, t, d))
+                } else if distance <= distanceGate {
+                    pairs.append((1 + distance, t, d))
+                }
+            }
+        }
+        pairs.sort { ($0.cost, $0.track, $0.detection) < ($1.cost, $1.track, $1.detection) }
+        var usedTracks = Set<Int>(), usedDetections = Set<Int>(), result: [(Int, Int)] = []
+        for pair in pairs where !usedTracks.contains(pair.track) && !usedDetections.contains(pair.detection) {
+            usedTracks.insert(pair.track)
+            usedDetections.insert(pair.detection)
+            result.append((pair.track, pair.detection))
+        }
+        return result
+    }
+
+    private func correct(_ track: inout Track, with detection: Detection, at time: MediaTime) {
+        let dt = (time - track.lastSeen).seconds
+        if dt > 0 {
+            let a = settings.velocitySmoothing, old = track.box, new = detection.box
+            let measured = (
+                x: (new.center.x - old.center.x) / dt, y: (new.center.y - old.center.y) / dt,
+                width: (new.width - old.width) / dt, height: (new.height - old.height) / dt)
+            track.velocity = track.hits == 1
+                ? measured
+                : (a * measured.x + (1 - a) * track.velocity.x, a * measured.y + (1 - a) * track.velocity.y,
+                   a * measured.width + (1 - a) * track.velocity.width, a * measured.height + (1 - a) * track.velocity.height)
+        }
+        track.box = detection.box
+        track.score = detection.score
+        track.lastSeen = time
+        track.firstMissed = nil
+        track.hits += 1
+        if !track.confirmed { track.tentative.append((time, detection.box)) }
+        if track.hits >= settings.confirmFrames { track.confirmed = true }
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import SentinelCore
+
+/// Everything that turns one source's detections into visitor events.
+public struct VisitorSettings: Sendable, Equatable {
+    public var tracker = TrackerSettings()
+    public var emotion = EmotionSettings()
+    /// Media seconds between two `visitor.updated` events of one visitor.
+    public var updateIntervalSeconds: Double = 1.0
+    /// Which point of the face box decides the zone.
+    public var referencePoint: ReferencePoint = .center
+
+    public enum ReferencePoint: String, Sendable, Codable, CaseIterable {
+        case center
+        /// The middle of the box's lower edge (the chin), nearer the floor.
+        case bottom
+    }
+
+    public init() {}
+
+    func point(of box: Box) -> Point {
+        switch referencePoint {
+        case .center: box.center
+        case .bottom: Point(x: box.center.x, y: box.maxY)
+        }
+    }
+}
+
+/// Turns one source's detections, frame by frame, into visitor events.
+///
+/// Synchronous and pure: time comes only from the frames' media timestamps; `origin` places media time on
+/// the wall clock once, for the published dates. The same detections at the same timestamps always give the
+/// same events, whatever the replay speed.
+public struct VisitorStage: Sendable {
+    public let sourceID: String
+    public let origin: Date
+    public let zones: [ZoneDefinition]
+    public let settings: VisitorSettings
+    private var tracker: Tracker
+    private var visits: [Int: Visit] = [:]
+    private var visitCount = 0
+    private var lastFrame: MediaTime?
+    private var frameInterval = MediaTime.zero
+
+    struct Visit: Sendable {
+        var number: Int
+        var firstSeen: MediaTime
+        var lastSeen: MediaTime
+        var presence: ZonePresence
+        var emotion: EmotionSmoother
+        var lastUpdate: MediaTime
+    }
+
+    public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings()) {
+        self.sourceID = sourceID
+        self.origin = origin
+        self.zones = zones
+        self.settings = settings
+        self.tracker = Tracker(settings: settings.tracker)
+    }
+
+    /// The number of visits open now.
+    public var openVisits: Int { visits.count }
+
+    /// Processes one frame. `classify` returns the emotion model's distribution for a face box (or nil when it
+    /// cannot); it is called only for faces that may be classified (size, score, zone policy).
+    public mutating func process(
+        time: MediaTime, detections: [Detection], classify: (Box) throws -> [Double]?
+    ) rethrows -> (events: [VisitorEvent], observed: [(visit: Int, box: Box)]) {
+        if let lastFrame, time > lastFrame { frameInterval = time - lastFrame }
+        lastFrame = time
+        let update = tracker.update(detections: detections, at: time)
+        var events: [VisitorEvent] = []
+        for track in update.confirmed {
+            visitCount += 1
+            var visit = Visit(
+                number: visitCount, firstSeen: track.firstSeen, lastSeen: track.firstSeen,
+                presence: ZonePresence(zones: zones), emotion: EmotionSmoother(settings: settings.emotion), lastUpdate: time)
+            // Feed the frames seen while the track was tentative, all but the current one (fed below).
+            for seen in track.tentative.dropLast() { _ = visit.presence.observe(settings.point(of: seen.box), at: seen.time) }
+            visits[track.id] = visit
+            events.append(event(.entered, visit, at: time, state: "active"))
+        }
+        var observed: [(Int, Box)] = []
+        for (track, detection) in update.observed {
+            guard var visit = visits[track.id] else { continue }
+            visit.lastSeen = time
+            for change in visit.presence.observe(settings.point(of: detection.box), at: time) {
+                events.append(zoneEvent(change, visit, at: time, state: "active"))
+            }
+            let side = min(detection.box.width, detection.box.height)
+            if visit.presence.allowsEmotion, side >= settings.emotion.minFaceSize, detection.score >= settings.emotion.minDetectionScore,
+                let distribution = try classify(detection.box)
+            {
+                visit.emotion.add(distribution, at: time)
+            }
+            if (time - visit.lastUpdate).seconds >= settings.updateIntervalSeconds - 1e-9 {
+                visit.lastUpdate = time
+                events.append(event(.updated, visit, at: time, state: "active"))
+            }
+            visits[track.id] = visit
+            observed.append((visit.number, detection.box))
+        }
+        for track in update.ended {
+            events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: "lost")
+        }
+        return (events, observed)
+    }
+
+    /// Ends every open visit: at the end of a recording (`endOfStream`) or on shutdown (`shutdown`).
+    public mutating func finish(reason: String) -> [VisitorEvent] {
+        let time = lastFrame ?? .zero
+        return tracker.finish().sorted { $0.id < $1.id }.flatMap { track in
+            end(track, at: time, closing: track.firstMissed ?? (track.lastSeen + frameInterval), reason: reason)
+        }
+    }
+
+    private mutating func end(_ track: Track, at time: MediaTime, closing: MediaTime, reason: String) -> [VisitorEvent] {
+        guard var visit = visits.removeValue(forKey: track.id) else { return [] }
+        var events = visit.presence.leaveAll(at: closing).map { zoneEvent($0, visit, at: time, state: "lost") }
+        visit.lastUpdate = time
+        var exited = event(.exited, visit, at: time, state: "exited")
+        exited.reason = reason
+        events.append(exited)
+        return events
+    }
+
+    private func wall(_ time: MediaTime) -> Date { origin.addingTimeInterval(time.seconds) }
+
+    private func record(_ visit: Visit, state: String, now: MediaTime) -> VisitorRecord {
+        let (emotion, confidence) = visit.emotion.dominant
+        let distribution = visit.emotion.distribution.isEmpty
+            ? [:] : Dictionary(uniqueKeysWithValues: zip(Emotion.allCases.map(\.rawValue), visit.emotion.distribution.map { ($0 * 1000).rounded() / 1000 }))
+        return VisitorRecord(
+            faceId: "visit-\(visit.number)", sourceId: sourceID, zone: state == "exited" ? nil : visit.presence.currentZone,
+            zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
+            dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen), lastSeen: wall(visit.lastSeen),
+            emotion: emotion?.rawValue ?? "unknown", emotionConfidence: (confidence * 1000).rounded() / 1000,
+            emotionDistribution: distribution, valence: (visit.emotion.valence * 1000).rounded() / 1000, state: state)
+    }
+
+    private func event(_ kind: VisitorEvent.Kind, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {
+        VisitorEvent(type: kind, time: wall(time), visitor: record(visit, state: state, now: visit.lastSeen))
+    }
+
+    private func zoneEvent(_ change: ZonePresence.Change, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {
+        switch change {
+        case .entered(let stay):
+            var e = event(.zoneEntered, visit, at: time, state: state)
+            e.stay = .init(zone: stay.zone, enteredAt: wall(stay.entered))
+            return e
+        case .exited(let stay):
+            var e = event(.zoneExited, visit, at: time, state: state)
+            let exited = stay.exited ?? time
+            e.stay = .init(zone: stay.zone, enteredAt: wall(stay.entered), exitedAt: wall(exited), dwellSeconds: (exited - stay.entered).seconds)
+            return e
+        }
+    }
+}

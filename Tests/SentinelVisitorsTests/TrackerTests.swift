@@ -1,0 +1,90 @@
+import SentinelCore
+import SentinelVisitors
+import Testing
+
+/// A face of side 60 centred at (x, y).
+func face(_ x: Double, _ y: Double, score: Double = 0.9, side: Double = 60) -> Detection {
+    Detection(box: Box(x: x - side / 2, y: y - side / 2, width: side, height: side), score: score)
+}
+
+func at(_ frame: Int, fps: Double = 15) -> MediaTime { MediaTime(seconds: Double(frame) / fps) }
+
+/// Runs the tracker over scripted frames and returns, per frame, the track id seen at each detection.
+func run(_ tracker: inout Tracker, _ frames: [[Detection]], fps: Double = 15) -> [[Int]] {
+    frames.enumerated().map { i, detections in
+        tracker.update(detections: detections, at: at(i, fps: fps)).observed.map(\.track.id)
+    }
+}
+
+@Suite("Tracker")
+struct TrackerTests {
+    @Test("a face walking steadily keeps one track")
+    func steadyWalk() {
+        var tracker = Tracker()
+        let ids = run(&tracker, (0..<60).map { [face(100 + Double($0) * 5, 200)] })
+        #expect(Set(ids.flatMap { $0 }) == [1])
+        #expect(ids.prefix(2).allSatisfy { $0.isEmpty }, "tentative for the first two frames")
+    }
+
+    @Test("a face hidden for half a second while walking keeps its track (coasting on its motion)")
+    func occlusion() {
+        var tracker = Tracker()
+        let frames: [[Detection]] = (0..<60).map { i in (20..<28).contains(i) ? [] : [face(100 + Double(i) * 6, 200)] }
+        let ids = run(&tracker, frames)
+        #expect(Set(ids.flatMap { $0 }) == [1])
+        #expect(ids[28] == [1])
+    }
+
+    @Test("two faces crossing each other keep their own tracks")
+    func crossing() {
+        var tracker = Tracker()
+        // A walks right, B walks left, on nearly the same line; they overlap around frame 30.
+        let frames: [[Detection]] = (0..<60).map { i in
+            [face(100 + Double(i) * 8, 200), face(580 - Double(i) * 8, 210)]
+        }
+        var history: [Int: [Double]] = [:]
+        for (i, detections) in frames.enumerated() {
+            for (track, detection) in tracker.update(detections: detections, at: at(i)).observed {
+                history[track.id, default: []].append(detection.box.center.x)
+            }
+        }
+        #expect(history.count == 2)
+        // Each track's x keeps moving one way: no swap.
+        let directions = history.values.map { xs in zip(xs, xs.dropFirst()).map { $1 - $0 } }
+        #expect(directions.allSatisfy { steps in steps.allSatisfy { $0 > 0 } || steps.allSatisfy { $0 < 0 } })
+    }
+
+    @Test("low-score detections keep a confirmed track alive but never start one")
+    func lowScoreStage() {
+        var tracker = Tracker()
+        var frames: [[Detection]] = (0..<10).map { _ in [face(200, 200)] }
+        frames += (0..<40).map { _ in [face(200, 200, score: 0.4)] }
+        frames += (0..<10).map { _ in [face(500, 300, score: 0.4)] }
+        let ids = run(&tracker, frames)
+        #expect(ids[10..<50].allSatisfy { $0 == [1] })
+        #expect(ids[50...].allSatisfy { $0.isEmpty })
+    }
+
+    @Test("a face lost past coasting but back near where it was lost continues the visit; after the timeout it is a new one")
+    func reentry() {
+        var tracker = Tracker()
+        var frames: [[Detection]] = (0..<10).map { _ in [face(300, 200)] }
+        frames += Array(repeating: [], count: 30)  // 2 s: past coasting (1 s), within the visit timeout (3 s)
+        frames += (0..<10).map { _ in [face(310, 205)] }
+        frames += Array(repeating: [], count: 50)  // 3.3 s: the visit ends
+        frames += (0..<10).map { _ in [face(310, 205)] }
+        let ids = run(&tracker, frames)
+        #expect(ids[40] == [1])
+        #expect(ids[109] == [2])
+    }
+
+    @Test("a single-frame false detection never becomes a visitor")
+    func falsePositive() {
+        var tracker = Tracker()
+        var frames: [[Detection]] = Array(repeating: [], count: 5)
+        frames[2] = [face(400, 100)]
+        let updates = frames.enumerated().map { tracker.update(detections: $1, at: at($0)) }
+        #expect(updates.allSatisfy { $0.confirmed.isEmpty && $0.observed.isEmpty })
+        #expect(tracker.tracks.isEmpty)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import SentinelCore
+import SentinelVisitors
+import Testing
+
+@Suite("Visitor stage: events, dwell and emotion")
+struct VisitorStageTests {
+    let origin = Date(timeIntervalSince1970: 1_800_000_000)
+    let display = ZoneDefinition(
+        name: "display", polygon: Polygon([Point(x: 200, y: 0), Point(x: 400, y: 0), Point(x: 400, y: 480), Point(x: 200, y: 480)]))
+    let happy = [0.02, 0.01, 0.02, 0.85, 0.03, 0.03, 0.04]
+    let angry = [0.8, 0.05, 0.05, 0.02, 0.03, 0.02, 0.03]
+
+    /// A visitor walking in from x 100, standing in the display zone from 2 s to 6 s, walking out, gone at 8 s.
+    func walk(_ i: Int, fps: Double) -> [Detection] {
+        let t = Double(i) / fps
+        guard t < 8 else { return [] }
+        let x = t < 2 ? 100 + t * 100 : (t < 6 ? 300 : 300 + (t - 6) * 200)
+        return [face(x, 240, side: 80)]
+    }
+
+    func events(fps: Double, seconds: Double = 12, classify: (Box) -> [Double]? = { _ in nil }) -> [VisitorEvent] {
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+        var all: [VisitorEvent] = []
+        for i in 0..<Int(seconds * fps) {
+            all += stage.process(time: MediaTime(seconds: Double(i) / fps), detections: walk(i, fps: fps), classify: classify).events
+        }
+        return all + stage.finish(reason: "endOfStream")
+    }
+
+    @Test("a visit yields entered, zone entered, updates, zone exited with its dwell, exited with totals")
+    func eventSequence() throws {
+        let all = events(fps: 15)
+        let kinds = all.map(\.type).filter { $0 != .updated }
+        #expect(kinds == [.entered, .zoneEntered, .zoneExited, .exited])
+        #expect(all.filter { $0.type == .updated }.count >= 6)
+        let exit = try #require(all.first { $0.type == .zoneExited })
+        // Centre enters x 200 at t = 1 s; leaves x 400 at t = 6.5 s.
+        #expect(abs((exit.stay?.dwellSeconds ?? 0) - 5.5) <= 1 / 15.0 + 1e-9)
+        let final = try #require(all.last)
+        #expect(final.reason == "lost" && final.visitor.state == "exited")
+        #expect(abs(final.visitor.dwellSeconds - (7 + 14 / 15.0)) < 1e-6)
+        #expect(final.visitor.firstSeen == origin)
+    }
+
+    @Test("dwell does not depend on the frame rate beyond one frame interval")
+    func frameRateInvariance() throws {
+        func dwell(_ fps: Double) throws -> Double {
+            try #require(events(fps: fps).first { $0.type == .zoneExited }?.stay?.dwellSeconds)
+        }
+        let difference = abs(try dwell(10) - dwell(30))
+        #expect(difference <= 0.1 + 1e-9)
+    }
+
+    @Test("the same detections give byte-identical events (replay-speed invariance)")
+    func deterministic() throws {
+        let encoder = JSONEncoder.sentinel()
+        #expect(try encoder.encode(events(fps: 15)) == encoder.encode(events(fps: 15)))
+    }
+
+    @Test("one angry frame among happy ones does not change the smoothed emotion")
+    func smoothing() throws {
+        var frame = 0
+        let all = events(fps: 15) { _ in
+            frame += 1
+            return frame == 40 ? angry : happy
+        }
+        let updates = all.filter { $0.type == .updated }
+        #expect(updates.allSatisfy { $0.visitor.emotion == "happy" })
+        // Happy alone reads 0.80; one angry frame (weight 1 - e^(-1/15) = 0.064) pulls it down by about 0.1 at most.
+        #expect(updates.allSatisfy { $0.visitor.valence > 0.65 })
+    }
+
+    @Test("emotion stays unknown with too few samples or too little confidence")
+    func unknownRule() {
+        var smoother = EmotionSmoother(settings: EmotionSettings())
+        smoother.add(happy, at: at(0))
+        smoother.add(happy, at: at(1))
+        #expect(smoother.dominant.emotion == nil)
+        smoother.add(happy, at: at(2))
+        #expect(smoother.dominant.emotion == .happy)
+        var unsure = EmotionSmoother(settings: EmotionSettings())
+        for i in 0..<10 { unsure.add([0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.2], at: at(i)) }
+        #expect(unsure.dominant.emotion == nil && unsure.valence == 0)
+    }
+
+    @Test("a zone with emotion off is never classified")
+    func staffZone() {
+        var staff = display
+        staff.emotion = false
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [staff])
+        var calls: [Double] = []
+        for i in 0..<120 {
+            _ = stage.process(time: at(i), detections: walk(i, fps: 15)) { box in
+                calls.append(box.center.x)
+                return nil
+            }
+        }
+        #expect(!calls.isEmpty)
+        // Calls happen only outside the zone, plus the inertia (0.3 s = 30 px) before the entry is confirmed.
+        #expect(calls.allSatisfy { $0 < 240 || $0 > 400 })
+    }
+}
