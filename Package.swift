@@ -47,13 +47,19 @@ let package = Package(
         .target(name: "SentinelSynth", dependencies: ["SentinelCore", "SentinelVision", "Yams"]),
         /// Detections to visitors: tracker, zones, dwell, emotion smoothing, events. Pure logic, no clock or I/O.
         .target(name: "SentinelVisitors", dependencies: ["SentinelCore"]),
+        /// Pipeline definitions (YAML, validated with line numbers) and the runner that drives one source.
+        .target(
+            name: "SentinelPipeline",
+            dependencies: ["SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "Yams",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         /// Accuracy measurement against ground truth (pure logic).
         .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
         .executableTarget(
             name: "sentinel",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelVisitors",
+                "SentinelPipeline", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -76,6 +82,10 @@ let package = Package(
         ),
         .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
         .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
+        .testTarget(
+            name: "SentinelPipelineTests",
+            dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelEval", "SentinelSynth", "SentinelTestSupport"]
+        ),
     ],
     cxxLanguageStandard: .cxx17
 )

@@ -53,7 +53,7 @@ public struct GroundTruth: Sendable, Codable, Equatable {
         public var isOccluded: Bool { visible < 0.5 }
     }
 
-    /// One visit: when the visitor was first and last in the frame, and each stay in a zone.
+    /// One visit: the first and last frame where at least half the face is visible, and each stay in a zone.
     public struct Visitor: Sendable, Codable, Equatable {
         public var id: String
         public var firstSeen: MediaTime
@@ -67,7 +67,8 @@ public struct GroundTruth: Sendable, Codable, Equatable {
         }
     }
 
-    /// A stay in a zone, decided by the centre of the face box. `exited` is the first frame outside again.
+    /// A stay in a zone during a visit, decided by the centre of the face box. `exited` is the first frame outside
+    /// again, or the frame after the visit's last.
     public struct Stay: Sendable, Codable, Equatable {
         public var zone: String
         public var entered: MediaTime

@@ -107,30 +107,34 @@ public struct SceneRenderer {
         return Placement(visitor: visitor, face: face, head: head, sourceHead: sourceHead)
     }
 
-    /// Visits and zone stays as the generator defines them: a visitor is in a zone on the frames where the
-    /// centre of its face box is inside the zone's polygon; a stay ends at the first frame outside again.
+    /// Visits and zone stays as the generator defines them. A visit runs from the first to the last frame where at
+    /// least half of the face is visible (in the frame, not behind scenery or a nearer visitor). During the visit,
+    /// the visitor is in a zone on the frames where the centre of its face is inside the zone's polygon, hidden
+    /// for a moment or not; a stay ends at the first frame outside again, or after the visit's last frame.
     func visits(frames: [GroundTruth.Frame], width: Int, height: Int) -> [GroundTruth.Visitor] {
         let interval = MediaTime(seconds: 1 / spec.fps)
         return spec.visitors.compactMap { visitor in
-            let seen = frames.filter { frame in frame.faces.contains { $0.visitor == visitor.id } }
-            guard let first = seen.first, let last = seen.last else { return nil }
+            let visible = frames.map { frame in frame.faces.first { $0.visitor == visitor.id && !$0.isOccluded } }
+            guard let first = visible.firstIndex(where: { $0 != nil }), let last = visible.lastIndex(where: { $0 != nil }) else { return nil }
             var stays: [GroundTruth.Stay] = []
             for zone in spec.zones {
-                let polygon = Polygon(zone.polygon.map { Point(x: $0[0], y: $0[1]) })
+                let polygon = Polygon(zone.polygon.map { Point(x: $0[0] * Double(width), y: $0[1] * Double(height)) })
                 var entered: MediaTime?
                 for frame in frames {
-                    let seconds = frame.time.seconds
-                    let inside = visitor.position(at: seconds).map { polygon.contains($0) } ?? false
+                    // The unclipped face centre: where the visitor is, even with part of the face out of frame.
+                    let inside = (first...last).contains(frame.index) && visitor.position(at: frame.time.seconds).map {
+                        polygon.contains(Point(x: $0.x * Double(width), y: $0.y * Double(height)))
+                    } == true
                     if inside, entered == nil { entered = frame.time }
                     if !inside, let start = entered {
                         stays.append(GroundTruth.Stay(zone: zone.name, entered: start, exited: frame.time))
                         entered = nil
                     }
                 }
-                if let start = entered { stays.append(GroundTruth.Stay(zone: zone.name, entered: start, exited: last.time + interval)) }
+                if let start = entered { stays.append(GroundTruth.Stay(zone: zone.name, entered: start, exited: frames[last].time + interval)) }
             }
             stays.sort { $0.entered < $1.entered }
-            return GroundTruth.Visitor(id: visitor.id, firstSeen: first.time, lastSeen: last.time, stays: stays)
+            return GroundTruth.Visitor(id: visitor.id, firstSeen: frames[first].time, lastSeen: frames[last].time, stays: stays)
         }
     }
 

@@ -19,6 +19,15 @@ public enum DetectorKind: String, Sendable, Codable, CaseIterable {
     /// YuNet 2022mar through cv::FaceDetectorYN (from opencv_zoo; not in any package registry).
     case yunet
 
+    /// The model in Models/models.yml this detector uses unless told otherwise.
+    public var defaultModel: String {
+        switch self {
+        case .cascade: "haar-frontalface"
+        case .centerface: "centerface"
+        case .yunet: "yunet"
+        }
+    }
+
     var raw: snl_detector_kind {
         switch self {
         case .cascade: SNL_DETECTOR_CASCADE

@@ -17,7 +17,8 @@ public struct TrackerSettings: Sendable, Equatable, Codable {
     public var coastSeconds: Double = 1.0
     /// Seconds without a detection after which the visit ends.
     public var visitTimeoutSeconds: Double = 3.0
-    /// A new face this close (in face sides) to where a track was lost continues that visit.
+    /// A new face this close (in face sides) to where a track was lost, or to where its motion would have
+    /// taken it, continues that visit.
     public var reentryDistance: Double = 1.0
     /// Weight of the newest motion in the velocity estimate (0-1).
     public var velocitySmoothing: Double = 0.5
@@ -102,7 +103,7 @@ public struct Tracker: Sendable {
         }
         // A face reappearing near where a confirmed track was lost continues that visit.
         let parkedConfirmed = parked.filter { tracks[$0].confirmed }
-        for (t, d) in associate(parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance, predict: false) {
+        for (t, d) in associate(parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance, reentry: true) {
             matches.append((t, d))
             freeHigh.remove(d)
         }
@@ -156,17 +157,21 @@ public struct Tracker: Sendable {
     }
 
     private func associate(
-        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double, predict: Bool = true
+        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double, reentry: Bool = false
     ) -> [(Int, Int)] {
         var pairs: [(cost: Double, track: Int, detection: Int)] = []
         for t in candidates {
-            let expected = predict ? tracks[t].predicted(at: time) : tracks[t].box
-            let side = max(expected.width, expected.height)
+            let expected = tracks[t].predicted(at: time)
+            // Re-entry measures in the last seen face size: a face shrinking as it went out of view would
+            // otherwise predict a vanishing box.
+            let side = reentry ? max(tracks[t].box.width, tracks[t].box.height) : max(expected.width, expected.height)
             for d in pool {
                 let box = detections[d].box
                 let overlap = expected.iou(box)
-                let distance = hypot(expected.center.x - box.center.x, expected.center.y - box.center.y) / side
-                if predict, overlap >= settings.minIoU {
+                func distance(_ a: Box) -> Double { hypot(a.center.x - box.center.x, a.center.y - box.center.y) / side }
+                // A lost face may have stopped (hidden where it was lost) or walked on (hidden along its path).
+                let distance = reentry ? min(distance(tracks[t].box), distance(expected)) : distance(expected)
+                if !reentry, overlap >= settings.minIoU {
                     pairs.append((1 - overlap, t, d))
                 } else if distance <= distanceGate {
                     pairs.append((1 + distance, t, d))

@@ -66,7 +66,7 @@ public struct VisitorStage: Sendable {
     /// cannot); it is called only for faces that may be classified (size, score, zone policy).
     public mutating func process(
         time: MediaTime, detections: [Detection], classify: (Box) throws -> [Double]?
-    ) rethrows -> (events: [VisitorEvent], observed: [(visit: Int, box: Box)]) {
+    ) rethrows -> (events: [VisitorEvent], observed: [(faceId: String, box: Box)]) {
         if let lastFrame, time > lastFrame { frameInterval = time - lastFrame }
         lastFrame = time
         let update = tracker.update(detections: detections, at: time)
@@ -81,7 +81,7 @@ public struct VisitorStage: Sendable {
             visits[track.id] = visit
             events.append(event(.entered, visit, at: time, state: "active"))
         }
-        var observed: [(Int, Box)] = []
+        var observed: [(String, Box)] = []
         for (track, detection) in update.observed {
             guard var visit = visits[track.id] else { continue }
             visit.lastSeen = time
@@ -99,7 +99,7 @@ public struct VisitorStage: Sendable {
                 events.append(event(.updated, visit, at: time, state: "active"))
             }
             visits[track.id] = visit
-            observed.append((visit.number, detection.box))
+            observed.append((Self.faceID(visit.number), detection.box))
         }
         for track in update.ended {
             events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: "lost")
@@ -125,6 +125,9 @@ public struct VisitorStage: Sendable {
         return events
     }
 
+    /// The visit's id before privacy masking: its number in this run.
+    static func faceID(_ number: Int) -> String { "visit-\(number)" }
+
     private func wall(_ time: MediaTime) -> Date { origin.addingTimeInterval(time.seconds) }
 
     private func record(_ visit: Visit, state: String, now: MediaTime) -> VisitorRecord {
@@ -132,7 +135,7 @@ public struct VisitorStage: Sendable {
         let distribution = visit.emotion.distribution.isEmpty
             ? [:] : Dictionary(uniqueKeysWithValues: zip(Emotion.allCases.map(\.rawValue), visit.emotion.distribution.map { ($0 * 1000).rounded() / 1000 }))
         return VisitorRecord(
-            faceId: "visit-\(visit.number)", sourceId: sourceID, zone: state == "exited" ? nil : visit.presence.currentZone,
+            faceId: Self.faceID(visit.number), sourceId: sourceID, zone: state == "exited" ? nil : visit.presence.currentZone,
             zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
             dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen), lastSeen: wall(visit.lastSeen),
             emotion: emotion?.rawValue ?? "unknown", emotionConfidence: (confidence * 1000).rounded() / 1000,

@@ -32,7 +32,7 @@ struct Bench: ParsableCommand {
             guard FileManager.default.fileExists(atPath: recording) else { throw ValidationError("\(recording): no such file") }
             var stages: [(String, DetectorKind?, String)] = [("decode", nil, "")]
             for kind in DetectorKind.allCases {
-                if let path = try? store.path(of: DetectorOptions.defaultModel(for: kind)) { stages.append(("decode+\(kind.rawValue)", kind, path)) }
+                if let path = try? store.path(of: kind.defaultModel) { stages.append(("decode+\(kind.rawValue)", kind, path)) }
             }
             for (label, kind, modelPath) in stages {
                 let settings = DetectorSettings.defaults(for: kind ?? .centerface)

@@ -2,13 +2,97 @@ import ArgumentParser
 import Foundation
 import SentinelCore
 import SentinelEval
+import SentinelModels
+import SentinelPipeline
 import SentinelSynth
 import SentinelVision
 
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure accuracy against ground truth.",
-        subcommands: [Detections.self])
+        subcommands: [Tracking.self, Detections.self],
+        defaultSubcommand: Tracking.self)
+
+    struct Tracking: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a pipeline on a recording and compare visitors, zones and dwell with its ground truth.",
+            discussion: """
+                Prints detection precision and recall of tracked faces, ID switches, fragments, IDF1 and MOTA, the \
+                timing error of zone entries and exits, and the dwell error per visitor; --json writes it all.
+                """)
+
+        @Argument(help: "Recordings with a .truth.json beside them (default: Recordings/out/showroom-640x480.mp4).")
+        var recordings: [String] = ["Recordings/out/showroom-640x480.mp4"]
+
+        @Option(help: "Pipeline file.")
+        var pipeline = "Pipelines/showroom.yml"
+
+        @Option(parsing: .upToNextOption, help: "Detectors to compare (default: the pipeline's).")
+        var detectors: [DetectorKind] = []
+
+        @Option(help: "Also write the figures as JSON to this file.")
+        var json: String?
+
+        @OptionGroup var models: ModelOptions
+
+        func run() throws {
+            var definition = try loadPipeline(pipeline, models: models)
+            let store = try models.store()
+            var results: [String: TrackingScore] = [:]
+            for recording in recordings {
+                let truth = try JSONDecoder().decode(
+                    GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+                for kind in detectors.isEmpty ? [definition.detector] : detectors {
+                    if kind != definition.detector {
+                        definition.detector = kind
+                        definition.detectorModel = nil
+                        definition.detectorSettings = .defaults(for: kind)
+                    }
+                    let score = try Self.score(definition, recording: recording, truth: truth, store: store)
+                    let name = "\(URL(fileURLWithPath: recording).lastPathComponent) \(kind.rawValue)"
+                    Self.print(name, score)
+                    results[name] = score
+                }
+            }
+            if let json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(results).write(to: URL(fileURLWithPath: json))
+            }
+        }
+
+        static func score(_ definition: PipelineDefinition, recording: String, truth: GroundTruth, store: ModelStore) throws -> TrackingScore {
+            let runner = try SourceRunner(
+                definition: definition, source: definition.sources[0], models: store, input: recording, pace: .fastest,
+                logger: makeLogger("sentinel.eval"))
+            var observed: [Int: [(faceId: String, box: Box)]] = [:]
+            var dwell: [String: Double] = [:]
+            var stays: [TrackingScore.ReportedStay] = []
+            let origin = runner.origin
+            try runner.run(
+                onEvent: { event in
+                    if event.type == .exited { dwell[event.visitor.faceId] = event.visitor.dwellSeconds }
+                    if event.type == .zoneExited, let stay = event.stay, let exited = stay.exitedAt {
+                        stays.append(.init(
+                            faceId: event.visitor.faceId, zone: stay.zone, entered: stay.enteredAt.timeIntervalSince(origin),
+                            exited: exited.timeIntervalSince(origin)))
+                    }
+                },
+                onFrame: { observed[$0.index] = $0.observed })
+            return TrackingScore.evaluate(truth: truth, observed: observed, visitDwell: dwell, stays: stays)
+        }
+
+        static func print(_ name: String, _ s: TrackingScore) {
+            Swift.print(name)
+            Swift.print(String(format: "  tracked faces  precision %.3f  recall %.3f  (%d of %d drawn, %d false)", s.precision, s.recall, s.matches, s.truthBoxes, s.falsePositives))
+            Swift.print(String(format: "  identity       IDF1 %.3f  MOTA %.3f  ID switches %d  fragments %d", s.idf1, s.mota, s.idSwitches, s.fragments))
+            Swift.print(String(format: "  zone timing    entry error mean %.2f s max %.2f s; exit error mean %.2f s max %.2f s; %d missed, %d extra stays",
+                               s.meanEntryError, s.maxEntryError, s.meanExitError, s.maxExitError, s.missedStays, s.extraStays))
+            for v in s.visitors {
+                Swift.print(String(format: "  %@  dwell true %.2f s  measured %.2f s  error %.2f s  visits %@", v.visitor, v.trueDwell, v.measuredDwell, v.dwellError, v.visits.joined(separator: ",")))
+            }
+        }
+    }
 
     struct Detections: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -37,7 +121,7 @@ struct Eval: ParsableCommand {
         func run() throws {
             let store = try models.store()
             let kinds = detectors.isEmpty
-                ? DetectorKind.allCases.filter { (try? store.path(of: DetectorOptions.defaultModel(for: $0))) != nil }
+                ? DetectorKind.allCases.filter { (try? store.path(of: $0.defaultModel)) != nil }
                 : detectors
             var paths = recordings
             if paths.isEmpty {

@@ -31,20 +31,12 @@ struct DetectorOptions: ParsableArguments {
         try Self.make(detector, model: model, settings: tuning.settings(for: detector), store: store)
     }
 
-    static func defaultModel(for kind: DetectorKind) -> String {
-        switch kind {
-        case .cascade: "haar-frontalface"
-        case .centerface: "centerface"
-        case .yunet: "yunet"
-        }
-    }
-
     static func make(_ kind: DetectorKind, model: String? = nil, settings: DetectorSettings? = nil, store: ModelStore) throws
         -> OpenCVFaceDetector
     {
         let path: String
         do {
-            path = try store.path(of: model ?? defaultModel(for: kind))
+            path = try store.path(of: model ?? kind.defaultModel)
         } catch {
             throw ValidationError(error.message)
         }

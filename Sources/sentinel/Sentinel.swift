@@ -5,7 +5,7 @@ import Logging
 struct Sentinel: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Edge pipeline for visitor telemetry: faces in camera or recorded frames become visitor records.",
-        subcommands: [Detect.self, Models.self, Synth.self, Eval.self, Bench.self]
+        subcommands: [Detect.self, Replay.self, Check.self, Models.self, Synth.self, Eval.self, Bench.self]
     )
 }
 

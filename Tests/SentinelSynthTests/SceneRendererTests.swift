@@ -54,7 +54,9 @@ struct SceneRendererTests {
         #expect(truth.frames.count == 180)
         #expect(truth.frames[45].time == MediaTime(seconds: 3))
         let v1 = try #require(truth.visitors.first { $0.id == "v1" })
-        #expect(v1.firstSeen == MediaTime(seconds: 1))
+        // v1 walks in from x -0.05 at 1 s at 0.13 frame widths a second; half its face is in view once its centre
+        // crosses x = 0, at 1.385 s: frame 21.
+        #expect(v1.firstSeen == MediaTime(seconds: 21 / 15.0))
         // v1 reaches the display (x 0.35) on its way to 0.47 at 5 s: x = -0.05 + 0.52 * (t - 1) / 4.
         let display = try #require(v1.stays.first { $0.zone == "display" })
         let expected = 1 + (0.35 + 0.05) / 0.52 * 4

@@ -10,12 +10,7 @@ struct DetectorTests {
     static let obtainable: [DetectorKind] = [.cascade, .centerface]
 
     func detector(_ kind: DetectorKind) throws -> OpenCVFaceDetector {
-        let name = switch kind {
-        case .cascade: "haar-frontalface"
-        case .centerface: "centerface"
-        case .yunet: "yunet"
-        }
-        return try OpenCVFaceDetector(kind: kind, modelPath: try Fixtures.model(name))
+        try OpenCVFaceDetector(kind: kind, modelPath: try Fixtures.model(kind.defaultModel))
     }
 
     @Test("each detector finds the one face in each portrait, where it is", arguments: obtainable)

@@ -1,0 +1,162 @@
+import Foundation
+import SentinelCore
+
+/// How well visitors were followed, against a recording's ground truth.
+///
+/// Per frame, tracked boxes are matched to drawn faces (IoU >= 0.5, best first; faces mostly hidden count
+/// neither way). From those matches: MOTA, ID switches (a drawn visitor's matched visit changes), fragments
+/// (a drawn visitor's track is interrupted and resumes), and IDF1 with a greedy one-to-one assignment of visits
+/// to drawn visitors by frames in common (the optimum whenever each visit mostly overlaps one visitor).
+/// Then, with each visit given to the drawn visitor it overlapped most: dwell error per visitor and the timing
+/// error of zone entries and exits.
+public struct TrackingScore: Sendable, Codable {
+    public var frames = 0
+    public var truthBoxes = 0
+    public var trackedBoxes = 0
+    public var matches = 0
+    public var falsePositives = 0
+    public var falseNegatives = 0
+    public var idSwitches = 0
+    public var fragments = 0
+    public var idf1 = 0.0
+    public var mota = 0.0
+    public var precision = 0.0
+    public var recall = 0.0
+    public var visitors: [VisitorScore] = []
+    /// Zone entries and exits in the truth without a matching stay of the right visitor and zone.
+    public var missedStays = 0
+    /// Stays reported for a zone the matched visitor never entered (or more often than it did).
+    public var extraStays = 0
+    public var meanEntryError = 0.0
+    public var maxEntryError = 0.0
+    public var meanExitError = 0.0
+    public var maxExitError = 0.0
+
+    public struct VisitorScore: Sendable, Codable {
+        public var visitor: String
+        /// The visits given to this visitor (1 when it was followed without a break).
+        public var visits: [String]
+        public var trueDwell: Double
+        public var measuredDwell: Double
+        public var dwellError: Double
+    }
+
+    /// One stay as reported by `visitor.zoneExited`, in media seconds.
+    public struct ReportedStay: Sendable {
+        public var faceId: String
+        public var zone: String
+        public var entered: Double
+        public var exited: Double
+        public init(faceId: String, zone: String, entered: Double, exited: Double) {
+            self.faceId = faceId
+            self.zone = zone
+            self.entered = entered
+            self.exited = exited
+        }
+    }
+
+    public init() {}
+
+    /// - Parameters:
+    ///   - observed: per frame index, the visits seen and their boxes.
+    ///   - visitDwell: each visit's final dwell (from `visitor.exited`).
+    ///   - stays: every closed zone stay.
+    public static func evaluate(
+        truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], visitDwell: [String: Double], stays: [ReportedStay]
+    ) -> TrackingScore {
+        var score = TrackingScore()
+        var common: [String: [String: Int]] = [:]  // truth visitor -> visit -> frames matched
+        var lastVisit: [String: String] = [:]
+        var lastMatchedFrame: [String: Int] = [:]
+        var wasMatched: [String: Bool] = [:]
+        for frame in truth.frames {
+            score.frames += 1
+            let faces = frame.faces
+            let tracked = observed[frame.index] ?? []
+            var pairs: [(iou: Double, f: Int, t: Int)] = []
+            for (f, face) in faces.enumerated() {
+                for (t, box) in tracked.enumerated() {
+                    let overlap = face.box.iou(box.box)
+                    if overlap >= 0.5 { pairs.append((overlap, f, t)) }
+                }
+            }
+            pairs.sort { $0.iou > $1.iou }
+            var usedF = Set<Int>(), usedT = Set<Int>()
+            for pair in pairs where !usedF.contains(pair.f) && !usedT.contains(pair.t) {
+                usedF.insert(pair.f)
+                usedT.insert(pair.t)
+            }
+            let matchedPairs = pairs.filter { usedF.contains($0.f) && usedT.contains($0.t) }
+            var countedTracked = tracked.count
+            for pair in matchedPairs {
+                let face = faces[pair.f], visit = tracked[pair.t].faceId
+                if face.isOccluded {
+                    countedTracked -= 1
+                    continue
+                }
+                score.matches += 1
+                common[face.visitor, default: [:]][visit, default: 0] += 1
+                if let previous = lastVisit[face.visitor], previous != visit { score.idSwitches += 1 }
+                if wasMatched[face.visitor] == false, lastMatchedFrame[face.visitor] != nil { score.fragments += 1 }
+                lastVisit[face.visitor] = visit
+                lastMatchedFrame[face.visitor] = frame.index
+                wasMatched[face.visitor] = true
+            }
+            for (f, face) in faces.enumerated() where !face.isOccluded && !usedF.contains(f) {
+                score.falseNegatives += 1
+                if wasMatched[face.visitor] == true { wasMatched[face.visitor] = false }
+            }
+            score.truthBoxes += faces.filter { !$0.isOccluded }.count
+            score.trackedBoxes += countedTracked
+            score.falsePositives += tracked.count - usedT.count
+        }
+        // IDF1: one-to-one assignment by frames in common, greedy.
+        let cells = common.flatMap { truth, visits in visits.map { (truth: truth, visit: $0.key, count: $0.value) } }
+            .sorted { ($0.count, $1.truth, $1.visit) > ($1.count, $0.truth, $0.visit) }
+        var assignedTruth = Set<String>(), assignedVisit = Set<String>(), idtp = 0
+        for cell in cells where !assignedTruth.contains(cell.truth) && !assignedVisit.contains(cell.visit) {
+            assignedTruth.insert(cell.truth)
+            assignedVisit.insert(cell.visit)
+            idtp += cell.count
+        }
+        let idfp = score.trackedBoxes - idtp, idfn = score.truthBoxes - idtp
+        score.idf1 = 2 * Double(idtp) / Double(max(1, 2 * idtp + idfp + idfn))
+        score.mota = 1 - Double(score.falseNegatives + score.falsePositives + score.idSwitches) / Double(max(1, score.truthBoxes))
+        score.precision = Double(score.matches) / Double(max(1, score.trackedBoxes))
+        score.recall = Double(score.matches) / Double(max(1, score.truthBoxes))
+
+        // Each visit belongs to the visitor it overlapped most.
+        var owner: [String: String] = [:]
+        var best: [String: Int] = [:]
+        for (truthID, visits) in common {
+            for (visit, count) in visits where count > best[visit, default: 0] {
+                best[visit] = count
+                owner[visit] = truthID
+            }
+        }
+        var entryErrors: [Double] = [], exitErrors: [Double] = []
+        for visitor in truth.visitors {
+            let visits = owner.filter { $0.value == visitor.id }.map(\.key).sorted()
+            let measured = visits.reduce(0) { $0 + (visitDwell[$1] ?? 0) }
+            let trueDwell = (visitor.lastSeen - visitor.firstSeen).seconds
+            score.visitors.append(VisitorScore(visitor: visitor.id, visits: visits, trueDwell: trueDwell, measuredDwell: measured, dwellError: abs(measured - trueDwell)))
+            var candidates = stays.filter { visits.contains($0.faceId) }
+            for stay in visitor.stays {
+                let sameZone = candidates.indices.filter { candidates[$0].zone == stay.zone }
+                guard let nearest = sameZone.min(by: { abs(candidates[$0].entered - stay.entered.seconds) < abs(candidates[$1].entered - stay.entered.seconds) }) else {
+                    score.missedStays += 1
+                    continue
+                }
+                entryErrors.append(abs(candidates[nearest].entered - stay.entered.seconds))
+                exitErrors.append(abs(candidates[nearest].exited - stay.exited.seconds))
+                candidates.remove(at: nearest)
+            }
+            score.extraStays += candidates.count
+        }
+        score.meanEntryError = entryErrors.isEmpty ? 0 : entryErrors.reduce(0, +) / Double(entryErrors.count)
+        score.maxEntryError = entryErrors.max() ?? 0
+        score.meanExitError = exitErrors.isEmpty ? 0 : exitErrors.reduce(0, +) / Double(exitErrors.count)
+        score.maxExitError = exitErrors.max() ?? 0
+        return score
+    }
+}

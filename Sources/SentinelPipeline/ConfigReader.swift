@@ -1,0 +1,133 @@
+import Yams
+
+/// One problem in a pipeline file: where it is and what is wrong.
+public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var column: Int?
+    /// The field, as `sources[0].zones[1].polygon`.
+    public var path: String
+    public var message: String
+
+    public var description: String {
+        let place = line.map { "\(file):\($0):\(column ?? 1)" } ?? file
+        return path.isEmpty ? "\(place): \(message)" : "\(place): \(path): \(message)"
+    }
+}
+
+/// Every problem found in a pipeline file, in file order.
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    public var problems: [ConfigProblem]
+    public var description: String { problems.map(\.description).joined(separator: "\n") }
+}
+
+/// A YAML node with its field path.
+struct Field {
+    let node: Node
+    let path: String
+
+    func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+}
+
+/// Reads a YAML tree field by field, collecting every problem with its line instead of stopping at the first.
+final class ConfigReader {
+    let file: String
+    private(set) var problems: [ConfigProblem] = []
+
+    init(file: String) { self.file = file }
+
+    func report(_ field: Field?, _ message: String, path: String? = nil) {
+        let mark = field?.node.mark
+        problems.append(ConfigProblem(file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message))
+    }
+
+    /// The mapping's fields by key; unknown keys are reported.
+    func mapping(_ field: Field, keys: Set<String>) -> [String: Field]? {
+        guard let mapping = field.node.mapping else {
+            report(field, "expected a mapping with keys \(keys.sorted().joined(separator: ", "))")
+            return nil
+        }
+        var fields: [String: Field] = [:]
+        for (key, value) in mapping {
+            guard let name = key.string else {
+                report(Field(node: key, path: field.path), "keys must be strings")
+                continue
+            }
+            let child = Field(node: value, path: field.child(name))
+            if keys.contains(name) {
+                fields[name] = child
+            } else {
+                report(Field(node: key, path: child.path), "unknown key \"\(name)\"; expected one of \(keys.sorted().joined(separator: ", "))")
+            }
+        }
+        return fields
+    }
+
+    func required(_ fields: [String: Field], _ key: String, in parent: Field) -> Field? {
+        if let field = fields[key] { return field }
+        report(parent, "missing required key \"\(key)\"", path: parent.child(key))
+        return nil
+    }
+
+    func sequence(_ field: Field) -> [Field]? {
+        guard let sequence = field.node.sequence else {
+            report(field, "expected a list")
+            return nil
+        }
+        return sequence.enumerated().map { Field(node: $1, path: "\(field.path)[\($0)]") }
+    }
+
+    func string(_ field: Field) -> String? {
+        guard case .scalar(let scalar) = field.node, !scalar.string.isEmpty else {
+            report(field, "expected a non-empty string")
+            return nil
+        }
+        return scalar.string
+    }
+
+    func number(_ field: Field, in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) -> Double? {
+        guard case .scalar = field.node, let value = field.node.float ?? field.node.int.map(Double.init) else {
+            report(field, "expected a number")
+            return nil
+        }
+        guard range.contains(value) else {
+            report(field, "\(value) is out of range \(format(range.lowerBound))...\(format(range.upperBound))")
+            return nil
+        }
+        return value
+    }
+
+    func integer(_ field: Field, in range: ClosedRange<Int>) -> Int? {
+        guard case .scalar = field.node, let value = field.node.int else {
+            report(field, "expected a whole number")
+            return nil
+        }
+        guard range.contains(value) else {
+            report(field, "\(value) is out of range \(range.lowerBound)...\(range.upperBound)")
+            return nil
+        }
+        return value
+    }
+
+    func bool(_ field: Field) -> Bool? {
+        guard case .scalar = field.node, let value = field.node.bool else {
+            report(field, "expected true or false")
+            return nil
+        }
+        return value
+    }
+
+    /// A string that must be one of `choices`.
+    func choice(_ field: Field, _ choices: [String]) -> String? {
+        guard let value = string(field) else { return nil }
+        guard choices.contains(value) else {
+            report(field, "\"\(value)\" is not one of \(choices.joined(separator: ", "))")
+            return nil
+        }
+        return value
+    }
+
+    private func format(_ value: Double) -> String {
+        abs(value) >= 1e300 ? (value < 0 ? "-inf" : "inf") : (value == value.rounded() ? String(Int(value)) : String(value))
+    }
+}

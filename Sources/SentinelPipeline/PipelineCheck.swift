@@ -1,0 +1,47 @@
+import Foundation
+import SentinelModels
+import SentinelVision
+
+extension PipelineDefinition {
+    /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame.
+    public func environmentProblems(models: ModelStore) -> [ConfigProblem] {
+        var problems: [ConfigProblem] = []
+        func at(_ key: String, _ fallback: String, _ message: String) -> ConfigProblem {
+            var problem = locations[key] ?? ConfigProblem(file: file, path: fallback, message: "")
+            problem.message = message
+            return problem
+        }
+        let detectorModel = detectorModel ?? detector.defaultModel
+        do { _ = try models.path(of: detectorModel) } catch { problems.append(at("detector.model", "detector", error.message)) }
+        if emotionEnabled {
+            do { _ = try models.path(of: emotionModel) } catch { problems.append(at("emotion.model", "emotion", error.message)) }
+        }
+        for source in sources {
+            let input = at("source.\(source.id).input", "sources", "")
+            switch SourceSpec(source.resolvedInput) {
+            case .live:
+                continue
+            case .folder:
+                continue
+            case .file(let path):
+                guard FileManager.default.fileExists(atPath: path) else {
+                    problems.append(at("source.\(source.id).input", "sources", "no such file: \(path)"))
+                    continue
+                }
+                do {
+                    let video = try VideoFileSource(path: path)
+                    for zone in source.zones where !zone.normalized {
+                        let outside = zone.polygon.vertices.filter { $0.x > Double(video.width) || $0.y > Double(video.height) }
+                        if let point = outside.first {
+                            problems.append(at("source.\(source.id).zone.\(zone.name)", input.path,
+                                "zone \(zone.name): point [\(point.x), \(point.y)] is outside the \(video.width)x\(video.height) frame"))
+                        }
+                    }
+                } catch {
+                    problems.append(at("source.\(source.id).input", "sources", error.message))
+                }
+            }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,284 @@
+import Foundation
+import SentinelCore
+import SentinelVision
+import SentinelVisitors
+import Yams
+
+/// A pipeline file: sources with their zones, the detector, tracker, emotion and event settings.
+public struct PipelineDefinition: Sendable {
+    public var file: String
+    public var sources: [SourceDefinition]
+    public var detector: DetectorKind
+    /// A model name from Models/models.yml; nil for the detector's default.
+    public var detectorModel: String?
+    public var detectorSettings: DetectorSettings
+    public var visitors: VisitorSettings
+    public var emotionEnabled: Bool
+    public var emotionModel: String
+    /// Where fields that are checked against the machine were written, for messages.
+    var locations: [String: ConfigProblem] = [:]
+
+    /// One source of frames and its zones.
+    public struct SourceDefinition: Sendable {
+        public var id: String
+        /// As written: a file or folder (relative to the pipeline file), a device or a URL.
+        public var input: String
+        /// `input` with a relative path resolved against the pipeline file's folder.
+        public var resolvedInput: String
+        public var pace: Pacing
+        public var folderFPS: Double
+        public var zones: [ZoneSpec]
+    }
+
+    /// A zone as written. `normalized` coordinates are fractions of the frame; otherwise pixels.
+    public struct ZoneSpec: Sendable {
+        public var name: String
+        public var polygon: Polygon
+        public var normalized: Bool
+        public var inertia: Hysteresis
+        public var grace: Hysteresis
+        public var emotion: Bool
+
+        /// The zone in pixels of a frame of this size.
+        public func definition(width: Int, height: Int) -> ZoneDefinition {
+            ZoneDefinition(
+                name: name, polygon: normalized ? polygon.scaled(width: Double(width), height: Double(height)) : polygon,
+                inertia: inertia, grace: grace, emotion: emotion)
+        }
+    }
+
+    /// Reads a pipeline file; every problem is reported with its line and field.
+    public static func load(_ path: String) throws(ConfigError) -> PipelineDefinition {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigError(problems: [ConfigProblem(file: path, path: "", message: "cannot read: \(error.localizedDescription)")])
+        }
+        return try parse(text, file: path)
+    }
+
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> PipelineDefinition {
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text) else {
+                throw ConfigError(problems: [ConfigProblem(file: file, path: "", message: "the file is empty")])
+            }
+            root = node
+        } catch let error as ConfigError {
+            throw error
+        } catch let error as YamlError {
+            throw ConfigError(problems: [yamlProblem(error, file: file)])
+        } catch {
+            throw ConfigError(problems: [ConfigProblem(file: file, path: "", message: "not YAML: \(error)")])
+        }
+        let reader = ConfigReader(file: file)
+        let definition = PipelineParser(reader: reader, folder: URL(fileURLWithPath: file).deletingLastPathComponent()).parse(Field(node: root, path: ""))
+        guard reader.problems.isEmpty, var definition else {
+            throw ConfigError(problems: reader.problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) })
+        }
+        definition.file = file
+        return definition
+    }
+
+    private static func yamlProblem(_ error: YamlError, file: String) -> ConfigProblem {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
+            return ConfigProblem(file: file, line: mark.line, column: mark.column, path: "", message: "invalid YAML: \(problem)")
+        default:
+            return ConfigProblem(file: file, path: "", message: "invalid YAML: \(error)")
+        }
+    }
+}
+
+/// Builds a definition from the YAML tree, reporting into the reader.
+private struct PipelineParser {
+    let reader: ConfigReader
+    let folder: URL
+
+    func parse(_ root: Field) -> PipelineDefinition? {
+        guard let top = reader.mapping(root, keys: ["version", "sources", "detector", "tracker", "emotion", "events"]) else { return nil }
+        if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000), value != 1 {
+            reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
+        }
+        var definition = PipelineDefinition(
+            file: reader.file, sources: [], detector: .centerface, detectorModel: nil, detectorSettings: .defaults(for: .centerface),
+            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion")
+        if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
+            if list.isEmpty { reader.report(field, "at least one source is needed") }
+            definition.sources = list.compactMap { source($0, &definition) }
+            var seen = Set<String>()
+            for (i, source) in definition.sources.enumerated() where !seen.insert(source.id).inserted {
+                reader.report(list[i], "source id \"\(source.id)\" is used twice", path: "\(list[i].path).id")
+            }
+        }
+        if let field = top["detector"] { detector(field, &definition) }
+        if let field = top["tracker"] { tracker(field, &definition.visitors.tracker) }
+        if let field = top["emotion"] { emotion(field, &definition) }
+        if let field = top["events"], let fields = reader.mapping(field, keys: ["updateIntervalSeconds", "referencePoint"]) {
+            if let f = fields["updateIntervalSeconds"], let v = reader.number(f, in: 0.1...3600) { definition.visitors.updateIntervalSeconds = v }
+            if let f = fields["referencePoint"], let v = reader.choice(f, VisitorSettings.ReferencePoint.allCases.map(\.rawValue)) {
+                definition.visitors.referencePoint = .init(rawValue: v)!
+            }
+        }
+        if definition.visitors.tracker.lowScore > definition.visitors.tracker.highScore, let field = top["tracker"] {
+            reader.report(field, "lowScore must not exceed highScore")
+        }
+        return definition
+    }
+
+    func source(_ field: Field, _ definition: inout PipelineDefinition) -> PipelineDefinition.SourceDefinition? {
+        guard let fields = reader.mapping(field, keys: ["id", "input", "pace", "folderFps", "zones"]) else { return nil }
+        let id = reader.required(fields, "id", in: field).flatMap(reader.string)
+        let inputField = reader.required(fields, "input", in: field)
+        let input = inputField.flatMap(reader.string)
+        var pace = Pacing.fastest
+        if let f = fields["pace"] {
+            if let text = reader.string(f) {
+                if let parsed = Pacing(text) { pace = parsed } else { reader.report(f, "\"\(text)\" is not a pace: fastest, realtime, or a factor such as 4x") }
+            }
+        }
+        let fps = fields["folderFps"].flatMap { reader.number($0, in: 0.001...1000) } ?? 1
+        var zones: [PipelineDefinition.ZoneSpec] = []
+        if let f = fields["zones"], let list = reader.sequence(f) {
+            zones = list.compactMap(zone)
+            var seen = Set<String>()
+            for (i, zone) in zones.enumerated() where !seen.insert(zone.name).inserted {
+                reader.report(list[i], "zone name \"\(zone.name)\" is used twice in this source", path: "\(list[i].path).name")
+            }
+        }
+        guard let id, let input, let inputField else { return nil }
+        let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
+        let resolved = isPath && !input.hasPrefix("/") ? folder.appendingPathComponent(input).standardizedFileURL.path : input
+        definition.locations["source.\(id).input"] = ConfigProblem(
+            file: reader.file, line: inputField.node.mark?.line, column: inputField.node.mark?.column, path: inputField.path, message: "")
+        for (i, zone) in zones.enumerated() where !zone.normalized {
+            let f = fields["zones"]!.node.sequence![i]
+            definition.locations["source.\(id).zone.\(zone.name)"] = ConfigProblem(
+                file: reader.file, line: f.mark?.line, column: f.mark?.column, path: "\(fields["zones"]!.path)[\(i)].polygon", message: "")
+        }
+        return .init(id: id, input: input, resolvedInput: resolved, pace: pace, folderFPS: fps, zones: zones)
+    }
+
+    func zone(_ field: Field) -> PipelineDefinition.ZoneSpec? {
+        guard let fields = reader.mapping(field, keys: ["name", "units", "polygon", "inertia", "grace", "emotion"]) else { return nil }
+        let name = reader.required(fields, "name", in: field).flatMap(reader.string)
+        let normalized = (fields["units"].flatMap { reader.choice($0, ["normalized", "pixels"]) } ?? "normalized") == "normalized"
+        var polygon: Polygon?
+        if let f = reader.required(fields, "polygon", in: field), let points = reader.sequence(f) {
+            let vertices: [Point] = points.compactMap { p in
+                guard let pair = reader.sequence(p) else { return nil }
+                guard pair.count == 2 else {
+                    reader.report(p, "a point is [x, y]")
+                    return nil
+                }
+                guard let x = reader.number(pair[0]), let y = reader.number(pair[1]) else { return nil }
+                if normalized, !(0...1).contains(x) || !(0...1).contains(y) {
+                    reader.report(p, "point [\(x), \(y)] is outside the frame (normalized coordinates run from 0 to 1)")
+                }
+                if !normalized, x < 0 || y < 0 { reader.report(p, "point [\(x), \(y)] is outside the frame (negative pixels)") }
+                return Point(x: x, y: y)
+            }
+            if vertices.count == points.count {
+                polygon = Polygon(vertices)
+                if let problem = PolygonCheck.problem(with: polygon!) { reader.report(f, problem) }
+            }
+        }
+        let inertia = fields["inertia"].flatMap(hysteresis) ?? .seconds(0.3)
+        let grace = fields["grace"].flatMap(hysteresis) ?? .seconds(0.5)
+        let emotion = fields["emotion"].flatMap(reader.bool) ?? true
+        guard let name, let polygon else { return nil }
+        return .init(name: name, polygon: polygon, normalized: normalized, inertia: inertia, grace: grace, emotion: emotion)
+    }
+
+    /// `{seconds: 0.3}` or `{frames: 5}`.
+    func hysteresis(_ field: Field) -> Hysteresis? {
+        guard let fields = reader.mapping(field, keys: ["seconds", "frames"]) else { return nil }
+        switch (fields["seconds"], fields["frames"]) {
+        case (let s?, nil): return reader.number(s, in: 0...60).map { .seconds($0) }
+        case (nil, let f?): return reader.integer(f, in: 1...1000).map { .frames($0) }
+        default:
+            reader.report(field, "give either seconds or frames")
+            return nil
+        }
+    }
+
+    func detector(_ field: Field, _ definition: inout PipelineDefinition) {
+        guard let fields = reader.mapping(field, keys: ["kind", "model", "scale", "score", "nms", "minFace"]) else { return }
+        if let f = fields["kind"], let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue)) {
+            definition.detector = DetectorKind(rawValue: value)!
+            definition.detectorSettings = .defaults(for: definition.detector)
+        }
+        if let f = fields["model"], let value = reader.string(f) {
+            definition.detectorModel = value
+            definition.locations["detector.model"] = ConfigProblem(file: reader.file, line: f.node.mark?.line, column: f.node.mark?.column, path: f.path, message: "")
+        }
+        if let f = fields["scale"], let v = reader.integer(f, in: 0...8192) { definition.detectorSettings.longestSide = v }
+        if let f = fields["score"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.scoreThreshold = v }
+        if let f = fields["nms"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.nmsThreshold = v }
+        if let f = fields["minFace"], let v = reader.number(f, in: 0...4096) { definition.detectorSettings.minFaceSize = v }
+    }
+
+    func tracker(_ field: Field, _ t: inout TrackerSettings) {
+        let keys = ["highScore", "lowScore", "minIoU", "centerGate", "confirmFrames", "coastSeconds", "visitTimeoutSeconds", "reentryDistance", "velocitySmoothing"]
+        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
+        if let f = fields["highScore"], let v = reader.number(f, in: 0...1) { t.highScore = v }
+        if let f = fields["lowScore"], let v = reader.number(f, in: 0...1) { t.lowScore = v }
+        if let f = fields["minIoU"], let v = reader.number(f, in: 0...1) { t.minIoU = v }
+        if let f = fields["centerGate"], let v = reader.number(f, in: 0...10) { t.centerGate = v }
+        if let f = fields["confirmFrames"], let v = reader.integer(f, in: 1...100) { t.confirmFrames = v }
+        if let f = fields["coastSeconds"], let v = reader.number(f, in: 0...60) { t.coastSeconds = v }
+        if let f = fields["visitTimeoutSeconds"], let v = reader.number(f, in: 0...3600) { t.visitTimeoutSeconds = v }
+        if let f = fields["reentryDistance"], let v = reader.number(f, in: 0...10) { t.reentryDistance = v }
+        if let f = fields["velocitySmoothing"], let v = reader.number(f, in: 0...1) { t.velocitySmoothing = v }
+        if t.visitTimeoutSeconds < t.coastSeconds {
+            reader.report(field, "visitTimeoutSeconds (\(t.visitTimeoutSeconds)) must be at least coastSeconds (\(t.coastSeconds))")
+        }
+    }
+
+    func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
+        let keys = ["enabled", "model", "minFaceSize", "minDetectionScore", "timeConstantSeconds", "minConfidence", "minSamples"]
+        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
+        var e = definition.visitors.emotion
+        if let f = fields["enabled"], let v = reader.bool(f) { definition.emotionEnabled = v }
+        if let f = fields["model"], let v = reader.string(f) {
+            definition.emotionModel = v
+            definition.locations["emotion.model"] = ConfigProblem(file: reader.file, line: f.node.mark?.line, column: f.node.mark?.column, path: f.path, message: "")
+        }
+        if let f = fields["minFaceSize"], let v = reader.number(f, in: 0...4096) { e.minFaceSize = v }
+        if let f = fields["minDetectionScore"], let v = reader.number(f, in: 0...1) { e.minDetectionScore = v }
+        if let f = fields["timeConstantSeconds"], let v = reader.number(f, in: 0.01...3600) { e.timeConstantSeconds = v }
+        if let f = fields["minConfidence"], let v = reader.number(f, in: 0...1) { e.minConfidence = v }
+        if let f = fields["minSamples"], let v = reader.integer(f, in: 1...10000) { e.minSamples = v }
+        definition.visitors.emotion = e
+    }
+}
+
+/// Shape checks for zone polygons.
+enum PolygonCheck {
+    static func problem(with polygon: Polygon) -> String? {
+        let v = polygon.vertices
+        guard v.count >= 3 else { return "a polygon needs at least 3 points, found \(v.count)" }
+        var twiceArea = 0.0
+        for i in v.indices {
+            let a = v[i], b = v[(i + 1) % v.count]
+            twiceArea += a.x * b.y - b.x * a.y
+        }
+        guard abs(twiceArea) > 1e-9 else { return "degenerate polygon: its points enclose no area" }
+        let n = v.count
+        for i in 0..<n {
+            for j in (i + 1)..<n where j != i + 1 && !(i == 0 && j == n - 1) {
+                if segmentsCross(v[i], v[(i + 1) % n], v[j], v[(j + 1) % n]) {
+                    return "self-intersecting polygon: edge \(i + 1) crosses edge \(j + 1)"
+                }
+            }
+        }
+        return nil
+    }
+
+    private static func segmentsCross(_ p1: Point, _ p2: Point, _ q1: Point, _ q2: Point) -> Bool {
+        func orientation(_ a: Point, _ b: Point, _ c: Point) -> Double { (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x) }
+        let d1 = orientation(q1, q2, p1), d2 = orientation(q1, q2, p2), d3 = orientation(p1, p2, q1), d4 = orientation(p1, p2, q2)
+        return ((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0))
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import SentinelPipeline
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Validate a pipeline file: print every problem with file, line and field; exit 1 if any.")
+
+    @Argument(help: "Pipeline file, such as Pipelines/showroom.yml.")
+    var pipeline: String
+
+    @OptionGroup var models: ModelOptions
+
+    func run() throws {
+        let problems: [ConfigProblem]
+        do {
+            problems = try PipelineDefinition.load(pipeline).environmentProblems(models: try models.store())
+        } catch let error as ConfigError {
+            problems = error.problems
+        }
+        for problem in problems { print(problem) }
+        if !problems.isEmpty { throw ExitCode(1) }
+        print("\(pipeline): ok")
+    }
+}
+
+/// Loads a pipeline and fails with every problem, as `check` prints them.
+func loadPipeline(_ path: String, models: ModelOptions) throws -> PipelineDefinition {
+    do {
+        let definition = try PipelineDefinition.load(path)
+        let problems = definition.environmentProblems(models: try models.store())
+        guard problems.isEmpty else { throw ValidationError(problems.map(\.description).joined(separator: "\n")) }
+        return definition
+    } catch let error as ConfigError {
+        throw ValidationError(error.description)
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import SentinelCore
+import SentinelPipeline
+import SentinelVision
+
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a pipeline on a recording and write its visitor events as JSON lines.",
+        discussion: """
+            Events are identical at any pace: every time comes from the recording's timestamps, placed on the \
+            wall clock at the file's modification time. A progress bar goes to standard error when it is a terminal.
+            """)
+
+    @Argument(help: "Recording to replay (default: the pipeline's first source input).")
+    var recording: String?
+
+    @Option(help: "Pipeline file.")
+    var pipeline = "Pipelines/showroom.yml"
+
+    @Option(help: "Source id in the pipeline whose zones apply (default: the first).")
+    var source: String?
+
+    @Option(help: "Pace: fastest, realtime, or a factor such as 4x (default: the pipeline's).")
+    var pace: Pacing?
+
+    @Option(name: .shortAndLong, help: "Write events to this file instead of standard output.")
+    var output: String?
+
+    @OptionGroup var models: ModelOptions
+
+    func run() throws {
+        let definition = try loadPipeline(pipeline, models: models)
+        let chosen = try pickSource(definition, source)
+        let runner = try SourceRunner(
+            definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace,
+            logger: makeLogger("sentinel.replay"))
+        let sink = try output.map { path -> FileHandle in
+            FileManager.default.createFile(atPath: path, contents: nil)
+            guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot write \(path)") }
+            return handle
+        } ?? FileHandle.standardOutput
+        let encoder = JSONEncoder.sentinel()
+        var progress = ProgressBar(total: runner.expectedFrames)
+        try runner.run(
+            onEvent: { sink.write(try encoder.encode($0) + Data("\n".utf8)) },
+            onFrame: { progress.advance(to: $0.index + 1) })
+        progress.finish()
+        try sink.synchronize()
+    }
+}
+
+func pickSource(_ definition: PipelineDefinition, _ id: String?) throws -> PipelineDefinition.SourceDefinition {
+    guard let id else { return definition.sources[0] }
+    guard let source = definition.sources.first(where: { $0.id == id }) else {
+        throw ValidationError("no source \(id) in \(definition.file); sources: \(definition.sources.map(\.id).joined(separator: ", "))")
+    }
+    return source
+}
+
+/// Frames, fps and ETA on standard error, redrawn at most ten times a second, only when it is a terminal.
+struct ProgressBar {
+    let total: Int?
+    let enabled = isatty(STDERR_FILENO) == 1
+    private let clock = ContinuousClock()
+    private let start = ContinuousClock().now
+    private var lastDraw = ContinuousClock().now
+    private var frames = 0
+
+    init(total: Int?) { self.total = total }
+
+    mutating func advance(to frames: Int) {
+        self.frames = frames
+        guard enabled, clock.now - lastDraw > .milliseconds(100) else { return }
+        lastDraw = clock.now
+        draw()
+    }
+
+    mutating func finish() {
+        guard enabled else { return }
+        draw()
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    private func draw() {
+        let elapsed = (clock.now - start).seconds
+        let fps = elapsed > 0 ? Double(frames) / elapsed : 0
+        var line = "\r\(frames)"
+        if let total, total > 0 {
+            let done = min(1, Double(frames) / Double(total))
+            let width = 30
+            let filled = Int(done * Double(width))
+            let eta = fps > 0 ? Double(total - frames) / fps : 0
+            line += "/\(total) [" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
+                + String(format: " %3.0f%%  %.1f fps  ETA %.0fs ", done * 100, fps, max(0, eta))
+        } else {
+            line += String(format: " frames  %.1f fps ", fps)
+        }
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}
