@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
         .testTarget(
             name: "SentinelPipelineTests",
-            dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelEval", "SentinelSynth", "SentinelTestSupport"]
+            dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelEval", "SentinelSynth", "SentinelModels", "SentinelTestSupport"]
         ),
     ],
     cxxLanguageStandard: .cxx17

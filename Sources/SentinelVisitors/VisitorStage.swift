@@ -89,7 +89,7 @@ public struct VisitorStage: Sendable {
                 events.append(zoneEvent(change, visit, at: time, state: "active"))
             }
             let side = min(detection.box.width, detection.box.height)
-            if visit.presence.allowsEmotion, side >= settings.emotion.minFaceSize, detection.score >= settings.emotion.minDetectionScore,
+            if visit.presence.allowsEmotion(at: settings.point(of: detection.box)), side >= settings.emotion.minFaceSize, detection.score >= settings.emotion.minDetectionScore,
                 let distribution = try classify(detection.box)
             {
                 visit.emotion.add(distribution, at: time)

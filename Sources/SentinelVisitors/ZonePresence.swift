@@ -121,9 +121,10 @@ public struct ZonePresence: Sendable {
         zones.indices.filter { states[$0].inside }.max { states[$0].lastEntered < states[$1].lastEntered }.map { zones[$0].name }
     }
 
-    /// Whether emotion may be measured where the visitor is: outside every zone, or in zones that all allow it.
-    public var allowsEmotion: Bool {
-        zones.indices.filter { states[$0].inside }.allSatisfy { zones[$0].emotion }
+    /// Whether emotion may be measured for a visitor at `point`. Strict on purpose: not inside any zone that turns
+    /// emotion off, whether or not the entry has been confirmed yet, nor while its exit awaits its grace.
+    public func allowsEmotion(at point: Point) -> Bool {
+        zones.indices.allSatisfy { i in zones[i].emotion || (!states[i].inside && !zones[i].polygon.contains(point)) }
     }
 
     /// Seconds in each zone entered so far, open stays counted up to `now`, in order of first entry.

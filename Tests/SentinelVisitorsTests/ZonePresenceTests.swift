@@ -67,8 +67,12 @@ struct ZonePresenceTests {
             ZoneDefinition(name: "staff", polygon: staff, inertia: .frames(1), grace: .frames(1), emotion: false),
         ])
         _ = presence.observe(Point(x: 150, y: 200), at: at(0))
-        #expect(presence.currentZone == "floor" && presence.allowsEmotion)
+        #expect(presence.currentZone == "floor" && presence.allowsEmotion(at: Point(x: 150, y: 200)))
+        // Inside the staff polygon, emotion is off even before the entry is confirmed...
+        #expect(!presence.allowsEmotion(at: Point(x: 260, y: 200)))
         _ = presence.observe(Point(x: 260, y: 200), at: at(1))
-        #expect(presence.currentZone == "staff" && !presence.allowsEmotion)
+        #expect(presence.currentZone == "staff" && !presence.allowsEmotion(at: Point(x: 260, y: 200)))
+        // ...and stays off while the exit awaits its grace.
+        #expect(!presence.allowsEmotion(at: Point(x: 150, y: 200)))
     }
 }

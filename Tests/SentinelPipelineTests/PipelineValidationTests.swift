@@ -1,0 +1,112 @@
+import Foundation
+import SentinelModels
+import SentinelPipeline
+import SentinelTestSupport
+import Testing
+
+@Suite("Pipeline files: every problem with its line and field")
+struct PipelineValidationTests {
+    /// A valid pipeline with `zones` and `extra` spliced in.
+    func pipeline(zones: String = "      - { name: a, polygon: [[0, 0], [0.5, 0], [0.5, 0.5]] }", extra: String = "") -> String {
+        """
+        version: 1
+        sources:
+          - id: floor
+            input: clip.mp4
+            zones:
+        \(zones)
+        \(extra)
+        """
+    }
+
+    func problems(_ text: String) -> [String] {
+        do {
+            _ = try PipelineDefinition.parse(text, file: "p.yml")
+            return []
+        } catch {
+            return error.problems.map(\.description)
+        }
+    }
+
+    @Test("the repository's showroom pipeline is valid on a set-up machine")
+    func showroomIsValid() throws {
+        let definition = try PipelineDefinition.load(Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        #expect(definition.sources.map(\.id) == ["showroom"])
+        #expect(definition.sources[0].zones.map(\.name) == ["entrance", "display", "counter"])
+        #expect(definition.sources[0].zones[2].emotion == false)
+        #expect(definition.environmentProblems(models: Fixtures.store).isEmpty)
+    }
+
+    @Test("a minimal pipeline gets the documented defaults")
+    func defaults() throws {
+        let definition = try PipelineDefinition.parse(pipeline(), file: "p.yml")
+        #expect(definition.detector == .centerface && definition.emotionEnabled)
+        #expect(definition.sources[0].zones[0].inertia == .seconds(0.3) && definition.sources[0].zones[0].grace == .seconds(0.5))
+        #expect(definition.sources[0].resolvedInput == URL(fileURLWithPath: "clip.mp4").standardizedFileURL.path)
+    }
+
+    @Test("each mistake yields its precise message", arguments: [
+        ("", "detector: { kind: retinaface }", "p.yml:7:19: detector.kind: \"retinaface\" is not one of cascade, centerface, yunet"),
+        ("", "detector: { score: high }", "p.yml:7:20: detector.score: expected a number"),
+        ("", "detector: { score: 1.5 }", "p.yml:7:20: detector.score: 1.5 is out of range 0...1"),
+        ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
+        ("", "output: stdout", "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, sources, tracker, version"),
+        ("      - { name: a, polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.6]] }", "",
+         "p.yml:6:29: sources[0].zones[0].polygon: self-intersecting polygon: edge 2 crosses edge 4"),
+        ("      - { name: a, polygon: [[0, 0], [0.5, 0.5], [1, 1]] }", "",
+         "p.yml:6:29: sources[0].zones[0].polygon: degenerate polygon: its points enclose no area"),
+        ("      - { name: a, polygon: [[0, 0], [1, 0]] }", "",
+         "p.yml:6:29: sources[0].zones[0].polygon: a polygon needs at least 3 points, found 2"),
+        ("      - { name: a, polygon: [[0, 0], [1.5, 0], [1, 1]] }", "",
+         "p.yml:6:38: sources[0].zones[0].polygon[1]: point [1.5, 0.0] is outside the frame (normalized coordinates run from 0 to 1)"),
+        ("      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]], inertia: { seconds: 1, frames: 2 } }", "",
+         "p.yml:6:64: sources[0].zones[0].inertia: give either seconds or frames"),
+        ("      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]], colour: red }", "",
+         "p.yml:6:55: sources[0].zones[0].colour: unknown key \"colour\"; expected one of emotion, grace, inertia, name, polygon, units"),
+        ("      - { polygon: [[0, 0], [1, 0], [1, 1]] }", "", "p.yml:6:9: sources[0].zones[0].name: missing required key \"name\""),
+    ])
+    func preciseMessages(zones: String, extra: String, expected: String) {
+        let text = zones.isEmpty ? pipeline(extra: extra) : pipeline(zones: zones, extra: extra)
+        #expect(problems(text) == [expected])
+    }
+
+    @Test("every problem in a file is reported at once, in file order")
+    func allProblemsAtOnce() {
+        let text = pipeline(zones: "      - { name: a, polygon: [[0, 0], [2, 0], [1, 1]] }\n      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]] }",
+                            extra: "detector: { kind: x, nms: -1 }\ntracker: { lowScore: 0.9, highScore: 0.5 }")
+        let found = problems(text)
+        #expect(found.count == 5, "\(found)")
+        #expect(found.first?.hasPrefix("p.yml:6:38: sources[0].zones[0].polygon[1]") == true)
+        #expect(found.last?.hasPrefix("p.yml:9:") == true)
+        #expect(found.contains { $0.contains("zone name \"a\" is used twice") })
+    }
+
+    @Test("broken YAML says where")
+    func brokenYAML() {
+        let found = problems("version: 1\nsources: [\n  - id: x\n")
+        #expect(found.count == 1 && found[0].hasPrefix("p.yml:3:") && found[0].contains("invalid YAML"), "\(found)")
+    }
+
+    @Test("missing models, missing inputs and pixel zones outside the frame are found on this machine")
+    func environment() throws {
+        let folder = try Fixtures.temporaryFolder()
+        try FileManager.default.copyItem(at: Fixtures.root.appendingPathComponent("Models/models.yml"), to: folder.appendingPathComponent("models.yml"))
+        let empty = try ModelStore(root: folder.path)
+        let text = """
+            version: 1
+            sources:
+              - id: a
+                input: \(Fixtures.recording())
+                zones:
+                  - { name: big, units: pixels, polygon: [[0, 0], [700, 0], [700, 100]] }
+              - id: b
+                input: missing.mp4
+            """
+        let definition = try PipelineDefinition.parse(text, file: "p.yml")
+        let found = definition.environmentProblems(models: empty).map(\.description)
+        #expect(found.contains { $0.hasPrefix("p.yml: detector: model centerface is missing") && $0.contains("sentinel models setup") })
+        #expect(found.contains { $0.hasPrefix("p.yml: emotion: model emotion is missing") })
+        #expect(found.contains { $0.hasPrefix("p.yml:8:12: sources[1].input: no such file") })
+        #expect(found.contains { $0.hasPrefix("p.yml:6:9: sources[0].zones[0].polygon: zone big: point [700.0, 0.0] is outside the 640x480 frame") })
+    }
+}
