@@ -220,12 +220,13 @@ private struct PipelineParser {
     }
 
     func tracker(_ field: Field, _ t: inout TrackerSettings) {
-        let keys = ["highScore", "lowScore", "minIoU", "centerGate", "confirmFrames", "coastSeconds", "visitTimeoutSeconds", "reentryDistance", "velocitySmoothing"]
+        let keys = ["highScore", "lowScore", "minIoU", "centerGate", "gateGrowthPerSecond", "confirmFrames", "coastSeconds", "visitTimeoutSeconds", "reentryDistance", "velocitySmoothing"]
         guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
         if let f = fields["highScore"], let v = reader.number(f, in: 0...1) { t.highScore = v }
         if let f = fields["lowScore"], let v = reader.number(f, in: 0...1) { t.lowScore = v }
         if let f = fields["minIoU"], let v = reader.number(f, in: 0...1) { t.minIoU = v }
         if let f = fields["centerGate"], let v = reader.number(f, in: 0...10) { t.centerGate = v }
+        if let f = fields["gateGrowthPerSecond"], let v = reader.number(f, in: 0...10) { t.gateGrowthPerSecond = v }
         if let f = fields["confirmFrames"], let v = reader.integer(f, in: 1...100) { t.confirmFrames = v }
         if let f = fields["coastSeconds"], let v = reader.number(f, in: 0...60) { t.coastSeconds = v }
         if let f = fields["visitTimeoutSeconds"], let v = reader.number(f, in: 0...3600) { t.visitTimeoutSeconds = v }

@@ -11,6 +11,8 @@ public struct TrackerSettings: Sendable, Equatable, Codable {
     public var minIoU: Double = 0.2
     /// ...or when their centres are closer than this many face sides (fast or small faces).
     public var centerGate: Double = 0.6
+    /// How much the centre gate widens per second a track goes unseen: its predicted position grows less certain.
+    public var gateGrowthPerSecond: Double = 0.75
     /// Matched frames before a track counts as a visitor (filters one-frame false positives).
     public var confirmFrames: Int = 3
     /// Seconds a track keeps predicting its motion without a detection and can still be matched.
@@ -31,8 +33,8 @@ public struct Track: Sendable, Equatable {
     public let id: Int
     /// The last detected box.
     public var box: Box
-    /// Box motion per second: centre x, centre y, width, height.
-    var velocity: (x: Double, y: Double, width: Double, height: Double) = (0, 0, 0, 0)
+    /// Centre motion, pixels per second.
+    var velocity: (x: Double, y: Double) = (0, 0)
     public var firstSeen: MediaTime
     public var lastSeen: MediaTime
     /// The first frame without a detection since `lastSeen`, if any.
@@ -44,12 +46,12 @@ public struct Track: Sendable, Equatable {
     /// Where the face was seen while the track was tentative, so that a visit can start at its first frame.
     public var tentative: [(time: MediaTime, box: Box)] = []
 
-    /// The box moved along the velocity to `time`.
+    /// The box moved along the velocity to `time`, keeping its last size: a face shrinking as it goes behind
+    /// something would otherwise be predicted to vanish.
     public func predicted(at time: MediaTime) -> Box {
         let dt = (time - lastSeen).seconds
-        let width = max(1, box.width + velocity.width * dt), height = max(1, box.height + velocity.height * dt)
         let centre = Point(x: box.center.x + velocity.x * dt, y: box.center.y + velocity.y * dt)
-        return Box(x: centre.x - width / 2, y: centre.y - height / 2, width: width, height: height)
+        return Box(x: centre.x - box.width / 2, y: centre.y - box.height / 2, width: box.width, height: box.height)
     }
 
     public static func == (a: Track, b: Track) -> Bool {
@@ -162,9 +164,9 @@ public struct Tracker: Sendable {
         var pairs: [(cost: Double, track: Int, detection: Int)] = []
         for t in candidates {
             let expected = tracks[t].predicted(at: time)
-            // Re-entry measures in the last seen face size: a face shrinking as it went out of view would
-            // otherwise predict a vanishing box.
-            let side = reentry ? max(tracks[t].box.width, tracks[t].box.height) : max(expected.width, expected.height)
+            let side = max(expected.width, expected.height)
+            let unseen = (time - tracks[t].lastSeen).seconds
+            let gate = reentry ? distanceGate : distanceGate + settings.gateGrowthPerSecond * unseen
             for d in pool {
                 let box = detections[d].box
                 let overlap = expected.iou(box)
@@ -173,7 +175,7 @@ public struct Tracker: Sendable {
                 let distance = reentry ? min(distance(tracks[t].box), distance(expected)) : distance(expected)
                 if !reentry, overlap >= settings.minIoU {
                     pairs.append((1 - overlap, t, d))
-                } else if distance <= distanceGate {
+                } else if distance <= gate {
                     pairs.append((1 + distance, t, d))
                 }
             }
@@ -192,13 +194,9 @@ public struct Tracker: Sendable {
         let dt = (time - track.lastSeen).seconds
         if dt > 0 {
             let a = settings.velocitySmoothing, old = track.box, new = detection.box
-            let measured = (
-                x: (new.center.x - old.center.x) / dt, y: (new.center.y - old.center.y) / dt,
-                width: (new.width - old.width) / dt, height: (new.height - old.height) / dt)
+            let measured = (x: (new.center.x - old.center.x) / dt, y: (new.center.y - old.center.y) / dt)
             track.velocity = track.hits == 1
-                ? measured
-                : (a * measured.x + (1 - a) * track.velocity.x, a * measured.y + (1 - a) * track.velocity.y,
-                   a * measured.width + (1 - a) * track.velocity.width, a * measured.height + (1 - a) * track.velocity.height)
+                ? measured : (a * measured.x + (1 - a) * track.velocity.x, a * measured.y + (1 - a) * track.velocity.y)
         }
         track.box = detection.box
         track.score = detection.score
