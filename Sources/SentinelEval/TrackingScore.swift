@@ -57,6 +57,21 @@ public struct TrackingScore: Sendable, Codable {
 
     public init() {}
 
+    /// Scores a run from its events: visit dwell from `visitor.exited`, stays from `visitor.zoneExited`, their
+    /// dates turned back into media seconds with the source's `origin`.
+    public static func evaluate(
+        truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], events: [VisitorEvent], origin: Date
+    ) -> TrackingScore {
+        let dwell = Dictionary(events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds) }, uniquingKeysWith: { $1 })
+        let stays = events.compactMap { event -> ReportedStay? in
+            guard event.type == .zoneExited, let stay = event.stay, let exited = stay.exitedAt else { return nil }
+            return ReportedStay(
+                faceId: event.visitor.faceId, zone: stay.zone, entered: stay.enteredAt.timeIntervalSince(origin),
+                exited: exited.timeIntervalSince(origin))
+        }
+        return evaluate(truth: truth, observed: observed, visitDwell: dwell, stays: stays)
+    }
+
     /// - Parameters:
     ///   - observed: per frame index, the visits seen and their boxes.
     ///   - visitDwell: each visit's final dwell (from `visitor.exited`).

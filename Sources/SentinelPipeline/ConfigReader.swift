@@ -37,8 +37,13 @@ final class ConfigReader {
     init(file: String) { self.file = file }
 
     func report(_ field: Field?, _ message: String, path: String? = nil) {
+        problems.append(location(of: field, path: path, message: message))
+    }
+
+    /// Where a field is, as a problem to be filled in later (checks that need the machine, not the file).
+    func location(of field: Field?, path: String? = nil, message: String = "") -> ConfigProblem {
         let mark = field?.node.mark
-        problems.append(ConfigProblem(file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message))
+        return ConfigProblem(file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message)
     }
 
     /// The mapping's fields by key; unknown keys are reported.

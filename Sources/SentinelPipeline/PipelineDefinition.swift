@@ -150,12 +150,10 @@ private struct PipelineParser {
         guard let id, let input, let inputField else { return nil }
         let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
         let resolved = isPath && !input.hasPrefix("/") ? folder.appendingPathComponent(input).standardizedFileURL.path : input
-        definition.locations["source.\(id).input"] = ConfigProblem(
-            file: reader.file, line: inputField.node.mark?.line, column: inputField.node.mark?.column, path: inputField.path, message: "")
+        definition.locations["source.\(id).input"] = reader.location(of: inputField)
         for (i, zone) in zones.enumerated() where !zone.normalized {
-            let f = fields["zones"]!.node.sequence![i]
-            definition.locations["source.\(id).zone.\(zone.name)"] = ConfigProblem(
-                file: reader.file, line: f.mark?.line, column: f.mark?.column, path: "\(fields["zones"]!.path)[\(i)].polygon", message: "")
+            let item = Field(node: fields["zones"]!.node.sequence![i], path: "\(fields["zones"]!.path)[\(i)]")
+            definition.locations["source.\(id).zone.\(zone.name)"] = reader.location(of: item, path: item.child("polygon"))
         }
         return .init(id: id, input: input, resolvedInput: resolved, pace: pace, folderFPS: fps, zones: zones)
     }
@@ -211,7 +209,7 @@ private struct PipelineParser {
         }
         if let f = fields["model"], let value = reader.string(f) {
             definition.detectorModel = value
-            definition.locations["detector.model"] = ConfigProblem(file: reader.file, line: f.node.mark?.line, column: f.node.mark?.column, path: f.path, message: "")
+            definition.locations["detector.model"] = reader.location(of: f)
         }
         if let f = fields["scale"], let v = reader.integer(f, in: 0...8192) { definition.detectorSettings.longestSide = v }
         if let f = fields["score"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.scoreThreshold = v }
@@ -244,7 +242,7 @@ private struct PipelineParser {
         if let f = fields["enabled"], let v = reader.bool(f) { definition.emotionEnabled = v }
         if let f = fields["model"], let v = reader.string(f) {
             definition.emotionModel = v
-            definition.locations["emotion.model"] = ConfigProblem(file: reader.file, line: f.node.mark?.line, column: f.node.mark?.column, path: f.path, message: "")
+            definition.locations["emotion.model"] = reader.location(of: f)
         }
         if let f = fields["minFaceSize"], let v = reader.number(f, in: 0...4096) { e.minFaceSize = v }
         if let f = fields["minDetectionScore"], let v = reader.number(f, in: 0...1) { e.minDetectionScore = v }

@@ -66,20 +66,9 @@ struct Eval: ParsableCommand {
                 definition: definition, source: definition.sources[0], models: store, input: recording, pace: .fastest,
                 logger: makeLogger("sentinel.eval"))
             var observed: [Int: [(faceId: String, box: Box)]] = [:]
-            var dwell: [String: Double] = [:]
-            var stays: [TrackingScore.ReportedStay] = []
-            let origin = runner.origin
-            try runner.run(
-                onEvent: { event in
-                    if event.type == .exited { dwell[event.visitor.faceId] = event.visitor.dwellSeconds }
-                    if event.type == .zoneExited, let stay = event.stay, let exited = stay.exitedAt {
-                        stays.append(.init(
-                            faceId: event.visitor.faceId, zone: stay.zone, entered: stay.enteredAt.timeIntervalSince(origin),
-                            exited: exited.timeIntervalSince(origin)))
-                    }
-                },
-                onFrame: { observed[$0.index] = $0.observed })
-            return TrackingScore.evaluate(truth: truth, observed: observed, visitDwell: dwell, stays: stays)
+            var events: [VisitorEvent] = []
+            try runner.run(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
+            return TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: runner.origin)
         }
 
         static func print(_ name: String, _ s: TrackingScore) {

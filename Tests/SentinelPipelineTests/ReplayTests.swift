@@ -26,12 +26,7 @@ struct SampleRun: Sendable {
             run.events.append(event)
             run.lines.append(try encoder.encode(event))
         }, onFrame: { observed[$0.index] = $0.observed })
-        let dwell = Dictionary(run.events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds) }, uniquingKeysWith: { $1 })
-        let stays = run.events.compactMap { event -> TrackingScore.ReportedStay? in
-            guard event.type == .zoneExited, let stay = event.stay, let exited = stay.exitedAt else { return nil }
-            return .init(faceId: event.visitor.faceId, zone: stay.zone, entered: stay.enteredAt.timeIntervalSince(runner.origin), exited: exited.timeIntervalSince(runner.origin))
-        }
-        run.score = TrackingScore.evaluate(truth: truth, observed: observed, visitDwell: dwell, stays: stays)
+        run.score = TrackingScore.evaluate(truth: truth, observed: observed, events: run.events, origin: runner.origin)
         return run
     }
 }
