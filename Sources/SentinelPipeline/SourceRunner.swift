@@ -56,7 +56,7 @@ public final class SourceRunner {
 
     /// The frame count the container declares, for progress.
     public var expectedFrames: Int? {
-        (((frames as? PacedSource)?.source ?? frames) as? VideoFileSource)?.declaredFrameCount
+        (frames.unpaced as? VideoFileSource)?.declaredFrameCount
     }
 
     /// Runs to the end of the source (or until `shouldStop` says so), then ends the open visits.
@@ -77,8 +77,7 @@ public final class SourceRunner {
             for event in result.events { try onEvent(event) }
             onFrame?(FrameResult(index: frame.index, time: frame.time, observed: result.observed))
         }
-        let inner = (frames as? PacedSource)?.source ?? frames
-        if let file = inner as? VideoFileSource, let reason = file.endReason {
+        if let file = frames.unpaced as? VideoFileSource, let reason = file.endReason {
             logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])
         }
         for event in stage?.finish(reason: shouldStop() ? "shutdown" : "endOfStream") ?? [] { try onEvent(event) }

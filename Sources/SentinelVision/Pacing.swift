@@ -57,6 +57,11 @@ public final class PacedSource: FrameSource {
     }
 }
 
+extension FrameSource {
+    /// The source itself, under any pacing: where its end reason and declared length live.
+    public var unpaced: any FrameSource { (self as? PacedSource)?.source ?? self }
+}
+
 extension Duration {
     /// The duration in seconds, as a floating-point number.
     public var seconds: Double {

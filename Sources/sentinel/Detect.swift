@@ -67,7 +67,7 @@ struct FrameDetections: Codable {
 
 /// Says on standard error why a source ended early, when it did.
 func reportEnd(of source: any FrameSource, logger: Logger) {
-    let inner = (source as? PacedSource)?.source ?? source
+    let inner = source.unpaced
     if let file = inner as? VideoFileSource, let reason = file.endReason {
         logger.warning("source ended early", metadata: ["reason": "\(reason)"])
     }
