@@ -10,10 +10,11 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// `rtsp://`, `http://`, `https://` or another URL FFmpeg reads.
     case url(String)
 
+    /// How logs and errors name the source: a URL's user and password are replaced by `***`.
     public var description: String {
         switch self {
         case .device(let index, _, _): "/dev/video\(index)"
-        case .url(let url): url
+        case .url(let url): url.replacing(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^\/@]*@/) { "\($0.1)***@" }
         }
     }
 
@@ -23,7 +24,11 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
         case .device(let index, let width, let height):
             try bridge { snl_capture_open_device(Int32(index), Int32(width ?? 0), Int32(height ?? 0), &out, $0) }
         case .url(let url):
-            try bridge { snl_capture_open_url(url, &out, $0) }
+            do {
+                try bridge { snl_capture_open_url(url, &out, $0) }
+            } catch {
+                throw VisionError(error.code, error.message.replacingOccurrences(of: url, with: description))
+            }
         }
         return out!
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SentinelCore
 import SentinelTestSupport
 import SentinelVision
@@ -92,6 +93,15 @@ struct SourceTests {
         #expect(SourceSpec("rtsp://cam.local/stream") == .live(.url("rtsp://cam.local/stream")))
         #expect(SourceSpec(NSTemporaryDirectory()) == .folder(NSTemporaryDirectory()))
         #expect(SourceSpec("clip.mkv") == .file("clip.mkv"))
+    }
+
+    @Test("a stream's user and password never reach a log line or an error message")
+    func credentialsAreRedacted() throws {
+        let endpoint = LiveEndpoint.url("rtsp://admin:s3cret@127.0.0.1:9/stream")
+        #expect(endpoint.description == "rtsp://***@127.0.0.1:9/stream")
+        #expect(LiveEndpoint.url("http://cam.local/x@y").description == "http://cam.local/x@y")
+        let error = #expect(throws: VisionError.self) { try LiveSource(endpoint, logger: Logger(label: "test")) }
+        #expect(error?.message.contains("s3cret") == false && error?.message.contains("***@127.0.0.1") == true, "\(String(describing: error))")
     }
 
     @Test("pacing parses fastest, realtime and factors")
