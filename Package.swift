@@ -47,10 +47,16 @@ let package = Package(
         .target(name: "SentinelSynth", dependencies: ["SentinelCore", "SentinelVision", "Yams"]),
         /// Detections to visitors: tracker, zones, dwell, emotion smoothing, events. Pure logic, no clock or I/O.
         .target(name: "SentinelVisitors", dependencies: ["SentinelCore"]),
+        /// The masking stage before every output: pseudonyms, field allowlists, coarse times, k-suppressed
+        /// aggregates, retention. Pure logic but for the key file.
+        .target(
+            name: "SentinelPrivacy",
+            dependencies: ["SentinelCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         /// Pipeline definitions (YAML, validated with line numbers) and the runner that drives one source.
         .target(
             name: "SentinelPipeline",
-            dependencies: ["SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "Yams",
+            dependencies: ["SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "Yams",
                            .product(name: "Logging", package: "swift-log")]
         ),
         /// Accuracy measurement against ground truth (pure logic).
@@ -59,7 +65,7 @@ let package = Package(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelVisitors",
-                "SentinelPipeline", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SentinelPrivacy", "SentinelPipeline", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -82,9 +88,10 @@ let package = Package(
         ),
         .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
         .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
+        .testTarget(name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelCore"]),
         .testTarget(
             name: "SentinelPipelineTests",
-            dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelEval", "SentinelSynth", "SentinelModels", "SentinelTestSupport"]
+            dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth", "SentinelModels", "SentinelTestSupport"]
         ),
     ],
     cxxLanguageStandard: .cxx17

@@ -27,6 +27,12 @@ public struct Box: Hashable, Sendable, Codable {
     public var maxX: Double { x + width }
     public var maxY: Double { y + height }
 
+    /// The smallest box holding both.
+    public func union(_ other: Box) -> Box {
+        let x1 = min(x, other.x), y1 = min(y, other.y)
+        return Box(x: x1, y: y1, width: max(maxX, other.maxX) - x1, height: max(maxY, other.maxY) - y1)
+    }
+
     public func intersection(_ other: Box) -> Box? {
         let x1 = max(x, other.x), y1 = max(y, other.y)
         let x2 = min(maxX, other.maxX), y2 = min(maxY, other.maxY)
@@ -71,4 +77,9 @@ public struct Polygon: Hashable, Sendable, Codable {
     public func scaled(width: Double, height: Double) -> Polygon {
         Polygon(vertices.map { Point(x: $0.x * width, y: $0.y * height) })
     }
+}
+
+/// How a face is hidden in an image.
+public enum MaskStyle: String, Sendable, Codable, CaseIterable {
+    case blur, pixelate, solid
 }

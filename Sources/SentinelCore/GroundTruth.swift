@@ -7,8 +7,12 @@ public struct GroundTruth: Sendable, Codable, Equatable {
     public var zones: [Zone]
     public var frames: [Frame]
     public var visitors: [Visitor]
+    /// Scenery drawn in front of the visitors (pillars), in pixels.
+    public var occluders: [Box]?
 
-    public init(recording: String, width: Int, height: Int, fps: Double, zones: [Zone], frames: [Frame], visitors: [Visitor]) {
+    public init(
+        recording: String, width: Int, height: Int, fps: Double, zones: [Zone], frames: [Frame], visitors: [Visitor], occluders: [Box]? = nil
+    ) {
         self.recording = recording
         self.width = width
         self.height = height
@@ -16,6 +20,7 @@ public struct GroundTruth: Sendable, Codable, Equatable {
         self.zones = zones
         self.frames = frames
         self.visitors = visitors
+        self.occluders = occluders
     }
 
     /// A named zone; `polygon` in pixels of this recording.

@@ -16,31 +16,40 @@ public enum Emotion: String, Sendable, Codable, CaseIterable {
     }
 }
 
-/// A visitor as published: one visit of one face, with where it has been and how it seemed to feel.
+/// A visitor: one visit of one face, with where it has been and how it seemed to feel.
+///
+/// The visitor stage fills every field; the privacy mask (SentinelPrivacy) then replaces `faceId` with a
+/// pseudonym and removes every optional field its policy does not allow for the output at hand, so a
+/// published record carries only the core fields and the allowed ones. `box` and `detectionScore` are
+/// never published by default.
 ///
 /// Times are ISO-8601: the media time of the frame, placed on the wall clock by the source's origin (a
 /// recording's start, or when a live source was opened), so replays at any speed give the same records.
 public struct VisitorRecord: Sendable, Codable, Equatable {
-    /// The visit's pseudonymous id.
+    /// The visit's id: internal (never leaves the process) until masked, then a rotating pseudonym.
     public var faceId: String
     public var sourceId: String
     /// The zone the visitor is in now (the most recently entered of those it is in), or nil.
     public var zone: String?
-    /// Every zone entered during the visit, with the seconds spent in it so far (re-entries add up).
-    public var zones: [ZoneDwell]
-    /// Seconds from first to last seen.
-    public var dwellSeconds: Double
-    public var firstSeen: Date
-    public var lastSeen: Date
-    /// The smoothed dominant expression, or "unknown" while too few or too unsure samples.
-    public var emotion: String
-    public var emotionConfidence: Double
-    /// The smoothed probability of each expression (empty while none was measured).
-    public var emotionDistribution: [String: Double]
-    /// -1 to 1, from the smoothed distribution (0 while unknown).
-    public var valence: Double
     /// `active` (seen in the last frame), `lost` (not seen, may come back) or `exited`.
     public var state: String
+    /// Every zone entered during the visit, with the seconds spent in it so far (re-entries add up).
+    public var zones: [ZoneDwell]?
+    /// Seconds from first to last seen.
+    public var dwellSeconds: Double?
+    public var firstSeen: Date?
+    public var lastSeen: Date?
+    /// The smoothed dominant expression, or "unknown" while too few or too unsure samples.
+    public var emotion: String?
+    public var emotionConfidence: Double?
+    /// The smoothed probability of each expression (empty while none was measured).
+    public var emotionDistribution: [String: Double]?
+    /// -1 to 1, from the smoothed distribution (0 while unknown).
+    public var valence: Double?
+    /// The last detected face box, in pixels of the source's frames.
+    public var box: Box?
+    /// The detector's score for that box.
+    public var detectionScore: Double?
 
     public struct ZoneDwell: Sendable, Codable, Equatable {
         public var zone: String
@@ -52,13 +61,14 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
     }
 
     public init(
-        faceId: String, sourceId: String, zone: String?, zones: [ZoneDwell], dwellSeconds: Double, firstSeen: Date,
-        lastSeen: Date, emotion: String, emotionConfidence: Double, emotionDistribution: [String: Double],
-        valence: Double, state: String
+        faceId: String, sourceId: String, zone: String?, state: String, zones: [ZoneDwell]? = nil, dwellSeconds: Double? = nil,
+        firstSeen: Date? = nil, lastSeen: Date? = nil, emotion: String? = nil, emotionConfidence: Double? = nil,
+        emotionDistribution: [String: Double]? = nil, valence: Double? = nil, box: Box? = nil, detectionScore: Double? = nil
     ) {
         self.faceId = faceId
         self.sourceId = sourceId
         self.zone = zone
+        self.state = state
         self.zones = zones
         self.dwellSeconds = dwellSeconds
         self.firstSeen = firstSeen
@@ -67,7 +77,8 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
         self.emotionConfidence = emotionConfidence
         self.emotionDistribution = emotionDistribution
         self.valence = valence
-        self.state = state
+        self.box = box
+        self.detectionScore = detectionScore
     }
 }
 
@@ -103,13 +114,16 @@ public struct VisitorEvent: Sendable, Codable, Equatable {
     public var stay: Stay?
     /// Why the visit ended, on `visitor.exited`: `lost`, `endOfStream` or `shutdown`.
     public var reason: String?
+    /// Seconds into the source (joinable with its footage, so not published by default).
+    public var mediaTime: Double?
 
-    public init(type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: String? = nil) {
+    public init(type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: String? = nil, mediaTime: Double? = nil) {
         self.type = type
         self.time = time
         self.visitor = visitor
         self.stay = stay
         self.reason = reason
+        self.mediaTime = mediaTime
     }
 }
 

@@ -62,7 +62,7 @@ public struct TrackingScore: Sendable, Codable {
     public static func evaluate(
         truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], events: [VisitorEvent], origin: Date
     ) -> TrackingScore {
-        let dwell = Dictionary(events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds) }, uniquingKeysWith: { $1 })
+        let dwell = Dictionary(events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds ?? 0) }, uniquingKeysWith: { $1 })
         let stays = events.compactMap { event -> ReportedStay? in
             guard event.type == .zoneExited, let stay = event.stay, let exited = stay.exitedAt else { return nil }
             return ReportedStay(

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelPrivacy
 import SentinelVision
 import SentinelVisitors
 import Yams
@@ -15,6 +16,8 @@ public struct PipelineDefinition: Sendable {
     public var visitors: VisitorSettings
     public var emotionEnabled: Bool
     public var emotionModel: String
+    /// What may leave the box, and how.
+    public var privacy: PrivacyPolicy
     /// Where fields that are checked against the machine were written, for messages.
     var locations: [String: ConfigProblem] = [:]
 
@@ -97,13 +100,13 @@ private struct PipelineParser {
     let folder: URL
 
     func parse(_ root: Field) -> PipelineDefinition? {
-        guard let top = reader.mapping(root, keys: ["version", "sources", "detector", "tracker", "emotion", "events"]) else { return nil }
+        guard let top = reader.mapping(root, keys: ["version", "sources", "detector", "tracker", "emotion", "events", "privacy"]) else { return nil }
         if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000), value != 1 {
             reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
         }
         var definition = PipelineDefinition(
             file: reader.file, sources: [], detector: .centerface, detectorModel: nil, detectorSettings: .defaults(for: .centerface),
-            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion")
+            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy())
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
             if list.isEmpty { reader.report(field, "at least one source is needed") }
             definition.sources = list.compactMap { source($0, &definition) }
@@ -115,6 +118,7 @@ private struct PipelineParser {
         if let field = top["detector"] { detector(field, &definition) }
         if let field = top["tracker"] { tracker(field, &definition.visitors.tracker) }
         if let field = top["emotion"] { emotion(field, &definition) }
+        if let field = top["privacy"] { privacy(field, &definition.privacy) }
         if let field = top["events"], let fields = reader.mapping(field, keys: ["updateIntervalSeconds", "referencePoint"]) {
             if let f = fields["updateIntervalSeconds"], let v = reader.number(f, in: 0.1...3600) { definition.visitors.updateIntervalSeconds = v }
             if let f = fields["referencePoint"], let v = reader.choice(f, VisitorSettings.ReferencePoint.allCases.map(\.rawValue)) {
@@ -250,6 +254,71 @@ private struct PipelineParser {
         if let f = fields["minConfidence"], let v = reader.number(f, in: 0...1) { e.minConfidence = v }
         if let f = fields["minSamples"], let v = reader.integer(f, in: 1...10000) { e.minSamples = v }
         definition.visitors.emotion = e
+    }
+}
+
+extension PipelineParser {
+    func privacy(_ field: Field, _ policy: inout PrivacyPolicy) {
+        let keys = ["pseudonyms", "timestampResolution", "minGroupSize", "retention", "outputs", "review"]
+        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
+        if let f = fields["pseudonyms"], let p = reader.mapping(f, keys: ["rotate", "keyFile"]) {
+            if let r = p["rotate"] {
+                let named = ["hourly": 3_600.0, "daily": 86_400.0, "weekly": 604_800.0]
+                if let text = r.node.string, let seconds = named[text] {
+                    policy.pseudonyms.rotationSeconds = seconds
+                } else if r.node.float != nil || r.node.int != nil {
+                    if let seconds = reader.number(r, in: 60...31_622_400) { policy.pseudonyms.rotationSeconds = seconds }
+                } else {
+                    reader.report(r, "expected hourly, daily, weekly or a number of seconds (60 or more)")
+                }
+            }
+            if let k = p["keyFile"], let path = reader.string(k) {
+                policy.pseudonyms.keyFile = path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
+            }
+        }
+        if let f = fields["timestampResolution"], let v = reader.number(f, in: 0...3600) { policy.timestampResolution = v }
+        if let f = fields["minGroupSize"], let v = reader.integer(f, in: 1...1000) { policy.minGroupSize = v }
+        if let f = fields["retention"], let r = reader.mapping(f, keys: ["days", "checkEveryMinutes"]) {
+            if let d = r["days"], let v = reader.number(d, in: 0.01...3650) { policy.retention.maxAgeSeconds = v * 86_400 }
+            if let c = r["checkEveryMinutes"], let v = reader.number(c, in: 1...1440) { policy.retention.intervalSeconds = v * 60 }
+        }
+        if let f = fields["outputs"], let outputs = reader.mapping(f, keys: Set(PrivacyPolicy.Output.allCases.map(\.rawValue))) {
+            for (name, output) in outputs {
+                policy.outputs[PrivacyPolicy.Output(rawValue: name)!] = allowlist(output)
+            }
+        }
+        if let f = fields["review"], let r = reader.mapping(f, keys: ["mask", "scale", "followTracks", "growthPerSecond"]) {
+            if let m = r["mask"], let v = reader.choice(m, MaskStyle.allCases.map(\.rawValue)) { policy.review.mask = .init(rawValue: v)! }
+            if let m = r["scale"], let v = reader.number(m, in: 1...4) { policy.review.scale = v }
+            if let m = r["followTracks"], let v = reader.bool(m) { policy.review.followTracks = v }
+            if let m = r["growthPerSecond"], let v = reader.number(m, in: 0...10) { policy.review.growthPerSecond = v }
+        }
+    }
+
+    /// `{allow: [...], deny: [...]}`: fields added to or taken from the strict default allowlist.
+    private func allowlist(_ field: Field) -> Set<PublishedField> {
+        var fields = PublishedField.defaults
+        guard let lists = reader.mapping(field, keys: ["allow", "deny"]) else { return fields }
+        let known = PublishedField.allCases.map(\.rawValue)
+        let core = ["type", "time", "visitor.faceId", "visitor.sourceId", "visitor.zone", "visitor.state"]
+        func names(_ key: String) -> [PublishedField] {
+            guard let list = lists[key].flatMap(reader.sequence) else { return [] }
+            return list.compactMap { item in
+                guard let name = reader.string(item) else { return nil }
+                if core.contains(name) {
+                    reader.report(item, "\"\(name)\" is a core field: every event carries it")
+                    return nil
+                }
+                guard let field = PublishedField(rawValue: name) else {
+                    reader.report(item, "unknown field \"\(name)\"; fields are \(known.joined(separator: ", "))")
+                    return nil
+                }
+                return field
+            }
+        }
+        fields.formUnion(names("allow"))
+        fields.subtract(names("deny"))
+        return fields
     }
 }
 

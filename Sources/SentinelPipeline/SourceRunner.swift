@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SentinelCore
 import SentinelModels
+import SentinelPrivacy
 import SentinelVision
 import SentinelVisitors
 
@@ -17,11 +18,41 @@ public final class SourceRunner {
     /// Where media time 0 sits on the wall clock.
     public let origin: Date
 
-    /// What one frame produced, for evaluation: the visits seen and their boxes (never published).
+    /// What one frame produced, by internal visit id: for evaluation only, never published.
     public struct FrameResult {
         public var index: Int
         public var time: MediaTime
+        public var image: Image
+        /// Every face the detector reported, visitor or not yet.
+        public var detections: [Box]
         public var observed: [(faceId: String, box: Box)]
+        /// Visits not detected in this frame, where the tracker predicts them, and how long they have gone unseen.
+        public var predicted: [(faceId: String, box: Box, unseenSeconds: Double)]
+
+        /// The frame with each visit's id replaced by its pseudonym.
+        public func masked(by mask: inout PrivacyMask) throws(PrivacyError) -> MaskedFrame {
+            var faces: [MaskedFrame.Face] = []
+            for (faceId, box) in observed { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: 0)) }
+            for (faceId, box, unseen) in predicted { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: unseen)) }
+            return MaskedFrame(index: index, time: time, image: image, detections: detections, faces: faces)
+        }
+    }
+
+    /// What one frame produced, for a review video: pseudonymous labels only.
+    public struct MaskedFrame {
+        public var index: Int
+        public var time: MediaTime
+        public var image: Image
+        public var detections: [Box]
+        public var faces: [Face]
+
+        /// A followed visitor: seen in this frame, or predicted after `unseenSeconds` without a detection.
+        public struct Face {
+            public var label: String
+            public var box: Box
+            public var unseenSeconds: Double
+            public var predicted: Bool { unseenSeconds > 0 }
+        }
     }
 
     /// Opens the source and loads the models. `input` and `pace` override the pipeline's.
@@ -54,14 +85,40 @@ public final class SourceRunner {
         }
     }
 
+    /// Frames per second the source declares (a folder's configured rate; 15 assumed for a camera), for
+    /// writing review video.
+    public var nominalFPS: Double {
+        switch frames.unpaced {
+        case let file as VideoFileSource: file.nominalFPS
+        case is ImageFolderSource: source.folderFPS
+        default: 15
+        }
+    }
+
     /// The frame count the container declares, for progress.
     public var expectedFrames: Int? {
         (frames.unpaced as? VideoFileSource)?.declaredFrameCount
     }
 
-    /// Runs to the end of the source (or until `shouldStop` says so), then ends the open visits.
+    /// Runs to the end of the source (or until `shouldStop` says so), then ends the open visits. Every event
+    /// passes `mask` first; `onEvent` gets each output's copy, `onFrame` the frame with pseudonymous labels.
     public func run(
-        onEvent: (VisitorEvent) throws -> Void, onFrame: ((FrameResult) -> Void)? = nil, shouldStop: () -> Bool = { false }
+        mask: inout PrivacyMask, onEvent: ([PrivacyPolicy.Output: MaskedEvent]) throws -> Void,
+        onFrame: ((MaskedFrame) throws -> Void)? = nil, shouldStop: () -> Bool = { false }
+    ) throws {
+        try evaluate(
+            onEvent: { event in
+                let masked = try mask.mask(event)
+                if let published = masked[.events] { logger.debug("visitor event", metadata: published.logMetadata.mapValues { .string($0) }) }
+                try onEvent(masked)
+            },
+            onFrame: { frame in try onFrame?(frame.masked(by: &mask)) }, shouldStop: shouldStop)
+    }
+
+    /// The same run with internal ids and unmasked events, for scoring against ground truth in-process. Nothing
+    /// it yields may be published.
+    public func evaluate(
+        onEvent: (VisitorEvent) throws -> Void, onFrame: (FrameResult) throws -> Void = { _ in }, shouldStop: () -> Bool = { false }
     ) throws {
         var stage: VisitorStage?
         while !shouldStop(), let frame = try frames.next() {
@@ -75,7 +132,10 @@ public final class SourceRunner {
                 try classifier?.classify(frame.image, face: box)
             }
             for event in result.events { try onEvent(event) }
-            onFrame?(FrameResult(index: frame.index, time: frame.time, observed: result.observed))
+            try onFrame(
+                FrameResult(
+                    index: frame.index, time: frame.time, image: frame.image, detections: detections.map(\.box),
+                    observed: result.observed, predicted: result.predicted))
         }
         if let file = frames.unpaced as? VideoFileSource, let reason = file.endReason {
             logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])

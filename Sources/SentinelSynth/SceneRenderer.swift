@@ -68,7 +68,7 @@ public struct SceneRenderer {
             zones: spec.zones.map { zone in
                 GroundTruth.Zone(name: zone.name, polygon: Polygon(zone.polygon.map { Point(x: $0[0], y: $0[1]) }).scaled(width: Double(width), height: Double(height)))
             },
-            frames: frames, visitors: visits(frames: frames, width: width, height: height))
+            frames: frames, visitors: visits(frames: frames, width: width, height: height), occluders: occluders)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         try encoder.encode(truth).write(to: Self.truthURL(for: video))

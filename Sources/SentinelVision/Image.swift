@@ -73,11 +73,6 @@ public final class Image: @unchecked Sendable {
         return Array(UnsafeBufferPointer(start: bytes, count: length))
     }
 
-    /// How a region is hidden.
-    public enum MaskStyle: String, Sendable, Codable, CaseIterable {
-        case blur, pixelate, solid
-    }
-
     /// Hides `region` in place; `strength` is the blur kernel or block size as a fraction of the region's side.
     public func mask(_ region: Box, style: MaskStyle, strength: Double = 0.25) throws(VisionError) {
         let kind: snl_mask_kind =

@@ -49,6 +49,20 @@ public struct VisitorStage: Sendable {
         var presence: ZonePresence
         var emotion: EmotionSmoother
         var lastUpdate: MediaTime
+        /// The last detection, for outputs that a pipeline explicitly allows to carry it.
+        var box: Box
+        var score: Double
+    }
+
+    /// What one frame produced.
+    public struct FrameOutput: Sendable {
+        public var events: [VisitorEvent] = []
+        /// Visits seen in this frame, by internal id, with their detected boxes (for evaluation and masking).
+        public var observed: [(faceId: String, box: Box)] = []
+        /// Visits not seen in this frame but still followed: where the face may be (from where it was last seen to
+        /// where its motion predicts it: it may have stopped behind something or walked on), and for how many
+        /// seconds it has gone unseen (the uncertainty grows with it).
+        public var predicted: [(faceId: String, box: Box, unseenSeconds: Double)] = []
     }
 
     public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings()) {
@@ -66,7 +80,7 @@ public struct VisitorStage: Sendable {
     /// cannot); it is called only for faces that may be classified (size, score, zone policy).
     public mutating func process(
         time: MediaTime, detections: [Detection], classify: (Box) throws -> [Double]?
-    ) rethrows -> (events: [VisitorEvent], observed: [(faceId: String, box: Box)]) {
+    ) rethrows -> FrameOutput {
         if let lastFrame, time > lastFrame { frameInterval = time - lastFrame }
         lastFrame = time
         let update = tracker.update(detections: detections, at: time)
@@ -75,16 +89,19 @@ public struct VisitorStage: Sendable {
             visitCount += 1
             var visit = Visit(
                 number: visitCount, firstSeen: track.firstSeen, lastSeen: track.firstSeen,
-                presence: ZonePresence(zones: zones), emotion: EmotionSmoother(settings: settings.emotion), lastUpdate: time)
+                presence: ZonePresence(zones: zones), emotion: EmotionSmoother(settings: settings.emotion), lastUpdate: time,
+                box: track.box, score: track.score)
             // Feed the frames seen while the track was tentative, all but the current one (fed below).
             for seen in track.tentative.dropLast() { _ = visit.presence.observe(settings.point(of: seen.box), at: seen.time) }
             visits[track.id] = visit
             events.append(event(.entered, visit, at: time, state: "active"))
         }
-        var observed: [(String, Box)] = []
+        var output = FrameOutput()
         for (track, detection) in update.observed {
             guard var visit = visits[track.id] else { continue }
             visit.lastSeen = time
+            visit.box = detection.box
+            visit.score = detection.score
             for change in visit.presence.observe(settings.point(of: detection.box), at: time) {
                 events.append(zoneEvent(change, visit, at: time, state: "active"))
             }
@@ -99,12 +116,17 @@ public struct VisitorStage: Sendable {
                 events.append(event(.updated, visit, at: time, state: "active"))
             }
             visits[track.id] = visit
-            observed.append((Self.faceID(visit.number), detection.box))
+            output.observed.append((internalID(visit.number), detection.box))
+        }
+        for track in update.missing where (time - track.lastSeen).seconds <= settings.tracker.coastSeconds {
+            guard let visit = visits[track.id] else { continue }
+            output.predicted.append((internalID(visit.number), track.box.union(track.predicted(at: time)), (time - track.lastSeen).seconds))
         }
         for track in update.ended {
             events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: "lost")
         }
-        return (events, observed)
+        output.events = events
+        return output
     }
 
     /// Ends every open visit: at the end of a recording (`endOfStream`) or on shutdown (`shutdown`).
@@ -125,8 +147,11 @@ public struct VisitorStage: Sendable {
         return events
     }
 
-    /// The visit's id before privacy masking: its number in this run.
-    static func faceID(_ number: Int) -> String { "visit-\(number)" }
+    /// The visit's internal id: unique per source and origin, so that two runs never share one. The privacy
+    /// mask turns it into the published pseudonym; it never leaves the process.
+    func internalID(_ number: Int) -> String {
+        "\(sourceID)#\(Int64((origin.timeIntervalSince1970 * 1000).rounded()))#\(number)"
+    }
 
     private func wall(_ time: MediaTime) -> Date { origin.addingTimeInterval(time.seconds) }
 
@@ -135,15 +160,16 @@ public struct VisitorStage: Sendable {
         let distribution = visit.emotion.distribution.isEmpty
             ? [:] : Dictionary(uniqueKeysWithValues: zip(Emotion.allCases.map(\.rawValue), visit.emotion.distribution.map { ($0 * 1000).rounded() / 1000 }))
         return VisitorRecord(
-            faceId: Self.faceID(visit.number), sourceId: sourceID, zone: state == "exited" ? nil : visit.presence.currentZone,
+            faceId: internalID(visit.number), sourceId: sourceID, zone: state == "exited" ? nil : visit.presence.currentZone, state: state,
             zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
             dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen), lastSeen: wall(visit.lastSeen),
             emotion: emotion?.rawValue ?? "unknown", emotionConfidence: (confidence * 1000).rounded() / 1000,
-            emotionDistribution: distribution, valence: (visit.emotion.valence * 1000).rounded() / 1000, state: state)
+            emotionDistribution: distribution, valence: (visit.emotion.valence * 1000).rounded() / 1000, box: visit.box,
+            detectionScore: (visit.score * 1000).rounded() / 1000)
     }
 
     private func event(_ kind: VisitorEvent.Kind, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {
-        VisitorEvent(type: kind, time: wall(time), visitor: record(visit, state: state, now: visit.lastSeen))
+        VisitorEvent(type: kind, time: wall(time), visitor: record(visit, state: state, now: visit.lastSeen), mediaTime: time.seconds)
     }
 
     private func zoneEvent(_ change: ZonePresence.Change, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {

@@ -4,13 +4,14 @@ import SentinelCore
 import SentinelEval
 import SentinelModels
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelSynth
 import SentinelVision
 
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure accuracy against ground truth.",
-        subcommands: [Tracking.self, Detections.self],
+        subcommands: [Tracking.self, Detections.self, Masking.self],
         defaultSubcommand: Tracking.self)
 
     struct Tracking: ParsableCommand {
@@ -67,7 +68,7 @@ struct Eval: ParsableCommand {
                 logger: makeLogger("sentinel.eval"))
             var observed: [Int: [(faceId: String, box: Box)]] = [:]
             var events: [VisitorEvent] = []
-            try runner.run(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
+            try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
             return TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: runner.origin)
         }
 
@@ -151,6 +152,60 @@ struct Eval: ParsableCommand {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
                 try encoder.encode(rows).write(to: URL(fileURLWithPath: json))
+            }
+        }
+    }
+
+    struct Masking: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Count the face-frames a review video leaves recognisable, with and without tracker-predicted masks.",
+            discussion: """
+                Replays the recording twice through the pipeline's privacy.review settings, once masking where the \
+                tracker predicts faces and once masking detections only, and compares every drawn face's detail \
+                (variance of the Laplacian) in the review video with the original: above --bound of it is a leak.
+                """)
+
+        @Argument(help: "Recording with a .truth.json beside it.")
+        var recording = "Recordings/out/showroom-640x480.mp4"
+
+        @Option(help: "Pipeline file.")
+        var pipeline = "Pipelines/showroom.yml"
+
+        @Option(help: "Detail ratio above which a face-frame counts as leaked.")
+        var bound = 0.25
+
+        @Option(help: "Keep the two review videos in this folder (default: a temporary one, removed).")
+        var keep: String?
+
+        @OptionGroup var models: ModelOptions
+
+        func run() throws {
+            let definition = try loadPipeline(pipeline, models: models)
+            let truth = try JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+            let folder = URL(fileURLWithPath: keep ?? NSTemporaryDirectory() + "sentinel-masking-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { if keep == nil { try? FileManager.default.removeItem(at: folder) } }
+            for follow in [true, false] {
+                var settings = definition.privacy.review
+                settings.followTracks = follow
+                let path = folder.appendingPathComponent(follow ? "review-following-tracks.avi" : "review-detections-only.avi").path
+                let runner = try SourceRunner(
+                    definition: definition, source: definition.sources[0], models: try models.store(), input: recording, pace: .fastest,
+                    logger: makeLogger("sentinel.eval"))
+                var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
+                var review: ReviewVideo?
+                try runner.run(mask: &mask, onEvent: { _ in }, onFrame: { frame in
+                    if review == nil {
+                        review = try ReviewVideo(path: path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height, zones: runner.source.zones, settings: settings)
+                    }
+                    try review?.write(frame)
+                })
+                review?.finish()
+                let score = try MaskLeakScore.measure(original: recording, review: path, truth: truth, bound: bound)
+                print(String(format: "%@ %@ scale %.2f: %d of %d face-frames leaked (worst detail ratio %.3f)",
+                             follow ? "masks following tracks:" : "masks on detections only:", settings.mask.rawValue, settings.scale,
+                             score.leaked, score.faceFrames, score.worstRatio))
+                for leak in score.leaks.prefix(20) { print("  frame \(leak.frame) \(leak.visitor) ratio \(leak.ratio)") }
             }
         }
     }

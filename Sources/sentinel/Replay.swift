@@ -2,14 +2,17 @@ import ArgumentParser
 import Foundation
 import SentinelCore
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelVision
 
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a pipeline on a recording and write its visitor events as JSON lines.",
         discussion: """
-            Events are identical at any pace: every time comes from the recording's timestamps, placed on the \
-            wall clock at the file's modification time. A progress bar goes to standard error when it is a terminal.
+            Events pass the pipeline's privacy mask. They are identical at any pace: every time comes from the \
+            recording's timestamps, placed on the wall clock at the file's modification time. faceIds are \
+            pseudonyms under a key held in memory, so they differ from run to run unless the pipeline sets \
+            privacy.pseudonyms.keyFile. A progress bar goes to standard error when it is a terminal.
             """)
 
     @Argument(help: "Recording to replay (default: the pipeline's first source input).")
@@ -27,24 +30,40 @@ struct Replay: ParsableCommand {
     @Option(name: .shortAndLong, help: "Write events to this file instead of standard output.")
     var output: String?
 
+    @Option(help: "Also write a review video here (.mp4 or .avi): zones and pseudonymous labels drawn, every face masked as the pipeline's privacy.review says.")
+    var annotate: String?
+
+    @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
+    var verbose = false
+
     @OptionGroup var models: ModelOptions
 
     func run() throws {
         let definition = try loadPipeline(pipeline, models: models)
         let chosen = try pickSource(definition, source)
-        let runner = try SourceRunner(
-            definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace,
-            logger: makeLogger("sentinel.replay"))
+        let logger = makeLogger("sentinel.replay", verbose: verbose)
+        let runner = try SourceRunner(definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace, logger: logger)
         let sink = try output.map { path -> FileHandle in
-            FileManager.default.createFile(atPath: path, contents: nil)
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
             guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot write \(path)") }
             return handle
         } ?? FileHandle.standardOutput
-        let encoder = JSONEncoder.sentinel()
+        var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+        var review: ReviewVideo?
         var progress = ProgressBar(total: runner.expectedFrames)
         try runner.run(
-            onEvent: { sink.write(try encoder.encode($0) + Data("\n".utf8)) },
-            onFrame: { progress.advance(to: $0.index + 1) })
+            mask: &mask,
+            onEvent: { sink.write($0[.events]!.json + Data("\n".utf8)) },
+            onFrame: { frame in
+                if let annotate, review == nil {
+                    review = try ReviewVideo(
+                        path: annotate, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
+                        zones: runner.source.zones, settings: definition.privacy.review)
+                }
+                try review?.write(frame)
+                progress.advance(to: frame.index + 1)
+            })
+        review?.finish()
         progress.finish()
         try sink.synchronize()
     }

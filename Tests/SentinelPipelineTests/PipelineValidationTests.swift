@@ -1,6 +1,7 @@
 import Foundation
 import SentinelModels
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelTestSupport
 import Testing
 
@@ -35,6 +36,28 @@ struct PipelineValidationTests {
         #expect(definition.sources[0].zones.map(\.name) == ["entrance", "display", "counter"])
         #expect(definition.sources[0].zones[2].emotion == false)
         #expect(definition.environmentProblems(models: Fixtures.store).isEmpty)
+        // Its privacy section writes out the defaults that PRIVACY.md documents: it must equal the code's.
+        #expect(definition.privacy == PrivacyPolicy())
+    }
+
+    @Test("privacy settings are read: rotation, key file beside the pipeline, allow and deny per output")
+    func privacySettings() throws {
+        let text = pipeline(extra: """
+            privacy:
+              pseudonyms: { rotate: hourly, keyFile: keys/pseudonym.key }
+              timestampResolution: 0
+              minGroupSize: 5
+              retention: { days: 7, checkEveryMinutes: 15 }
+              outputs: { store: { allow: [visitor.box], deny: [visitor.valence] } }
+              review: { mask: pixelate, scale: 2, followTracks: false }
+            """)
+        let policy = try PipelineDefinition.parse(text, file: "/etc/sentinel/p.yml").privacy
+        #expect(policy.pseudonyms.rotationSeconds == 3_600 && policy.pseudonyms.keyFile == "/etc/sentinel/keys/pseudonym.key")
+        #expect(policy.timestampResolution == 0 && policy.minGroupSize == 5)
+        #expect(policy.retention.maxAgeSeconds == 7 * 86_400 && policy.retention.intervalSeconds == 900)
+        #expect(policy.outputs[.store] == PublishedField.defaults.union([.box]).subtracting([.valence]))
+        #expect(policy.outputs[.events] == PublishedField.defaults)
+        #expect(policy.review.mask == .pixelate && policy.review.scale == 2 && !policy.review.followTracks)
     }
 
     @Test("a minimal pipeline gets the documented defaults")
@@ -50,7 +73,12 @@ struct PipelineValidationTests {
         ("", "detector: { score: high }", "p.yml:7:20: detector.score: expected a number"),
         ("", "detector: { score: 1.5 }", "p.yml:7:20: detector.score: 1.5 is out of range 0...1"),
         ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
-        ("", "output: stdout", "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, sources, tracker, version"),
+        ("", "output: stdout", "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, privacy, sources, tracker, version"),
+        ("", "privacy: { outputs: { events: { allow: [visitor.face] } } }", "p.yml:7:41: privacy.outputs.events.allow[0]: unknown field \"visitor.face\"; fields are stay, reason, visitor.zones, visitor.dwellSeconds, visitor.firstSeen, visitor.lastSeen, visitor.emotion, visitor.emotionConfidence, visitor.valence, visitor.emotionDistribution, visitor.box, visitor.detectionScore, mediaTime"),
+        ("", "privacy: { outputs: { store: { deny: [visitor.faceId] } } }", "p.yml:7:39: privacy.outputs.store.deny[0]: \"visitor.faceId\" is a core field: every event carries it"),
+        ("", "privacy: { outputs: { sse: {} } }", "p.yml:7:23: privacy.outputs.sse: unknown key \"sse\"; expected one of events, store"),
+        ("", "privacy: { pseudonyms: { rotate: monthly } }", "p.yml:7:34: privacy.pseudonyms.rotate: expected hourly, daily, weekly or a number of seconds (60 or more)"),
+        ("", "privacy: { review: { mask: mosaic } }", "p.yml:7:28: privacy.review.mask: \"mosaic\" is not one of blur, pixelate, solid"),
         ("      - { name: a, polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.6]] }", "",
          "p.yml:6:29: sources[0].zones[0].polygon: self-intersecting polygon: edge 2 crosses edge 4"),
         ("      - { name: a, polygon: [[0, 0], [0.5, 0.5], [1, 1]] }", "",

@@ -43,3 +43,32 @@ public enum Fixtures {
         return url
     }
 }
+
+extension Fixtures {
+    /// Runs a program from the repository's root to its end; returns its exit status, standard output and error.
+    public static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.currentDirectoryURL = root
+        process.arguments = arguments
+        // Standard error goes to a file, so that neither stream can fill a pipe and block the program.
+        let errorFile = try temporaryFolder().appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        let errors = try FileHandle(forWritingTo: errorFile)
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try errors.close()
+        let errorString = try String(contentsOf: errorFile, encoding: .utf8)
+        return (process.terminationStatus, outputText, errorString)
+    }
+
+    /// The `sentinel` executable built beside the test bundle, for tests that run the real command.
+    public static var sentinel: URL {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("sentinel")
+        return FileManager.default.isExecutableFile(atPath: beside.path) ? beside : root.appendingPathComponent(".build/debug/sentinel")
+    }
+}

@@ -7,8 +7,8 @@ import Testing
 struct ImageTests {
     let face = Box(x: 175, y: 109, width: 183, height: 206)
 
-    @Test("every mask style removes the face's detail", arguments: Image.MaskStyle.allCases)
-    func maskingRemovesDetail(style: Image.MaskStyle) throws {
+    @Test("every mask style removes the face's detail", arguments: MaskStyle.allCases)
+    func maskingRemovesDetail(style: MaskStyle) throws {
         let image = try Image(contentsOf: Fixtures.photo("grace_hopper_512x512.jpg"))
         let before = try image.detail(in: face)
         try image.mask(face, style: style)

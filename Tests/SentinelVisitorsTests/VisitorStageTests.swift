@@ -39,7 +39,7 @@ struct VisitorStageTests {
         #expect(abs((exit.stay?.dwellSeconds ?? 0) - 5.5) <= 1 / 15.0 + 1e-9)
         let final = try #require(all.last)
         #expect(final.reason == "lost" && final.visitor.state == "exited")
-        #expect(abs(final.visitor.dwellSeconds - (7 + 14 / 15.0)) < 1e-6)
+        #expect(abs((final.visitor.dwellSeconds ?? -1) - (7 + 14 / 15.0)) < 1e-6)
         #expect(final.visitor.firstSeen == origin)
     }
 
@@ -68,7 +68,7 @@ struct VisitorStageTests {
         let updates = all.filter { $0.type == .updated }
         #expect(updates.allSatisfy { $0.visitor.emotion == "happy" })
         // Happy alone reads 0.80; one angry frame (weight 1 - e^(-1/15) = 0.064) pulls it down by about 0.1 at most.
-        #expect(updates.allSatisfy { $0.visitor.valence > 0.65 })
+        #expect(updates.allSatisfy { ($0.visitor.valence ?? 0) > 0.65 })
     }
 
     @Test("emotion stays unknown with too few samples or too little confidence")

@@ -1,0 +1,63 @@
+import SentinelCore
+import SentinelPrivacy
+import SentinelVision
+
+/// A video for reviewing a pipeline's behaviour with nobody recognisable in it: zones and pseudonymous
+/// labels drawn, every face masked.
+///
+/// Masks cover every detection, every followed visitor, and (with `followTracks`) every visitor the tracker
+/// predicts where detection missed it in this frame, so a single missed detection does not show a face.
+public final class ReviewVideo {
+    public let settings: ReviewSettings
+    private let writer: VideoWriter
+    private let zones: [PipelineDefinition.ZoneSpec]
+
+    public init(path: String, fps: Double, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec], settings: ReviewSettings)
+        throws(VisionError)
+    {
+        self.settings = settings
+        self.zones = zones
+        writer = try VideoWriter(path: path, fps: fps, width: width, height: height)
+    }
+
+    /// The regions hidden in a frame: a square about each face box's centre, its side the box's longer side
+    /// times the mask scale (a narrow box is a face partly hidden, and the hidden part may come out next), and a
+    /// predicted face's grown by a further `growthPerSecond` sides per second unseen, as its position grows less
+    /// certain.
+    public func maskedRegions(_ frame: SourceRunner.MaskedFrame) -> [Box] {
+        frame.detections.map { grown($0) } + visible(frame).map { grown($0.box, unseen: $0.unseenSeconds) }
+    }
+
+    private func visible(_ frame: SourceRunner.MaskedFrame) -> [SourceRunner.MaskedFrame.Face] {
+        frame.faces.filter { settings.followTracks || !$0.predicted }
+    }
+
+    public func write(_ frame: SourceRunner.MaskedFrame) throws(VisionError) {
+        let image = try frame.image.clone()
+        // Zones first, so that the masks also soften the zone lines crossing a face.
+        let zoneColour = Color(red: 255, green: 200, blue: 0)
+        for zone in zones {
+            let polygon = zone.definition(width: image.width, height: image.height).polygon
+            try image.drawPolygon(polygon, color: zoneColour, thickness: 1)
+            if let corner = polygon.vertices.min(by: { ($0.y, $0.x) < ($1.y, $1.x) }) {
+                try image.drawText(zone.name, at: Point(x: corner.x + 4, y: corner.y + 16), scale: 0.5, color: zoneColour)
+            }
+        }
+        for region in maskedRegions(frame) { try image.mask(region, style: settings.mask) }
+        // Outlines and labels go around the masked region, not over the face.
+        for face in visible(frame) {
+            let colour = face.predicted ? Color(red: 160, green: 160, blue: 160) : Color(red: 0, green: 220, blue: 0)
+            let region = grown(face.box, unseen: face.unseenSeconds)
+            try image.drawRectangle(region, color: colour, thickness: 1)
+            try image.drawText(String(face.label.prefix(8)), at: Point(x: region.x, y: max(12, region.y - 4)), scale: 0.45, color: colour)
+        }
+        try writer.write(image)
+    }
+
+    private func grown(_ box: Box, unseen: Double = 0) -> Box {
+        let side = max(box.width, box.height) * (settings.scale + settings.growthPerSecond * unseen)
+        return Box(x: box.center.x - side / 2, y: box.center.y - side / 2, width: side, height: side)
+    }
+
+    public func finish() { writer.finish() }
+}

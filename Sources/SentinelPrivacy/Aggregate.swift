@@ -1,0 +1,104 @@
+import Foundation
+
+/// A figure computed over a group of visitors, published only when the group is large enough that nobody can
+/// be singled out. JSON: `{"value": ..., "visitors": n}`, or `{"suppressed": true}` with no value and no count.
+public enum Aggregate<Value: Sendable & Equatable & Codable>: Sendable, Equatable, Codable {
+    case value(Value, visitors: Int)
+    case suppressed
+
+    /// `value` over `visitors` distinct visitors, or suppressed when they are fewer than `minGroupSize`.
+    public init(_ value: Value, visitors: Int, minGroupSize: Int) {
+        self = visitors >= minGroupSize ? .value(value, visitors: visitors) : .suppressed
+    }
+
+    public var value: Value? {
+        if case .value(let value, _) = self { value } else { nil }
+    }
+
+    public var isSuppressed: Bool { self == .suppressed }
+
+    private enum Keys: String, CodingKey {
+        case value, visitors, suppressed
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        switch self {
+        case .value(let value, let visitors):
+            try container.encode(value, forKey: .value)
+            try container.encode(visitors, forKey: .visitors)
+        case .suppressed:
+            try container.encode(true, forKey: .suppressed)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        if try container.decodeIfPresent(Bool.self, forKey: .suppressed) == true {
+            self = .suppressed
+        } else {
+            self = .value(try container.decode(Value.self, forKey: .value), visitors: try container.decode(Int.self, forKey: .visitors))
+        }
+    }
+}
+
+/// Who is in the showroom now, by zone, and their mood mix, computed from masked events (pseudonymous ids
+/// only) and published with k-suppression.
+public struct Occupancy: Sendable {
+    public let minGroupSize: Int
+    private var present: [String: Visitor] = [:]
+
+    struct Visitor: Sendable {
+        var zone: String?
+        var emotion: String?
+    }
+
+    public init(minGroupSize: Int) { self.minGroupSize = minGroupSize }
+
+    /// What the dashboard may show.
+    public struct Snapshot: Sendable, Equatable, Codable {
+        /// Visitors present, in a zone or not.
+        public var visitors: Aggregate<Int>
+        public var zones: [String: Aggregate<Int>]
+        /// The share of each expression among present visitors whose expression is known.
+        public var emotions: Aggregate<[String: Double]>
+    }
+
+    public mutating func process(_ event: MaskedEvent) {
+        let visitor = event.event.visitor
+        if event.event.type == .exited {
+            present[visitor.faceId] = nil
+        } else {
+            present[visitor.faceId] = Visitor(zone: visitor.zone, emotion: visitor.emotion.flatMap { $0 == "unknown" ? nil : $0 })
+        }
+    }
+
+    /// Counts for every zone in `zones` (including empty ones), suppressed below the group size.
+    ///
+    /// A count hidden this way could still be recovered by subtracting the published zones from the published
+    /// total, so while what the published figures leave unexplained covers fewer than `minGroupSize` visitors
+    /// (but more than none), the smallest published zone is suppressed too.
+    public func snapshot(zones names: [String]) -> Snapshot {
+        let total = present.count
+        var counts = Dictionary(uniqueKeysWithValues: names.map { ($0, 0) })
+        for visitor in present.values { if let zone = visitor.zone { counts[zone, default: 0] += 1 } }
+        var published = counts.filter { $0.value >= minGroupSize }
+        if total >= minGroupSize {
+            while case let unexplained = total - published.values.reduce(0, +), unexplained > 0, unexplained < minGroupSize,
+                let smallest = published.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
+            {
+                published[smallest.key] = nil
+            }
+        }
+        let zoneFigures = Dictionary(uniqueKeysWithValues: counts.map { name, count in
+            (name, published[name] != nil ? Aggregate.value(count, visitors: count) : .suppressed)
+        })
+        let labelled = present.values.compactMap(\.emotion)
+        var mix: [String: Double] = [:]
+        for label in labelled { mix[label, default: 0] += 1 }
+        for key in mix.keys { mix[key] = ((mix[key]! / Double(labelled.count)) * 1000).rounded() / 1000 }
+        return Snapshot(
+            visitors: Aggregate(total, visitors: total, minGroupSize: minGroupSize), zones: zoneFigures,
+            emotions: Aggregate(mix, visitors: labelled.count, minGroupSize: minGroupSize))
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import SentinelCore
+
+/// An event that has passed the privacy mask for one output, and its JSON. Only the mask makes these, so an
+/// output that takes a `MaskedEvent` cannot be handed an unmasked one.
+public struct MaskedEvent: Sendable {
+    public let output: PrivacyPolicy.Output
+    public let event: VisitorEvent
+    /// The event as Sentinel's JSON (sorted keys, ISO-8601 dates).
+    public let json: Data
+
+    /// What a log line may say about the event: the pseudonym, the type and the zone, nothing else.
+    public var logMetadata: [String: String] {
+        var metadata = ["face.id": event.visitor.faceId, "event.type": event.type.rawValue, "source.id": event.visitor.sourceId]
+        if let zone = event.stay?.zone ?? event.visitor.zone { metadata["zone.id"] = zone }
+        return metadata
+    }
+}
+
+/// The stage between the visitor records and every output: replaces internal ids with rotating pseudonyms,
+/// keeps only the fields each output allows, and coarsens published times.
+///
+/// A visit keeps the pseudonym of the key period it was first masked in, so its events stay together across a
+/// rotation; the next visit of the same person is a new visit with a new id anyway (no biometric template is
+/// kept to link them).
+public struct PrivacyMask: Sendable {
+    public let policy: PrivacyPolicy
+    private let keys: PseudonymKeyRing
+    /// The key period of each open visit, by internal id.
+    private var periods: [String: Int64] = [:]
+    private let encoder = JSONEncoder.sentinel()
+
+    public init(policy: PrivacyPolicy, keys: PseudonymKeyRing) {
+        self.policy = policy
+        self.keys = keys
+    }
+
+    /// The event as each output may see it. A `visitor.exited` event closes the visit's pseudonym.
+    public mutating func mask(_ event: VisitorEvent) throws(PrivacyError) -> [PrivacyPolicy.Output: MaskedEvent] {
+        let faceId = try pseudonym(of: event.visitor.faceId)
+        var masked: [PrivacyPolicy.Output: MaskedEvent] = [:]
+        for output in PrivacyPolicy.Output.allCases {
+            var copy = event
+            copy.visitor.faceId = faceId
+            filter(&copy, allowed: policy.outputs[output] ?? PublishedField.defaults)
+            coarsen(&copy)
+            // Encoding these plain value types cannot fail.
+            masked[output] = MaskedEvent(output: output, event: copy, json: (try? encoder.encode(copy)) ?? Data())
+        }
+        if event.type == .exited {
+            periods[event.visitor.faceId] = nil
+            keys.forget(keeping: Set(periods.values))
+        }
+        return masked
+    }
+
+    /// The published id of an internal visit id: base32 of the first 80 bits of its HMAC-SHA256 under the key of
+    /// the period the visit began in.
+    public mutating func pseudonym(of internalID: String) throws(PrivacyError) -> String {
+        let period: Int64
+        if let known = periods[internalID] {
+            period = known
+        } else {
+            period = try keys.currentEpoch()
+            periods[internalID] = period
+        }
+        guard let code = keys.authenticate(internalID, epoch: period) else {
+            // Only reachable if a key were forgotten while its visit is open, which `forget` prevents.
+            preconditionFailure("pseudonym key of an open visit was forgotten")
+        }
+        return Base32.encode(code.prefix(10))
+    }
+
+    private func filter(_ event: inout VisitorEvent, allowed: Set<PublishedField>) {
+        func keep(_ field: PublishedField) -> Bool { allowed.contains(field) }
+        if !keep(.stay) { event.stay = nil }
+        if !keep(.reason) { event.reason = nil }
+        if !keep(.mediaTime) { event.mediaTime = nil }
+        if !keep(.zones) { event.visitor.zones = nil }
+        if !keep(.dwellSeconds) { event.visitor.dwellSeconds = nil }
+        if !keep(.firstSeen) { event.visitor.firstSeen = nil }
+        if !keep(.lastSeen) { event.visitor.lastSeen = nil }
+        if !keep(.emotion) { event.visitor.emotion = nil }
+        if !keep(.emotionConfidence) { event.visitor.emotionConfidence = nil }
+        if !keep(.valence) { event.visitor.valence = nil }
+        if !keep(.emotionDistribution) { event.visitor.emotionDistribution = nil }
+        if !keep(.box) { event.visitor.box = nil }
+        if !keep(.detectionScore) { event.visitor.detectionScore = nil }
+    }
+
+    private func coarsen(_ event: inout VisitorEvent) {
+        let step = policy.timestampResolution
+        guard step > 0 else { return }
+        func round(_ date: Date) -> Date { Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded(.down) * step) }
+        event.time = round(event.time)
+        event.visitor.firstSeen = event.visitor.firstSeen.map(round)
+        event.visitor.lastSeen = event.visitor.lastSeen.map(round)
+        if var stay = event.stay {
+            stay.enteredAt = round(stay.enteredAt)
+            stay.exitedAt = stay.exitedAt.map(round)
+            event.stay = stay
+        }
+    }
+}
+
+/// RFC 4648 base32 in lower case without padding: compact, URL-safe and unambiguous to read aloud.
+enum Base32 {
+    private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+
+    static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var text = "", buffer = 0, bits = 0
+        for byte in bytes {
+            buffer = (buffer << 8) | Int(byte)
+            bits += 8
+            while bits >= 5 {
+                text.append(alphabet[(buffer >> (bits - 5)) & 31])
+                bits -= 5
+            }
+        }
+        if bits > 0 { text.append(alphabet[(buffer << (5 - bits)) & 31]) }
+        return text
+    }
+}

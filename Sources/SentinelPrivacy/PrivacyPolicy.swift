@@ -1,0 +1,91 @@
+import Foundation
+import SentinelCore
+
+/// What may leave the box, from the pipeline file's `privacy:` section. Every default is the strict choice.
+public struct PrivacyPolicy: Sendable, Equatable {
+    public var pseudonyms = PseudonymSettings()
+    /// Published times are rounded down to a multiple of this many seconds (0 keeps milliseconds). Durations
+    /// such as dwell stay exact: on their own they cannot be joined with footage.
+    public var timestampResolution: Double = 1
+    /// Fields each output may carry, beyond the core ones every event has.
+    public var outputs: [Output: Set<PublishedField>] = Dictionary(uniqueKeysWithValues: Output.allCases.map { ($0, PublishedField.defaults) })
+    /// Aggregates over fewer distinct visitors than this are published as suppressed, with no value.
+    public var minGroupSize = 3
+    public var retention = RetentionPolicy()
+    public var review = ReviewSettings()
+
+    public init() {}
+
+    /// Where masked events go. Each has its own field allowlist.
+    public enum Output: String, Sendable, CaseIterable {
+        /// Everything that publishes events: replay output, the SSE stream and the REST API.
+        case events
+        /// What the SQLite store keeps about visits and stays.
+        case store
+    }
+}
+
+/// The optional fields of an event, as named in a pipeline file's allowlists. The core fields (`type`, `time`,
+/// `visitor.faceId`, `visitor.sourceId`, `visitor.zone`, `visitor.state`) are always published; the
+/// internal visit id and image data are never publishable, so they have no name here.
+public enum PublishedField: String, Sendable, CaseIterable, Comparable {
+    case stay
+    case reason
+    case zones = "visitor.zones"
+    case dwellSeconds = "visitor.dwellSeconds"
+    case firstSeen = "visitor.firstSeen"
+    case lastSeen = "visitor.lastSeen"
+    case emotion = "visitor.emotion"
+    case emotionConfidence = "visitor.emotionConfidence"
+    case valence = "visitor.valence"
+    /// The probability of every expression: more than a dashboard needs, so off by default.
+    case emotionDistribution = "visitor.emotionDistribution"
+    /// The face box in pixels: with the footage, it points at one person.
+    case box = "visitor.box"
+    /// The detector's raw score.
+    case detectionScore = "visitor.detectionScore"
+    /// Seconds into the source: joins an event to a frame of the footage.
+    case mediaTime
+
+    /// Published unless a pipeline denies them.
+    public static let defaults: Set<PublishedField> = [
+        .stay, .reason, .zones, .dwellSeconds, .firstSeen, .lastSeen, .emotion, .emotionConfidence, .valence,
+    ]
+
+    public static func < (a: PublishedField, b: PublishedField) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// How pseudonymous ids are keyed.
+public struct PseudonymSettings: Sendable, Equatable {
+    /// Seconds between key rotations, aligned to the Unix epoch (a day rotates at midnight UTC).
+    public var rotationSeconds: Double = 86_400
+    /// Where the current key is kept (mode 0600) so ids survive a restart until the next rotation; nil keeps
+    /// it in memory only, which is stricter: a restart also rotates.
+    public var keyFile: String?
+
+    public init() {}
+}
+
+/// How long stored records are kept.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// Records older than this many seconds are deleted (default 30 days).
+    public var maxAgeSeconds: Double = 30 * 86_400
+    /// How often the deletion job runs.
+    public var intervalSeconds: Double = 3_600
+
+    public init() {}
+}
+
+/// How faces are hidden in a review video.
+public struct ReviewSettings: Sendable, Equatable {
+    public var mask: MaskStyle = .blur
+    /// The masked rectangle's side relative to the face box (margin for hair, ears and box jitter).
+    public var scale: Double = 1.4
+    /// Also mask where the tracker predicts a face that detection missed in this frame.
+    public var followTracks = true
+    /// Face sides a predicted mask grows by per second its face has gone unseen: 2 covers a face that moves up
+    /// to one side per second (a brisk walk at showroom distances) in any direction the prediction did not expect.
+    public var growthPerSecond = 2.0
+
+    public init() {}
+}

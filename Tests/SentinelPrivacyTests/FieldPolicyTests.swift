@@ -1,0 +1,123 @@
+import Foundation
+import SentinelCore
+import Testing
+
+@testable import SentinelPrivacy
+
+@Suite("Field policy")
+struct FieldPolicyTests {
+    func json(_ masked: MaskedEvent) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: masked.json) as? [String: Any])
+    }
+
+    @Test("by default no box, detector score, media time or emotion distribution is published, and times are whole seconds")
+    func strictDefaults() throws {
+        var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
+        for output in PrivacyPolicy.Output.allCases {
+            let masked = try #require(try mask.mask(visitorEvent(.updated, id: "cam#1#3"))[output])
+            let text = String(decoding: masked.json, as: UTF8.self)
+            for banned in ["box", "detectionScore", "mediaTime", "emotionDistribution", "cam#1#3", "101.5"] {
+                #expect(!text.contains(banned), "\(output): \(banned) in \(text)")
+            }
+            let event = try json(masked)
+            let visitor = try #require(event["visitor"] as? [String: Any])
+            #expect(event["time"] as? String == "2023-11-14T22:13:20.000Z")
+            #expect(visitor["firstSeen"] as? String == "2023-11-14T22:13:15.000Z")
+            #expect(visitor["dwellSeconds"] as? Double == 4.25)
+            #expect(visitor["emotion"] as? String == "happy" && visitor["emotionConfidence"] as? Double == 0.8)
+            #expect((event["stay"] as? [String: Any])?["enteredAt"] as? String == "2023-11-14T22:13:17.000Z")
+        }
+    }
+
+    @Test("a pipeline may allow a sensitive field for one output and deny a default one")
+    func allowAndDeny() throws {
+        var policy = PrivacyPolicy()
+        policy.outputs[.store] = PublishedField.defaults.union([.box, .mediaTime]).subtracting([.valence])
+        policy.timestampResolution = 0
+        var mask = PrivacyMask(policy: policy, keys: try PseudonymKeyRing())
+        let masked = try mask.mask(visitorEvent(.updated, id: "cam#1#3"))
+        let store = try json(try #require(masked[.store]))
+        let events = try json(try #require(masked[.events]))
+        #expect((store["visitor"] as? [String: Any])?["box"] != nil && store["mediaTime"] as? Double == 12.4)
+        #expect((store["visitor"] as? [String: Any])?["valence"] == nil)
+        #expect((events["visitor"] as? [String: Any])?["box"] == nil && (events["visitor"] as? [String: Any])?["valence"] != nil)
+        #expect(events["time"] as? String == "2023-11-14T22:13:20.123Z")
+    }
+
+    @Test("log metadata carries the pseudonym, type and zone only")
+    func logMetadata() throws {
+        var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
+        let masked = try #require(try mask.mask(visitorEvent(.zoneEntered, id: "cam#1#3"))[.events])
+        #expect(Set(masked.logMetadata.keys) == ["face.id", "event.type", "source.id", "zone.id"])
+        #expect(masked.logMetadata["face.id"] == masked.event.visitor.faceId)
+    }
+}
+
+@Suite("Aggregates")
+struct AggregateTests {
+    /// `count` visitors, the i-th in `zones[i % zones.count]` and happy.
+    func occupancy(_ count: Int, zones: [String?], k: Int = 3) throws -> Occupancy {
+        var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
+        var occupancy = Occupancy(minGroupSize: k)
+        for i in 0..<count {
+            var event = visitorEvent(.updated, id: "cam#1#\(i)")
+            event.visitor.zone = zones[i % zones.count]
+            occupancy.process(try #require(try mask.mask(event)[.events]))
+        }
+        return occupancy
+    }
+
+    @Test("a zone count, the total and the emotion mix are suppressed at k-1 visitors and published at k", arguments: [2, 3, 5])
+    func suppression(k: Int) throws {
+        let below = try occupancy(k - 1, zones: ["display"], k: k).snapshot(zones: ["display", "counter"])
+        #expect(below.visitors == .suppressed && below.zones["display"] == .suppressed && below.emotions == .suppressed)
+        #expect(below.zones["counter"] == .suppressed)
+        let at = try occupancy(k, zones: ["display"], k: k).snapshot(zones: ["display", "counter"])
+        #expect(at.visitors == .value(k, visitors: k) && at.zones["display"] == .value(k, visitors: k))
+        #expect(at.emotions == .value(["happy": 1], visitors: k))
+        let text = String(decoding: try JSONEncoder.sentinel().encode(below), as: UTF8.self)
+        #expect(text.contains("\"display\":{\"suppressed\":true}") && !text.contains("value"))
+    }
+
+    @Test("a small zone cannot be recovered by subtracting the published zones from the total")
+    func complementarySuppression() throws {
+        // 4 visitors: 3 at the display, 1 at the counter. Publishing total 4 and display 3 would reveal the 1.
+        let snapshot = try occupancy(4, zones: ["display", "display", "display", "counter"]).snapshot(zones: ["display", "counter"])
+        #expect(snapshot.visitors == .value(4, visitors: 4))
+        #expect(snapshot.zones["counter"] == .suppressed && snapshot.zones["display"] == .suppressed)
+        // 6 visitors: 3 and 3 are both publishable; nothing is left to infer.
+        let even = try occupancy(6, zones: ["display", "counter"]).snapshot(zones: ["display", "counter"])
+        #expect(even.zones["display"] == .value(3, visitors: 3) && even.zones["counter"] == .value(3, visitors: 3))
+        // 7 visitors, 3 + 3 in zones and 1 in none: the 1 unexplained visitor could be pointed at, so hide one zone.
+        let stray = try occupancy(7, zones: ["display", "counter", "display", "counter", "display", "counter", nil]).snapshot(zones: ["display", "counter"])
+        #expect([stray.zones["display"], stray.zones["counter"]].filter { $0 == .suppressed }.count >= 1)
+    }
+}
+
+@Suite("Retention")
+struct RetentionTests {
+    struct Records: RetentionTarget {
+        var times: [Date]
+        mutating func deleteRecords(olderThan cutoff: Date) throws -> Int {
+            let before = times.count
+            times.removeAll { $0 < cutoff }
+            return before - times.count
+        }
+    }
+
+    @Test("deletes exactly the records older than the limit, at most once per interval")
+    func deletesOlderThanLimit() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let limit = 30 * 86_400.0
+        var records = Records(times: [
+            now.addingTimeInterval(-limit - 86_400), now.addingTimeInterval(-limit - 0.001), now.addingTimeInterval(-limit),
+            now.addingTimeInterval(-limit + 0.001), now.addingTimeInterval(-60), now,
+        ])
+        var job = RetentionJob(policy: RetentionPolicy())
+        #expect(try job.runIfDue(now: now, on: &records) == 2)
+        #expect(records.times.count == 4 && records.times.min() == now.addingTimeInterval(-limit))
+        #expect(try job.runIfDue(now: now.addingTimeInterval(3_599), on: &records) == nil)
+        #expect(try job.runIfDue(now: now.addingTimeInterval(3_600), on: &records) == 2)
+        #expect(records.times.count == 2)
+    }
+}
