@@ -4,7 +4,7 @@
 # Both work on a fresh Debian 12 machine with Swift installed; apt packages are installed when missing.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := libopencv-dev opencv-data python3-h5py python3-onnx python3-numpy python3-pip python3-jsonschema
+APT_PACKAGES := libopencv-dev opencv-data libsqlite3-dev python3-h5py python3-onnx python3-numpy python3-pip python3-jsonschema
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4
 DEBUG := .build/debug/sentinel

@@ -19,6 +19,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
     ],
     targets: [
         /// The only code that includes `opencv2/`: a plain C API over OpenCV C++.
@@ -59,13 +66,36 @@ let package = Package(
             dependencies: ["SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "Yams",
                            .product(name: "Logging", package: "swift-log")]
         ),
+        /// SQLite through GRDB: the event log, visits, zone stays and gauge readings, written in batches.
+        .target(
+            name: "SentinelStore",
+            dependencies: ["SentinelCore", "SentinelPrivacy", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        /// `sentinel run`: sources, store, SSE and REST as one service group.
+        .target(
+            name: "SentinelServer",
+            dependencies: [
+                "SentinelCore", "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelModels", "SentinelVision",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("openapi.json"), .copy("dashboard.html")]
+        ),
         /// Accuracy measurement against ground truth (pure logic).
         .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
         .executableTarget(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelVisitors",
-                "SentinelPrivacy", "SentinelPipeline", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -89,6 +119,12 @@ let package = Package(
         .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
         .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
         .testTarget(name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelCore"]),
+        .testTarget(name: "SentinelStoreTests", dependencies: ["SentinelStore", "SentinelPrivacy", "SentinelCore"]),
+        .testTarget(
+            name: "SentinelServerTests",
+            dependencies: ["SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelPipeline", "SentinelCore", "SentinelTestSupport",
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "SentinelPipelineTests",
             dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth", "SentinelModels", "SentinelTestSupport"]

@@ -18,6 +18,12 @@ public struct PipelineDefinition: Sendable {
     public var emotionModel: String
     /// What may leave the box, and how.
     public var privacy: PrivacyPolicy
+    /// The sentiment gauge's window and publishing rhythm.
+    public var gauge = GaugeSettings()
+    /// Where `sentinel run` keeps its SQLite store.
+    public var store: StoreSettings
+    /// How `sentinel run` serves SSE and REST.
+    public var server = ServerSettings()
     /// Where fields that are checked against the machine were written, for messages.
     var locations: [String: ConfigProblem] = [:]
 
@@ -48,6 +54,39 @@ public struct PipelineDefinition: Sendable {
                 name: name, polygon: normalized ? polygon.scaled(width: Double(width), height: Double(height)) : polygon,
                 inertia: inertia, grace: grace, emotion: emotion)
         }
+    }
+
+    /// The SQLite store of `sentinel run`.
+    public struct StoreSettings: Sendable, Equatable {
+        /// The database file (relative paths are resolved against the pipeline file's folder).
+        public var path: String
+        /// Events held in memory while the database cannot be written; beyond this the oldest are dropped (and
+        /// counted).
+        public var bufferEvents = 10_000
+    }
+
+    /// The HTTP server of `sentinel run`. Tokens are never written here: only where to read one.
+    public struct ServerSettings: Sendable, Equatable {
+        /// Loopback by default; any other address requires a bearer token.
+        public var host = "127.0.0.1"
+        public var port = 8080
+        /// A file holding the bearer token (its first line).
+        public var tokenFile: String?
+        /// An environment variable holding the bearer token.
+        public var tokenEnvironment = "SENTINEL_TOKEN"
+        /// Dashboard origins allowed to call the API from a browser (CORS).
+        public var corsOrigins: [String] = []
+        /// Seconds between SSE comment heartbeats on an idle stream.
+        public var heartbeatSeconds = 15.0
+        /// The reconnection delay SSE clients are told to use.
+        public var retryMilliseconds = 3_000
+        /// Messages queued for one SSE client; a client that falls this far behind is cut off.
+        public var clientBufferEvents = 1_024
+
+        public init() {}
+
+        /// Whether `host` only accepts connections from this machine.
+        public var isLoopback: Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
     }
 
     /// Reads a pipeline file; every problem is reported with its line and field.
@@ -100,13 +139,16 @@ private struct PipelineParser {
     let folder: URL
 
     func parse(_ root: Field) -> PipelineDefinition? {
-        guard let top = reader.mapping(root, keys: ["version", "sources", "detector", "tracker", "emotion", "events", "privacy"]) else { return nil }
+        let sections: Set<String> = ["version", "sources", "detector", "tracker", "emotion", "events", "privacy", "gauge", "store", "server"]
+        guard let top = reader.mapping(root, keys: sections) else { return nil }
         if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000), value != 1 {
             reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
         }
         var definition = PipelineDefinition(
             file: reader.file, sources: [], detector: .centerface, detectorModel: nil, detectorSettings: .defaults(for: .centerface),
-            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy())
+            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy(),
+            store: .init(path: folder.appendingPathComponent(
+                URL(fileURLWithPath: reader.file).deletingPathExtension().lastPathComponent + ".sqlite").standardizedFileURL.path))
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
             if list.isEmpty { reader.report(field, "at least one source is needed") }
             definition.sources = list.compactMap { source($0, &definition) }
@@ -119,6 +161,16 @@ private struct PipelineParser {
         if let field = top["tracker"] { tracker(field, &definition.visitors.tracker) }
         if let field = top["emotion"] { emotion(field, &definition) }
         if let field = top["privacy"] { privacy(field, &definition.privacy) }
+        if let field = top["gauge"], let g = reader.mapping(field, keys: ["windowSeconds", "publishEverySeconds", "staleAfterSeconds"]) {
+            if let f = g["windowSeconds"], let v = reader.number(f, in: 10...86_400) { definition.gauge.windowSeconds = v }
+            if let f = g["publishEverySeconds"], let v = reader.number(f, in: 1...3_600) { definition.gauge.publishEverySeconds = v }
+            if let f = g["staleAfterSeconds"], let v = reader.number(f, in: 1...86_400) { definition.gauge.staleAfterSeconds = v }
+        }
+        if let field = top["store"], let st = reader.mapping(field, keys: ["path", "bufferEvents"]) {
+            if let f = st["path"], let path = reader.string(f) { definition.store.path = resolve(path) }
+            if let f = st["bufferEvents"], let v = reader.integer(f, in: 10...10_000_000) { definition.store.bufferEvents = v }
+        }
+        if let field = top["server"] { server(field, &definition.server) }
         if let field = top["events"], let fields = reader.mapping(field, keys: ["updateIntervalSeconds", "referencePoint"]) {
             if let f = fields["updateIntervalSeconds"], let v = reader.number(f, in: 0.1...3600) { definition.visitors.updateIntervalSeconds = v }
             if let f = fields["referencePoint"], let v = reader.choice(f, VisitorSettings.ReferencePoint.allCases.map(\.rawValue)) {
@@ -258,6 +310,33 @@ private struct PipelineParser {
 }
 
 extension PipelineParser {
+    func server(_ field: Field, _ server: inout PipelineDefinition.ServerSettings) {
+        let keys: Set<String> = ["host", "port", "tokenFile", "tokenEnvironment", "corsOrigins", "heartbeatSeconds", "retryMilliseconds", "clientBufferEvents"]
+        guard let fields = reader.mapping(field, keys: keys) else { return }
+        if let f = fields["host"], let v = reader.string(f) { server.host = v }
+        if let f = fields["port"], let v = reader.integer(f, in: 0...65_535) { server.port = v }
+        if let f = fields["tokenFile"], let v = reader.string(f) { server.tokenFile = resolve(v) }
+        if let f = fields["tokenEnvironment"], let v = reader.string(f) { server.tokenEnvironment = v }
+        if let f = fields["corsOrigins"], let list = reader.sequence(f) {
+            server.corsOrigins = list.compactMap { item in
+                guard let origin = reader.string(item) else { return nil }
+                guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", url.host != nil, url.path.isEmpty else {
+                    reader.report(item, "\"\(origin)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)")
+                    return nil
+                }
+                return origin
+            }
+        }
+        if let f = fields["heartbeatSeconds"], let v = reader.number(f, in: 1...300) { server.heartbeatSeconds = v }
+        if let f = fields["retryMilliseconds"], let v = reader.integer(f, in: 100...600_000) { server.retryMilliseconds = v }
+        if let f = fields["clientBufferEvents"], let v = reader.integer(f, in: 16...1_000_000) { server.clientBufferEvents = v }
+    }
+
+    /// A path as written, resolved against the pipeline file's folder unless absolute.
+    func resolve(_ path: String) -> String {
+        path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
+    }
+
     func privacy(_ field: Field, _ policy: inout PrivacyPolicy) {
         let keys = ["pseudonyms", "timestampResolution", "minGroupSize", "retention", "outputs", "review"]
         guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
@@ -273,7 +352,7 @@ extension PipelineParser {
                 }
             }
             if let k = p["keyFile"], let path = reader.string(k) {
-                policy.pseudonyms.keyFile = path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
+                policy.pseudonyms.keyFile = resolve(path)
             }
         }
         if let f = fields["timestampResolution"], let v = reader.number(f, in: 0...3600) { policy.timestampResolution = v }

@@ -28,13 +28,15 @@ public final class SourceRunner {
         public var observed: [(faceId: String, box: Box)]
         /// Visits not detected in this frame, where the tracker predicts them, and how long they have gone unseen.
         public var predicted: [(faceId: String, box: Box, unseenSeconds: Double)]
+        /// Time spent detecting faces, and following them into visitors (with emotion), on this frame.
+        public var timings: StageTimings
 
         /// The frame with each visit's id replaced by its pseudonym.
         public func masked(by mask: inout PrivacyMask) throws(PrivacyError) -> MaskedFrame {
             var faces: [MaskedFrame.Face] = []
             for (faceId, box) in observed { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: 0)) }
             for (faceId, box, unseen) in predicted { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: unseen)) }
-            return MaskedFrame(index: index, time: time, image: image, detections: detections, faces: faces)
+            return MaskedFrame(index: index, time: time, image: image, detections: detections, faces: faces, timings: timings)
         }
     }
 
@@ -45,6 +47,7 @@ public final class SourceRunner {
         public var image: Image
         public var detections: [Box]
         public var faces: [Face]
+        public var timings: StageTimings
 
         /// A followed visitor: seen in this frame, or predicted after `unseenSeconds` without a detection.
         public struct Face {
@@ -55,10 +58,18 @@ public final class SourceRunner {
         }
     }
 
-    /// Opens the source and loads the models. `input` and `pace` override the pipeline's.
+    /// Seconds a frame spent in each stage.
+    public struct StageTimings: Sendable {
+        public var detect: Duration
+        public var visitors: Duration
+    }
+
+    /// Opens the source and loads the models. `input` and `pace` override the pipeline's. `origin` places media
+    /// time 0 on the wall clock; by default a recording starts at its file's modification time (so every replay
+    /// gives the same dates) and a live source when it was opened.
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, input: String? = nil,
-        pace: Pacing? = nil, logger: Logger
+        pace: Pacing? = nil, origin: Date? = nil, logger: Logger
     ) throws {
         self.definition = definition
         var source = source
@@ -76,12 +87,14 @@ public final class SourceRunner {
         }
         let spec = SourceSpec(source.resolvedInput)
         frames = try spec.open(pacing: pace ?? source.pace, folderFPS: source.folderFPS, logger: logger)
-        switch spec {
-        case .file(let path), .folder(let path):
+        switch (origin, spec) {
+        case (let origin?, _):
+            self.origin = origin
+        case (nil, .file(let path)), (nil, .folder(let path)):
             // A recording's events are placed at its file time, so every replay gives the same dates.
-            origin = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
-        case .live:
-            origin = Date()
+            self.origin = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+        case (nil, .live):
+            self.origin = Date()
         }
     }
 
@@ -94,6 +107,9 @@ public final class SourceRunner {
         default: 15
         }
     }
+
+    /// The source as messages name it: its path, device or URL (credentials redacted).
+    public var sourceName: String { frames.name }
 
     /// The frame count the container declares, for progress.
     public var expectedFrames: Int? {
@@ -126,16 +142,20 @@ public final class SourceRunner {
                 let zones = source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) }
                 stage = VisitorStage(sourceID: source.id, origin: origin, zones: zones, settings: definition.visitors)
             }
+            let clock = ContinuousClock()
+            let start = clock.now
             let detections = try detector.detect(frame.image)
+            let detected = clock.now
             let classifier = classifier
             let result = try stage!.process(time: frame.time, detections: detections) { box in
                 try classifier?.classify(frame.image, face: box)
             }
+            let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
             for event in result.events { try onEvent(event) }
             try onFrame(
                 FrameResult(
                     index: frame.index, time: frame.time, image: frame.image, detections: detections.map(\.box),
-                    observed: result.observed, predicted: result.predicted))
+                    observed: result.observed, predicted: result.predicted, timings: timings))
         }
         if let file = frames.unpaced as? VideoFileSource, let reason = file.endReason {
             logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])

@@ -42,7 +42,7 @@ public struct PrivacyMask: Sendable {
         for output in PrivacyPolicy.Output.allCases {
             var copy = event
             copy.visitor.faceId = faceId
-            filter(&copy, allowed: policy.outputs[output] ?? PublishedField.defaults)
+            policy.filter(&copy, for: output)
             coarsen(&copy)
             // Encoding these plain value types cannot fail.
             masked[output] = MaskedEvent(output: output, event: copy, json: (try? encoder.encode(copy)) ?? Data())
@@ -71,7 +71,33 @@ public struct PrivacyMask: Sendable {
         return Base32.encode(code.prefix(10))
     }
 
-    private func filter(_ event: inout VisitorEvent, allowed: Set<PublishedField>) {
+    private func coarsen(_ event: inout VisitorEvent) {
+        let step = policy.timestampResolution
+        guard step > 0 else { return }
+        func round(_ date: Date) -> Date { Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded(.down) * step) }
+        event.time = round(event.time)
+        event.visitor.firstSeen = event.visitor.firstSeen.map(round)
+        event.visitor.lastSeen = event.visitor.lastSeen.map(round)
+        if var stay = event.stay {
+            stay.enteredAt = round(stay.enteredAt)
+            stay.exitedAt = stay.exitedAt.map(round)
+            event.stay = stay
+        }
+    }
+}
+
+extension PrivacyPolicy {
+    /// What a stored event may publish: the store's copy reduced to the fields the events output allows, so a
+    /// stream read back from the store never carries more than either allowlist lets through.
+    public func published(_ stored: MaskedEvent) -> MaskedEvent {
+        var copy = stored.event
+        filter(&copy, for: .events)
+        return MaskedEvent(output: .events, event: copy, json: (try? JSONEncoder.sentinel().encode(copy)) ?? Data())
+    }
+
+    /// Removes the fields `output` may not carry.
+    func filter(_ event: inout VisitorEvent, for output: Output) {
+        let allowed = outputs[output] ?? PublishedField.defaults
         func keep(_ field: PublishedField) -> Bool { allowed.contains(field) }
         if !keep(.stay) { event.stay = nil }
         if !keep(.reason) { event.reason = nil }
@@ -86,20 +112,6 @@ public struct PrivacyMask: Sendable {
         if !keep(.emotionDistribution) { event.visitor.emotionDistribution = nil }
         if !keep(.box) { event.visitor.box = nil }
         if !keep(.detectionScore) { event.visitor.detectionScore = nil }
-    }
-
-    private func coarsen(_ event: inout VisitorEvent) {
-        let step = policy.timestampResolution
-        guard step > 0 else { return }
-        func round(_ date: Date) -> Date { Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded(.down) * step) }
-        event.time = round(event.time)
-        event.visitor.firstSeen = event.visitor.firstSeen.map(round)
-        event.visitor.lastSeen = event.visitor.lastSeen.map(round)
-        if var stay = event.stay {
-            stay.enteredAt = round(stay.enteredAt)
-            stay.exitedAt = stay.exitedAt.map(round)
-            event.stay = stay
-        }
     }
 }
 

@@ -2,10 +2,10 @@ import ArgumentParser
 import Logging
 
 @main
-struct Sentinel: ParsableCommand {
+struct Sentinel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Edge pipeline for visitor telemetry: faces in camera or recorded frames become visitor records.",
-        subcommands: [Detect.self, Replay.self, Check.self, Models.self, Synth.self, Eval.self, Bench.self]
+        subcommands: [Run.self, Detect.self, Replay.self, Check.self, Models.self, Synth.self, Eval.self, Bench.self]
     )
 }
 

@@ -1,0 +1,116 @@
+import Foundation
+import SentinelCore
+
+/// How the showroom's mood is summed up, from the pipeline file's `gauge:` section.
+public struct GaugeSettings: Sendable, Equatable {
+    /// Seconds of media time a visitor's vote counts for (default 5 minutes).
+    public var windowSeconds: Double = 300
+    /// A reading is published when it changes and at least this often.
+    public var publishEverySeconds: Double = 30
+    /// With nobody seen for this long, the reading is flagged stale.
+    public var staleAfterSeconds: Double = 60
+
+    public init() {}
+}
+
+/// One reading of the gauge: overall and per zone, each k-suppressed.
+public struct GaugeReading: Sendable, Equatable, Codable {
+    /// Mood from 0 (every vote negative) to 100 (every vote positive), 50 being neutral, and its word.
+    public struct Level: Sendable, Equatable, Codable {
+        public var score: Int
+        public var label: String
+
+        public init(score: Int) {
+            self.score = score
+            label = switch score {
+            case ..<20: "cold"
+            case ..<40: "cool"
+            case ..<60: "neutral"
+            case ..<80: "warm"
+            default: "hot"
+            }
+        }
+    }
+
+    public var time: Date
+    /// Over every visitor who voted in the window; `visitors` counts the votes.
+    public var overall: Aggregate<Level>
+    /// Over the votes cast in each zone (a vote counts for the zone its visitor was in).
+    public var zones: [String: Aggregate<Level>]
+    /// True when nobody has been seen for `staleAfterSeconds`.
+    public var stale: Bool
+    public var windowSeconds: Double
+
+    /// Whether two readings would look the same on a dashboard.
+    func sameFigures(as other: GaugeReading) -> Bool {
+        overall == other.overall && zones == other.zones && stale == other.stale
+    }
+}
+
+/// The aggregate sentiment gauge: a rolling window of media time with one vote per visitor (its latest
+/// smoothed reading in the window), weighted by emotion confidence and by dwell, mapped to 0-100.
+///
+/// It reads masked events only (pseudonymous ids), and needs `visitor.valence` and `visitor.emotionConfidence`
+/// in them: a pipeline that denies those gets a gauge that is always suppressed. Time is passed in (media time on
+/// the wall clock), so readings are the same at any replay speed.
+public struct SentimentGauge: Sendable {
+    public let settings: GaugeSettings
+    public let minGroupSize: Int
+    public let zoneNames: [String]
+    private var votes: [String: Vote] = [:]
+    private var lastSeen: Date?
+    private var lastPublished: GaugeReading?
+
+    struct Vote: Sendable {
+        var time: Date
+        var valence: Double
+        var weight: Double
+        var zone: String?
+    }
+
+    public init(settings: GaugeSettings, minGroupSize: Int, zones: [String]) {
+        self.settings = settings
+        self.minGroupSize = minGroupSize
+        zoneNames = zones
+    }
+
+    /// Takes a visitor's latest reading as its vote. Visitors whose expression is unknown (or not measured, as in
+    /// a zone with emotion off) do not vote, but still count as seen.
+    public mutating func record(_ event: VisitorEvent) {
+        lastSeen = max(lastSeen ?? event.time, event.time)
+        let visitor = event.visitor
+        guard let emotion = visitor.emotion, emotion != "unknown", let valence = visitor.valence,
+            let confidence = visitor.emotionConfidence, confidence > 0
+        else { return }
+        // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
+        let dwell = min(max(visitor.dwellSeconds ?? 0, 1), settings.windowSeconds)
+        votes[visitor.faceId] = Vote(time: event.time, valence: valence, weight: confidence * dwell, zone: visitor.zone)
+    }
+
+    /// The reading at `now`, if one is due: when its figures changed since the last published one, or
+    /// `publishEverySeconds` after it.
+    public mutating func tick(now: Date) -> GaugeReading? {
+        let reading = self.reading(now: now)
+        if let last = lastPublished, reading.sameFigures(as: last), now.timeIntervalSince(last.time) < settings.publishEverySeconds {
+            return nil
+        }
+        lastPublished = reading
+        return reading
+    }
+
+    /// The reading at `now`, votes older than the window dropped.
+    public mutating func reading(now: Date) -> GaugeReading {
+        let start = now.addingTimeInterval(-settings.windowSeconds)
+        votes = votes.filter { $0.value.time >= start }
+        func level(_ votes: some Collection<Vote>) -> Aggregate<GaugeReading.Level> {
+            let total = votes.reduce(0) { $0 + $1.weight }
+            guard total > 0 else { return .suppressed }
+            let mean = votes.reduce(0) { $0 + $1.weight * $1.valence } / total
+            let score = Int(((mean + 1) * 50).rounded())
+            return Aggregate(GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count, minGroupSize: minGroupSize)
+        }
+        let zones = Dictionary(uniqueKeysWithValues: zoneNames.map { name in (name, level(votes.values.filter { $0.zone == name })) })
+        let stale = lastSeen.map { now.timeIntervalSince($0) > settings.staleAfterSeconds } ?? true
+        return GaugeReading(time: now, overall: level(votes.values), zones: zones, stale: stale, windowSeconds: settings.windowSeconds)
+    }
+}

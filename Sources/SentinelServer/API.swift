@@ -1,0 +1,311 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import SentinelCore
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelStore
+
+/// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
+public struct HTTPAPI: Sendable {
+    let store: EventStore
+    let live: LiveState
+    let broadcaster: Broadcaster
+    let telemetry: Telemetry
+    let settings: PipelineDefinition.ServerSettings
+    let zones: [ZoneInfo]
+    let token: String?
+    let logger: Logger
+
+    struct ZoneInfo: Sendable, Codable {
+        var name: String
+        var sourceId: String
+        var emotion: Bool
+    }
+
+    public init(
+        definition: PipelineDefinition, store: EventStore, live: LiveState, broadcaster: Broadcaster, telemetry: Telemetry,
+        token: String?, logger: Logger
+    ) {
+        self.store = store
+        self.live = live
+        self.broadcaster = broadcaster
+        self.telemetry = telemetry
+        settings = definition.server
+        zones = definition.sources.flatMap { source in source.zones.map { ZoneInfo(name: $0.name, sourceId: source.id, emotion: $0.emotion) } }
+        self.token = token
+        self.logger = logger
+    }
+
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
+        router.add(middleware: BearerAuthentication(token: token))
+        router.get("/events") { request, _ in try events(request) }
+        router.get("/api/visitors") { request, _ in try visitors(request) }
+        router.get("/api/visitors/{faceId}") { _, context in try visitor(context.parameters.require("faceId")) }
+        router.get("/api/sentiment") { request, _ in try sentiment(request) }
+        router.get("/api/zones") { _, _ in zoneCounts() }
+        router.get("/healthz") { _, _ in health() }
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
+        }
+        router.get("/openapi.json") { _, _ in try APIResponse.json(Data(contentsOf: Resource.url("openapi.json"))) }
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: Resource.url("dashboard.html")))))
+        }
+        return router
+    }
+
+    // MARK: SSE
+
+    func events(_ request: Request) throws -> Response {
+        let query = request.uri.queryParameters
+        func list(_ name: String) -> Set<String>? {
+            query[Substring(name)].map { Set($0.split(separator: ",").map(String.init)) }
+        }
+        let filter = EventFilter(sources: list("source"), zones: list("zone"), types: list("type"))
+        let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
+        // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
+        let subscription = broadcaster.subscribe(filter, capacity: settings.clientBufferEvents)
+        let store = store, broadcaster = broadcaster, settings = settings, logger = logger
+        let body = ResponseBody { writer in
+            defer { broadcaster.unsubscribe(subscription) }
+            // A client that goes away ends its stream at once, not at the next write.
+            try await request.body.consumeWithInboundCloseHandler { _ in
+                try await Self.stream(subscription, resume: resume, filter: filter, store: store, settings: settings, logger: logger, to: &writer)
+            } onInboundClosed: {
+                subscription.continuation.finish()
+            }
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no"],
+            body: body)
+    }
+
+    /// Writes the retry hint, what the client missed (from the store), then live events and heartbeats until the
+    /// subscription ends; a client cut off for being slow gets a last `stream.cutoff` message saying why.
+    static func stream(
+        _ subscription: Broadcaster.Subscription, resume: String?, filter: EventFilter, store: EventStore,
+        settings: PipelineDefinition.ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .seconds(settings.heartbeatSeconds))
+                    subscription.heartbeat()
+                }
+            }
+            defer { group.cancelAll() }
+            var lastSent: Int64 = 0
+            var text = ServerSentEvents.retry(milliseconds: settings.retryMilliseconds)
+            if let resume {
+                let (notice, start) = try resumePoint(resume, store: store)
+                text += notice ?? ""
+                try await writer.write(ByteBuffer(string: text))
+                text = ""
+                lastSent = try await replay(after: start, filter: filter, store: store, writer: &writer)
+            }
+            if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+            for await item in subscription.items {
+                switch item {
+                case .event(let event, let message):
+                    guard event.id > lastSent else { continue }
+                    try await writer.write(ByteBuffer(string: message))
+                    lastSent = event.id
+                case .heartbeat:
+                    try await writer.write(ByteBuffer(string: ServerSentEvents.heartbeat))
+                }
+            }
+            if subscription.droppedMessages > 0 {
+                logger.warning("SSE client cut off: too slow", metadata: ["lastEventId": "\(lastSent)"])
+                try await writer.write(ByteBuffer(string: ServerSentEvents.control(ServerSentEvents.cutoffType, [
+                    "reason": "slow consumer: more than \(settings.clientBufferEvents) messages queued",
+                    "lastEventId": "\(lastSent)",
+                ])))
+            }
+        }
+    }
+
+    /// Where a resuming client continues, and the `stream.reset` notice when its id is not in the log.
+    static func resumePoint(_ requested: String, store: EventStore) throws -> (notice: String?, after: Int64) {
+        let bounds = try store.logBounds()
+        if let id = Int64(requested), id >= bounds.floor, id <= bounds.last { return (nil, id) }
+        let expired = Int64(requested).map { $0 >= 0 && $0 < bounds.floor } ?? false
+        let start = expired ? bounds.floor : bounds.last
+        let notice = ServerSentEvents.control(ServerSentEvents.resetType, [
+            "reason": expired ? "expired" : "unknown",
+            "message": expired
+                ? "events up to \(bounds.floor) were deleted by retention; continuing from the oldest kept"
+                : "no event \(requested) in this log; continuing with new events",
+            "requestedId": requested, "resumeAfter": "\(start)",
+        ])
+        return (notice, start)
+    }
+
+    /// Sends the logged events after `id` that match `filter`; returns the last id read.
+    static func replay(after id: Int64, filter: EventFilter, store: EventStore, writer: inout any ResponseBodyWriter) async throws -> Int64 {
+        var cursor = id
+        while true {
+            let page = try store.events(after: cursor, limit: 500)
+            let text = page.filter(filter.matches).map(ServerSentEvents.message).joined()
+            if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+            cursor = page.last?.id ?? cursor
+            if page.count < 500 { return cursor }
+        }
+    }
+
+    // MARK: REST
+
+    struct VisitorList: Codable {
+        var visitors: [VisitorRecord]
+        /// Pass as `cursor` for the next page of history; absent on the last page and for current visitors.
+        var nextCursor: String?
+    }
+
+    func visitors(_ request: Request) throws -> Response {
+        let query = request.uri.queryParameters
+        let decoder = JSONDecoder.sentinel()
+        guard query["from"] != nil || query["to"] != nil else {
+            return try APIResponse.encode(VisitorList(visitors: try live.currentVisitors.map { try decoder.decode(VisitorRecord.self, from: $0) }))
+        }
+        func date(_ name: String, _ fallback: Date) throws -> Date {
+            guard let text = query[Substring(name)] else { return fallback }
+            guard let date = ISO8601.date(from: String(text)) else { throw APIResponse.badRequest("\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z") }
+            return date
+        }
+        let from = try date("from", .distantPast), to = try date("to", .distantFuture)
+        let limit = try query["limit"].map { text in
+            guard let n = Int(text), (1...1000).contains(n) else { throw APIResponse.badRequest("limit=\(text) must be 1 to 1000") }
+            return n
+        } ?? 100
+        let cursor = try query["cursor"].map { text in
+            guard let n = Int64(text) else { throw APIResponse.badRequest("cursor=\(text) is not a cursor this API returned") }
+            return n
+        }
+        let page = try store.visits(from: from, to: to, after: cursor, limit: limit)
+        return try APIResponse.encode(VisitorList(
+            visitors: try page.records.map { try decoder.decode(VisitorRecord.self, from: $0) }, nextCursor: page.next.map(String.init)))
+    }
+
+    struct VisitorDetail: Codable {
+        var visitor: VisitorRecord
+        var exitReason: String?
+        var stays: [EventStore.Visit.Stay]
+    }
+
+    func visitor(_ faceId: String) throws -> Response {
+        guard let visit = try store.visit(faceId) else {
+            return APIResponse.error(.notFound, "no visitor \(faceId) (ids rotate, and visits older than retention are deleted)")
+        }
+        return try APIResponse.encode(VisitorDetail(
+            visitor: try JSONDecoder.sentinel().decode(VisitorRecord.self, from: visit.record), exitReason: visit.exitReason, stays: visit.stays))
+    }
+
+    struct Sentiment: Codable {
+        var current: GaugeReading?
+        var series: [GaugeReading]
+    }
+
+    func sentiment(_ request: Request) throws -> Response {
+        let text = request.uri.queryParameters["minutes"]
+        let minutes = try text.map { text in
+            guard let m = Double(text), m > 0, m <= 7 * 24 * 60 else { throw APIResponse.badRequest("minutes=\(text) must be more than 0 and at most 10080") }
+            return m
+        } ?? 60
+        let decoder = JSONDecoder.sentinel()
+        let series = try store.gaugeReadings(since: Date().addingTimeInterval(-minutes * 60), limit: 1000)
+            .map { try decoder.decode(GaugeReading.self, from: $0) }
+        return try APIResponse.encode(Sentiment(current: live.latestGauge, series: series))
+    }
+
+    struct Zones: Codable {
+        struct Zone: Codable {
+            var name: String
+            var sourceId: String
+            /// False where emotion is not measured (staff areas).
+            var emotion: Bool
+            var visitors: Aggregate<Int>
+        }
+        var zones: [Zone]
+        var visitors: Aggregate<Int>
+        var emotions: Aggregate<[String: Double]>
+    }
+
+    func zoneCounts() -> Response {
+        let snapshot = live.occupancy(zones: zones.map(\.name))
+        let list = zones.map { Zones.Zone(name: $0.name, sourceId: $0.sourceId, emotion: $0.emotion, visitors: snapshot.zones[$0.name] ?? .suppressed) }
+        return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions))) ?? APIResponse.error(.internalServerError, "")
+    }
+
+    struct Health: Codable {
+        struct Source: Codable {
+            var id: String
+            var state: LiveState.SourceHealth.State
+            var up: Bool
+            /// Seconds since its last frame; absent before the first.
+            var lastFrameAgeSeconds: Double?
+            var fps: Double
+            var message: String?
+        }
+        var status: String
+        var sources: [Source]
+        var database: LiveState.DatabaseHealth
+    }
+
+    func health() -> Response {
+        let now = Date()
+        var database = live.databaseHealth
+        do {
+            try store.check()
+        } catch {
+            database.writable = false
+            database.message = error.message
+        }
+        let sources = live.sourceHealth.sorted { $0.key < $1.key }.map { id, health in
+            let age = health.lastFrameAt.map { now.timeIntervalSince($0) }
+            let up = health.state == .running && (age ?? 0) < 10
+            return Health.Source(id: id, state: health.state, up: up, lastFrameAgeSeconds: age.map { ($0 * 10).rounded() / 10 },
+                                 fps: (health.fps * 10).rounded() / 10, message: health.message)
+        }
+        let healthy = database.writable && sources.allSatisfy(\.up)
+        let body = Health(status: healthy ? "ok" : "degraded", sources: sources, database: database)
+        return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable)) ?? APIResponse.error(.internalServerError, "")
+    }
+}
+
+/// JSON responses and errors.
+enum APIResponse {
+    struct Failure: Error {
+        let response: Response
+    }
+
+    static func json(_ data: Data, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func encode(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        json(try JSONEncoder.sentinel().encode(value), status: status)
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        json((try? JSONEncoder.sentinel().encode(["error": message])) ?? Data(), status: status)
+    }
+
+    static func badRequest(_ message: String) -> HTTPResponseError { BadRequest(message: message) }
+
+    struct BadRequest: HTTPResponseError {
+        let message: String
+        var status: HTTPResponse.Status { .badRequest }
+        func response(from request: Request, context: some RequestContext) throws -> Response { APIResponse.error(.badRequest, message) }
+    }
+}
+
+/// Files shipped with the binary: the OpenAPI document and the dashboard page.
+public enum Resource {
+    public static func url(_ name: String) -> URL { Bundle.module.resourceURL!.appendingPathComponent(name) }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import SentinelCore
+import SentinelStore
+
+/// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.
+/// The zone filter applies to visitor events; gauge readings have no zone and pass it.
+public struct EventFilter: Sendable, Equatable {
+    public var sources: Set<String>?
+    public var zones: Set<String>?
+    public var types: Set<String>?
+
+    public init(sources: Set<String>? = nil, zones: Set<String>? = nil, types: Set<String>? = nil) {
+        self.sources = sources
+        self.zones = zones
+        self.types = types
+    }
+
+    public func matches(_ event: LoggedEvent) -> Bool {
+        if let types, !types.contains(event.type) { return false }
+        if event.type == Publication.gaugeType { return true }
+        if let sources, !sources.contains(event.streamId) { return false }
+        if let zones, !zones.contains(event.zone ?? "") { return false }
+        return true
+    }
+}
+
+/// Fans committed events out to SSE clients. Each client has a bounded queue: one that falls behind by more than
+/// its bound is cut off (and told why) instead of slowing the pipeline or the other clients.
+public final class Broadcaster: @unchecked Sendable {
+    private let lock = NSLock()
+    private var subscriptions: [Int: Subscription] = [:]
+    private var nextID = 0
+    private var closed = false
+    private let telemetry: Telemetry
+
+    public init(telemetry: Telemetry) { self.telemetry = telemetry }
+
+    /// What a client's queue holds.
+    public enum Item: Sendable {
+        case event(LoggedEvent, message: String)
+        case heartbeat
+    }
+
+    /// One client's queue.
+    public final class Subscription: @unchecked Sendable {
+        public let id: Int
+        public let filter: EventFilter
+        public let items: AsyncStream<Item>
+        let continuation: AsyncStream<Item>.Continuation
+        private let lock = NSLock()
+        private var cut = 0
+
+        init(id: Int, filter: EventFilter, capacity: Int) {
+            self.id = id
+            self.filter = filter
+            (items, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingOldest(capacity))
+        }
+
+        /// How many messages were lost when the client was cut off (0 while it keeps up).
+        public var droppedMessages: Int { lock.withLock { cut } }
+
+        /// Queues a heartbeat; a full queue already has something to send, so nothing is lost by skipping it.
+        public func heartbeat() { continuation.yield(.heartbeat) }
+
+        /// Queues a message; false when the queue was full and the client has been cut off.
+        fileprivate func offer(_ item: Item) -> Bool {
+            if lock.withLock({ cut > 0 }) {
+                lock.withLock { cut += 1 }
+                return false
+            }
+            if case .dropped = continuation.yield(item) {
+                lock.withLock { cut += 1 }
+                continuation.finish()
+                return false
+            }
+            return true
+        }
+    }
+
+    public func subscribe(_ filter: EventFilter, capacity: Int) -> Subscription {
+        lock.withLock {
+            nextID += 1
+            let subscription = Subscription(id: nextID, filter: filter, capacity: capacity)
+            if closed {
+                subscription.continuation.finish()
+            } else {
+                subscriptions[nextID] = subscription
+            }
+            telemetry.sseSubscribers.record(subscriptions.count)
+            return subscription
+        }
+    }
+
+    public func unsubscribe(_ subscription: Subscription) {
+        subscription.continuation.finish()
+        lock.withLock {
+            subscriptions[subscription.id] = nil
+            telemetry.sseSubscribers.record(subscriptions.count)
+        }
+    }
+
+    public var subscriberCount: Int { lock.withLock { subscriptions.count } }
+
+    /// Offers committed events to every client whose filter matches; each message is rendered once.
+    public func publish(_ events: [LoggedEvent]) {
+        guard !events.isEmpty else { return }
+        let messages = events.map { Item.event($0, message: ServerSentEvents.message(for: $0)) }
+        let current = lock.withLock { Array(subscriptions.values) }
+        for subscription in current {
+            for message in messages {
+                guard case .event(let event, _) = message, subscription.filter.matches(event) else { continue }
+                if !subscription.offer(message) { telemetry.droppedBySlowClient.increment() }
+            }
+        }
+    }
+
+    /// Ends every stream (at shutdown): clients get what is queued, then the end of the response.
+    public func close() {
+        let current = lock.withLock {
+            closed = true
+            return Array(subscriptions.values)
+        }
+        for subscription in current { subscription.continuation.finish() }
+    }
+}

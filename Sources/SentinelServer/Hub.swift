@@ -1,0 +1,88 @@
+import Foundation
+import SentinelCore
+import SentinelPrivacy
+import SentinelStore
+
+/// Where the sources hand over their masked events: the gauge reads them, and they wait for the store in a bounded
+/// queue. Sources never block here: when the database cannot keep up or is down, the oldest waiting publications
+/// are dropped beyond the bound, and counted.
+public final class Hub: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pending: [Publication] = []
+    private var gauge: SentimentGauge
+    private let bound: Int
+    private let telemetry: Telemetry
+    private let live: LiveState
+    private let wake: AsyncStream<Void>.Continuation
+    /// Ticks whenever something is waiting.
+    let wakeups: AsyncStream<Void>
+
+    public init(gauge: SentimentGauge, bound: Int, telemetry: Telemetry, live: LiveState) {
+        self.gauge = gauge
+        self.bound = bound
+        self.telemetry = telemetry
+        self.live = live
+        (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// A masked visitor event: the store's copy, and what may be published of it.
+    public func submit(stored: MaskedEvent, published: MaskedEvent) {
+        lock.withLock {
+            gauge.record(published.event)
+            enqueue(.visitor(stored: stored, published: published))
+        }
+    }
+
+    /// A frame was processed at `time` (media time on the wall clock): the gauge may publish a reading.
+    public func tick(time: Date) {
+        lock.withLock {
+            if let reading = gauge.tick(now: time) { enqueue(.gauge(reading)) }
+        }
+    }
+
+    private func enqueue(_ publication: Publication) {
+        pending.append(publication)
+        trim()
+        wake.yield()
+    }
+
+    /// Takes up to `limit` waiting publications, oldest first.
+    func take(limit: Int) -> [Publication] {
+        lock.withLock {
+            let batch = Array(pending.prefix(limit))
+            pending.removeFirst(batch.count)
+            trim()
+            return batch
+        }
+    }
+
+    /// Puts back a batch the store could not take, ahead of what arrived since (still within the bound).
+    func putBack(_ batch: [Publication]) {
+        lock.withLock {
+            pending.insert(contentsOf: batch, at: 0)
+            trim()
+        }
+    }
+
+    /// Drops the oldest beyond the bound (counted), and reports the depth. Called with the lock held; the live state
+    /// is only ever locked after the hub, never before.
+    private func trim() {
+        let excess = pending.count - bound
+        if excess > 0 {
+            pending.removeFirst(excess)
+            telemetry.droppedByStoreBuffer.increment(by: excess)
+        }
+        let depth = pending.count
+        telemetry.storeQueueDepth.record(depth)
+        live.updateDatabase {
+            $0.dropped += max(excess, 0)
+            $0.buffered = depth
+        }
+    }
+
+    var waiting: Int { lock.withLock { pending.count } }
+
+    func wakeUp() { wake.yield() }
+
+    func finish() { wake.finish() }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A minimal HTTP/1.1 client over SwiftNIO, for the SSE fan-out bench and the tests: one GET per connection, the body
+/// handed over chunk by chunk as it arrives, so a stream can be read, and dropped, mid-way.
+public enum LoopbackClient {
+    public struct Head: Sendable {
+        public var status: Int
+        public var headers: [(String, String)]
+        public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+    }
+
+    /// GETs `path`, calling `onChunk` with each piece of the body until it returns false or the body ends.
+    public static func get(
+        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [],
+        onHead: (Head) async throws -> Void = { _ in }, onChunk: (ByteBuffer) async throws -> Bool
+    ) async throws {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                }
+            }
+        try await channel.executeThenClose { inbound, outbound in
+            var fields = HTTPHeaders([("Host", "\(host):\(port)")])
+            for (name, value) in headers { fields.add(name: name, value: value) }
+            try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: fields)))
+            try await outbound.write(.end(nil))
+            for try await part in inbound {
+                switch part {
+                case .head(let head):
+                    try await onHead(Head(status: Int(head.status.code), headers: head.headers.map { ($0.name, $0.value) }))
+                case .body(let buffer):
+                    if try await !onChunk(buffer) { return }
+                case .end:
+                    return
+                }
+            }
+        }
+    }
+
+    /// GETs `path` and returns the status, headers and whole body.
+    public static func fetch(host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = []) async throws -> (Head, Data) {
+        var head = Head(status: 0, headers: [])
+        var body = Data()
+        try await get(host: host, port: port, path: path, headers: headers, onHead: { head = $0 }) { chunk in
+            body.append(contentsOf: chunk.readableBytesView)
+            return true
+        }
+        return (head, body)
+    }
+}
+
+/// Splits a text/event-stream into messages, as an EventSource does (fields `id`, `event`, `data`, `retry`; lines
+/// starting with `:` are comments).
+public struct EventStreamParser: Sendable {
+    public struct Message: Sendable, Equatable {
+        public var id: String?
+        public var event: String?
+        public var data: String = ""
+        public var retry: Int?
+        public var comment: String?
+    }
+
+    private var pending = ""
+    private var current = Message()
+    private var hasField = false
+
+    public init() {}
+
+    /// Feeds text; returns the messages it completed.
+    public mutating func feed(_ text: String) -> [Message] {
+        pending += text
+        var messages: [Message] = []
+        while let newline = pending.firstIndex(of: "\n") {
+            let line = String(pending[..<newline])
+            pending.removeSubrange(...newline)
+            if line.isEmpty {
+                if hasField { messages.append(current) }
+                current = Message()
+                hasField = false
+                continue
+            }
+            hasField = true
+            if line.hasPrefix(":") {
+                current.comment = String(line.dropFirst()).trimmingCharacters(in: .whitespaces)
+                continue
+            }
+            let parts = line.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let field = String(parts[0])
+            var value = parts.count > 1 ? String(parts[1]) : ""
+            if value.hasPrefix(" ") { value.removeFirst() }
+            switch field {
+            case "id": current.id = value
+            case "event": current.event = value
+            case "data": current.data += current.data.isEmpty ? value : "\n" + value
+            case "retry": current.retry = Int(value)
+            default: break
+            }
+        }
+        return messages
+    }
+}

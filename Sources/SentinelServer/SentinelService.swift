@@ -1,0 +1,94 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import SentinelCore
+import SentinelModels
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelStore
+import SentinelVision
+import ServiceLifecycle
+
+/// `sentinel run`: every source, the store writer and the HTTP server as one ServiceGroup.
+///
+/// On SIGTERM or SIGINT the group shuts down in reverse order of start: the sources stop taking frames and end
+/// their open visits (`exited`, reason `shutdown`), the writer stores what is left and ends the SSE streams, and
+/// the server stops.
+public struct SentinelService {
+    public let group: ServiceGroup
+    public let store: EventStore
+    public let live: LiveState
+    public let broadcaster: Broadcaster
+    public let telemetry: Telemetry
+    /// Where sources hand over masked events.
+    public let hub: Hub
+
+    public struct Options {
+        public var pace: Pacing?
+        public var loop = false
+        public var databasePath: String?
+        public var host: String?
+        public var port: Int?
+        /// Which sources to start (nil: all of them; empty: serve the store and API only).
+        public var sources: Set<String>?
+        public init() {}
+    }
+
+    /// Builds the service; `onListening` gets the bound port (useful with port 0).
+    public init(
+        definition: PipelineDefinition, models: ModelStore, options: Options = Options(), logger: Logger,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws {
+        var server = definition.server
+        if let host = options.host { server.host = host }
+        if let port = options.port { server.port = port }
+        let token = try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment)
+        if !server.isLoopback, token == nil {
+            throw ServiceError(
+                "server.host \(server.host) accepts connections from other machines, so a bearer token is required: "
+                    + "set server.tokenFile in \(definition.file) or the environment variable \(server.tokenEnvironment)")
+        }
+        var definition = definition
+        definition.server = server
+        let port = server.port
+        store = try EventStore(path: options.databasePath ?? definition.store.path)
+        let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
+        let telemetry = Telemetry(), live = LiveState(sourceIDs: started.map(\.id), minGroupSize: definition.privacy.minGroupSize)
+        self.telemetry = telemetry
+        self.live = live
+        broadcaster = Broadcaster(telemetry: telemetry)
+        let zones = definition.sources.flatMap { $0.zones.map(\.name) }
+        let hub = Hub(
+            gauge: SentimentGauge(settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize, zones: zones),
+            bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
+        self.hub = hub
+        let writer = StoreWriter(
+            store: store, hub: hub, broadcaster: broadcaster, live: live, retention: definition.privacy.retention, telemetry: telemetry,
+            logger: logger)
+        let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
+        let api = HTTPAPI(definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry, token: token, logger: logger)
+        let app = Application(
+            router: api.router(),
+            configuration: .init(address: .hostname(server.host, port: server.port), serverName: "sentinel"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
+            logger: logger)
+        let sources = started.map { source in
+            SourceService(
+                definition: definition, source: source, models: models, pace: options.pace, loop: options.loop, keys: keys, hub: hub,
+                live: live, telemetry: telemetry, logger: logger)
+        }
+        // Started in this order, stopped in reverse: sources first, then the writer, then the server. A source
+        // that ends (a recording played once) leaves the rest running.
+        typealias Entry = ServiceGroupConfiguration.ServiceConfiguration
+        let services: [Entry] = [Entry(service: app), Entry(service: writer)]
+            + sources.map { Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore) }
+        group = ServiceGroup(
+            configuration: .init(
+                services: services,
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+    }
+
+    public func run() async throws { try await group.run() }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import SentinelCore
+import SentinelStore
+
+/// The wire format of `GET /events` (text/event-stream, per the WHATWG HTML spec's server-sent events).
+///
+/// Each logged event is one message: `id:` the log id, `event:` its type, `data:` one line of JSON, the envelope
+/// `{id, sequenceNumber, streamId, payloadType, payload, timestamp}`, so a native client decodes it with a plain
+/// Codable struct. Control messages (`stream.reset`, `stream.cutoff`) carry no `id:`, so they leave the client's
+/// last event id where it was.
+public enum ServerSentEvents {
+    public static let resetType = "stream.reset"
+    public static let cutoffType = "stream.cutoff"
+
+    public static func message(for event: LoggedEvent) -> String {
+        let payload = String(decoding: event.payload, as: UTF8.self)
+        let data = """
+            {"id":\(event.id),"payload":\(payload),"payloadType":\(quoted(event.type)),"sequenceNumber":\(event.sequenceNumber),\
+            "streamId":\(quoted(event.streamId)),"timestamp":"\(ISO8601.string(from: event.time))"}
+            """
+        return "id: \(event.id)\nevent: \(event.type)\ndata: \(data)\n\n"
+    }
+
+    /// A control message: an event type and a JSON object, without an id.
+    public static func control(_ type: String, _ fields: [String: String]) -> String {
+        let data = (try? JSONEncoder.sentinel().encode(fields)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return "event: \(type)\ndata: \(data)\n\n"
+    }
+
+    public static func retry(milliseconds: Int) -> String { "retry: \(milliseconds)\n\n" }
+
+    public static let heartbeat = ": heartbeat\n\n"
+
+    /// A JSON string literal.
+    static func quoted(_ text: String) -> String {
+        (try? JSONEncoder.sentinel().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+    }
+}

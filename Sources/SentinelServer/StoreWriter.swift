@@ -1,0 +1,105 @@
+import Foundation
+import CoreMetrics
+import Logging
+import Metrics
+import SentinelPrivacy
+import SentinelStore
+import ServiceLifecycle
+
+/// Moves publications from the hub into the store in batches (one transaction each), then hands what was committed
+/// to the SSE clients and the live state: nothing is published before it is durable, so a client that resumes
+/// from the store never misses or repeats an event. While the database cannot be written, publications wait in the
+/// hub (bounded) and the writer retries with backoff; it runs retention between batches.
+public final class StoreWriter: Service, @unchecked Sendable {
+    let store: EventStore
+    let hub: Hub
+    let broadcaster: Broadcaster
+    let live: LiveState
+    let telemetry: Telemetry
+    let logger: Logger
+    private var retention: RetentionJob
+    private var failure: StoreError?
+    static let batchLimit = 500
+
+    public init(store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, retention: RetentionPolicy, telemetry: Telemetry, logger: Logger) {
+        self.store = store
+        self.hub = hub
+        self.broadcaster = broadcaster
+        self.live = live
+        self.retention = RetentionJob(policy: retention)
+        self.telemetry = telemetry
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        var backoff = Duration.milliseconds(250)
+        for await _ in hub.wakeups.cancelOnGracefulShutdown() {
+            if flush() {
+                backoff = .milliseconds(250)
+            } else {
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(8))
+                hub.wakeUp()
+            }
+        }
+        // Shutting down: the sources have stopped; write what they left, trying a little longer if the database is down.
+        for attempt in 0..<5 where !flush() {
+            try? await Task.sleep(for: .milliseconds(200 << attempt))
+        }
+        if hub.waiting > 0 {
+            logger.error("events not stored at shutdown", metadata: ["count": "\(hub.waiting)", "reason": "\(failure.map(\.message) ?? "")"])
+        }
+        broadcaster.close()
+    }
+
+    /// Writes everything waiting; false when the database refused (the batch is back in the hub).
+    func flush() -> Bool {
+        while case let batch = hub.take(limit: Self.batchLimit), !batch.isEmpty {
+            let start = ContinuousClock.now
+            let logged: [LoggedEvent]
+            do {
+                logged = try store.append(batch)
+            } catch {
+                hub.putBack(batch)
+                if failure?.kind != error.kind { logger.error("cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"]) }
+                failure = error
+                live.updateDatabase {
+                    $0.writable = false
+                    $0.message = error.message
+                }
+                return false
+            }
+            telemetry.storeLatency.recordInterval(since: start)
+            if failure != nil {
+                logger.notice("the store is writable again; flushing the events kept in memory", metadata: ["waiting": "\(hub.waiting + batch.count)"])
+                failure = nil
+            }
+            live.updateDatabase {
+                $0.writable = true
+                $0.message = nil
+            }
+            live.apply(batch)
+            let published = ContinuousClock.now
+            broadcaster.publish(logged)
+            telemetry.publishLatency.recordInterval(since: published)
+            telemetry.eventsPublished.increment(by: logged.count)
+            runRetention()
+        }
+        return true
+    }
+
+    private func runRetention() {
+        var target = store
+        do {
+            if let deleted = try retention.runIfDue(now: Date(), on: &target), deleted > 0 {
+                logger.info("retention deleted old records", metadata: ["count": "\(deleted)"])
+            }
+        } catch {
+            logger.error("retention failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension CoreMetrics.Timer {
+    func recordInterval(since start: ContinuousClock.Instant) { record(duration: ContinuousClock.now - start) }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import CoreMetrics
+import Metrics
+import Prometheus
+
+/// Every metric `/metrics` shows, made through swift-metrics on a registry of this server's own (no global
+/// bootstrap, so several servers can live in one process, as in tests).
+public final class Telemetry: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5),
+        ]
+        self.factory = factory
+        sseSubscribers = CoreMetrics.Gauge(label: "sentinel_sse_subscribers", factory: factory)
+        storeQueueDepth = CoreMetrics.Gauge(label: "sentinel_queue_depth", dimensions: [("queue", "store")], factory: factory)
+        eventsPublished = CoreMetrics.Counter(label: "sentinel_events_published_total", factory: factory)
+        droppedByStoreBuffer = CoreMetrics.Counter(label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
+        droppedBySlowClient = CoreMetrics.Counter(label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
+        storeLatency = CoreMetrics.Timer(
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds, factory: factory)
+        publishLatency = CoreMetrics.Timer(
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "publish")], preferredDisplayUnit: .seconds, factory: factory)
+    }
+
+    /// SSE clients connected now.
+    public let sseSubscribers: CoreMetrics.Gauge
+    /// Publications waiting to be written to the store.
+    public let storeQueueDepth: CoreMetrics.Gauge
+    /// Events committed to the log and offered to the SSE clients.
+    public let eventsPublished: CoreMetrics.Counter
+    /// Publications dropped because the store could not be written for so long that the buffer filled.
+    public let droppedByStoreBuffer: CoreMetrics.Counter
+    /// Messages a slow SSE client did not get because it was cut off.
+    public let droppedBySlowClient: CoreMetrics.Counter
+    public let storeLatency: CoreMetrics.Timer
+    public let publishLatency: CoreMetrics.Timer
+
+    /// Latency of one pipeline stage per frame (or per batch, for the store and the fan-out).
+    public func stage(_ name: String) -> CoreMetrics.Timer {
+        CoreMetrics.Timer(label: "sentinel_stage_duration_seconds", dimensions: [("stage", name)], preferredDisplayUnit: .seconds, factory: factory)
+    }
+
+    /// Frames per second one source processed, over the last second.
+    public func fps(source: String) -> CoreMetrics.Gauge {
+        CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("source", source)], factory: factory)
+    }
+
+    /// Frames a source produced but the pipeline did not process, estimated from gaps in their timestamps.
+    public func droppedFrames(source: String) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(label: "sentinel_frames_dropped_total", dimensions: [("source", source)], factory: factory)
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> String { registry.emitToString() }
+}

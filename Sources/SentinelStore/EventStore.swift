@@ -1,0 +1,346 @@
+import Foundation
+import GRDB
+import SentinelCore
+import SentinelPrivacy
+
+/// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading.
+public enum Publication: Sendable {
+    case visitor(stored: MaskedEvent, published: MaskedEvent)
+    case gauge(GaugeReading)
+
+    public static let gaugeType = "sentiment.gauge"
+    /// The stream of gauge readings, beside one stream per source.
+    public static let gaugeStream = "sentiment"
+}
+
+/// One row of the event log: what the SSE stream sends, in the order it was committed.
+public struct LoggedEvent: Sendable, Equatable {
+    /// The log's monotonic id, also the SSE `id:`.
+    public var id: Int64
+    /// Position within its stream (a source, or the gauge's), from 1 without gaps.
+    public var sequenceNumber: Int64
+    public var streamId: String
+    public var type: String
+    public var time: Date
+    /// The zone of a visitor event (its stay's, else the visitor's), for filtering.
+    public var zone: String?
+    /// The published JSON.
+    public var payload: Data
+}
+
+/// The SQLite store (GRDB, WAL): an append-only event log, visits, zone stays and gauge readings.
+///
+/// Everything here has passed the mask: rows hold the store's copy of each event, and the log holds the published
+/// copy (the store's, reduced to what the events output allows). Every batch is one transaction with
+/// `synchronous = FULL`, so a batch that `append` returned from survives kill -9 and power loss.
+public final class EventStore: Sendable {
+    public let path: String
+    private let pool: DatabasePool
+    private let encoder = JSONEncoder.sentinel()
+
+    /// Opens (creating if needed) and migrates the database. Visits left open by a crash are closed as
+    /// `interrupted`.
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(2)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+            try pool.write { db in
+                try db.execute(sql: "UPDATE visits SET state = 'exited', exitReason = 'interrupted' WHERE state != 'exited'")
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE events (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        streamId TEXT NOT NULL,
+                        sequenceNumber INTEGER NOT NULL,
+                        type TEXT NOT NULL,
+                        time REAL NOT NULL,
+                        zone TEXT,
+                        payload TEXT NOT NULL
+                    );
+                    CREATE INDEX events_time ON events(time);
+                    CREATE INDEX events_type ON events(type, id);
+                    CREATE TABLE visits (
+                        faceId TEXT PRIMARY KEY,
+                        sourceId TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        zone TEXT,
+                        firstSeen REAL NOT NULL,
+                        lastSeen REAL NOT NULL,
+                        exitReason TEXT,
+                        record TEXT NOT NULL
+                    );
+                    CREATE INDEX visits_lastSeen ON visits(lastSeen);
+                    CREATE INDEX visits_firstSeen ON visits(firstSeen);
+                    CREATE TABLE zoneStays (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        faceId TEXT NOT NULL,
+                        zone TEXT NOT NULL,
+                        enteredAt REAL NOT NULL,
+                        exitedAt REAL,
+                        dwellSeconds REAL
+                    );
+                    CREATE INDEX zoneStays_face ON zoneStays(faceId);
+                    CREATE TABLE gaugeReadings (
+                        eventId INTEGER PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+                        time REAL NOT NULL,
+                        reading TEXT NOT NULL
+                    );
+                    CREATE INDEX gaugeReadings_time ON gaugeReadings(time);
+                    """)
+        }
+        return migrator
+    }
+
+    /// Writes a batch in one transaction and returns its log rows, ids assigned.
+    public func append(_ batch: [Publication]) throws(StoreError) -> [LoggedEvent] {
+        guard !batch.isEmpty else { return [] }
+        let encoder = encoder
+        do {
+            return try pool.write { db in
+                var sequences: [String: Int64] = [:]
+                func next(_ stream: String) throws -> Int64 {
+                    let last = try sequences[stream]
+                        ?? Int64.fetchOne(db, sql: "SELECT MAX(sequenceNumber) FROM events WHERE streamId = ?", arguments: [stream]) ?? 0
+                    sequences[stream] = last + 1
+                    return last + 1
+                }
+                var logged: [LoggedEvent] = []
+                for publication in batch {
+                    var row: LoggedEvent
+                    switch publication {
+                    case .visitor(let stored, let published):
+                        let event = published.event
+                        row = LoggedEvent(
+                            id: 0, sequenceNumber: try next(event.visitor.sourceId), streamId: event.visitor.sourceId,
+                            type: event.type.rawValue, time: event.time, zone: event.stay?.zone ?? event.visitor.zone,
+                            payload: published.json)
+                        try Self.record(stored.event, record: try encoder.encode(published.event.visitor), in: db)
+                    case .gauge(let reading):
+                        row = LoggedEvent(
+                            id: 0, sequenceNumber: try next(Publication.gaugeStream), streamId: Publication.gaugeStream,
+                            type: Publication.gaugeType, time: reading.time, zone: nil, payload: try encoder.encode(reading))
+                    }
+                    try db.execute(
+                        sql: "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                        arguments: [row.streamId, row.sequenceNumber, row.type, row.time.timeIntervalSince1970, row.zone,
+                                    String(decoding: row.payload, as: UTF8.self)])
+                    row.id = db.lastInsertedRowID
+                    if case .gauge = publication {
+                        try db.execute(
+                            sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)",
+                            arguments: [row.id, row.time.timeIntervalSince1970, String(decoding: row.payload, as: UTF8.self)])
+                    }
+                    logged.append(row)
+                }
+                return logged
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// Keeps the visits and zone-stay tables in step with an event (the store's copy). `record` is the visitor as
+    /// published, which the REST API serves.
+    private static func record(_ event: VisitorEvent, record: Data, in db: Database) throws {
+        let visitor = event.visitor
+        let time = event.time.timeIntervalSince1970
+        try db.execute(
+            sql: """
+                INSERT INTO visits (faceId, sourceId, state, zone, firstSeen, lastSeen, exitReason, record)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(faceId) DO UPDATE SET state = excluded.state, zone = excluded.zone,
+                    lastSeen = excluded.lastSeen, exitReason = excluded.exitReason, record = excluded.record
+                """,
+            arguments: [visitor.faceId, visitor.sourceId, visitor.state, visitor.zone,
+                        (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason,
+                        String(decoding: record, as: UTF8.self)])
+        guard let stay = event.stay else { return }
+        switch event.type {
+        case .zoneEntered:
+            try db.execute(
+                sql: "INSERT INTO zoneStays (faceId, zone, enteredAt) VALUES (?, ?, ?)",
+                arguments: [visitor.faceId, stay.zone, stay.enteredAt.timeIntervalSince1970])
+        case .zoneExited:
+            try db.execute(
+                sql: "UPDATE zoneStays SET exitedAt = ?, dwellSeconds = ? WHERE faceId = ? AND zone = ? AND exitedAt IS NULL",
+                arguments: [(stay.exitedAt ?? event.time).timeIntervalSince1970, stay.dwellSeconds, visitor.faceId, stay.zone])
+        default:
+            break
+        }
+    }
+
+    /// Log rows after `id`, oldest first.
+    public func events(after id: Int64, limit: Int) throws(StoreError) -> [LoggedEvent] {
+        try read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, sequenceNumber, streamId, type, time, zone, payload FROM events WHERE id > ? ORDER BY id LIMIT ?",
+                arguments: [id, limit]
+            ).map(Self.loggedEvent)
+        }
+    }
+
+    /// What a resuming client can be given: ids after `floor` are all in the log (ids at or below it were deleted by
+    /// retention), and `last` is the newest id ever assigned.
+    public func logBounds() throws(StoreError) -> (floor: Int64, last: Int64) {
+        try read { db in
+            let last = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
+            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM events")
+            return (floor: oldest.map { $0 - 1 } ?? last, last: last)
+        }
+    }
+
+    /// A visit as published, with its zone stays.
+    public struct Visit: Sendable, Equatable {
+        public var record: Data
+        public var exitReason: String?
+        public var stays: [Stay]
+        public struct Stay: Sendable, Equatable, Codable {
+            public var zone: String
+            public var enteredAt: Date
+            public var exitedAt: Date?
+            public var dwellSeconds: Double?
+        }
+    }
+
+    public func visit(_ faceId: String) throws(StoreError) -> Visit? {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT record, exitReason FROM visits WHERE faceId = ?", arguments: [faceId]) else {
+                return nil
+            }
+            let stays = try Row.fetchAll(
+                db, sql: "SELECT zone, enteredAt, exitedAt, dwellSeconds FROM zoneStays WHERE faceId = ? ORDER BY id", arguments: [faceId]
+            ).map { row in
+                Visit.Stay(
+                    zone: row["zone"], enteredAt: Date(timeIntervalSince1970: row["enteredAt"]),
+                    exitedAt: (row["exitedAt"] as Double?).map(Date.init(timeIntervalSince1970:)), dwellSeconds: row["dwellSeconds"])
+            }
+            return Visit(record: Data((row["record"] as String).utf8), exitReason: row["exitReason"], stays: stays)
+        }
+    }
+
+    /// Visits that overlap `from..<to`, in order of first sighting, a page at a time: pass the returned cursor back
+    /// for the next page (nil when there is none).
+    public func visits(from: Date, to: Date, after cursor: Int64?, limit: Int) throws(StoreError) -> (records: [Data], next: Int64?) {
+        try read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT rowid, record FROM visits WHERE lastSeen >= ? AND firstSeen < ? AND rowid > ?
+                    ORDER BY rowid LIMIT ?
+                    """,
+                arguments: [from.timeIntervalSince1970, to.timeIntervalSince1970, cursor ?? 0, limit + 1])
+            let page = rows.prefix(limit)
+            return (page.map { Data(($0["record"] as String).utf8) }, rows.count > limit ? page.last?["rowid"] : nil)
+        }
+    }
+
+    /// Gauge readings since `since`, oldest first, at most `limit` (the newest ones).
+    public func gaugeReadings(since: Date, limit: Int) throws(StoreError) -> [Data] {
+        try read { db in
+            try String.fetchAll(
+                db, sql: "SELECT reading FROM (SELECT time, reading FROM gaugeReadings WHERE time >= ? ORDER BY time DESC LIMIT ?) ORDER BY time",
+                arguments: [since.timeIntervalSince1970, limit]
+            ).map { Data($0.utf8) }
+        }
+    }
+
+    /// A cheap query that fails when the database cannot be read.
+    public func check() throws(StoreError) {
+        _ = try read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try pool.read(body)
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    private static func loggedEvent(_ row: Row) -> LoggedEvent {
+        LoggedEvent(
+            id: row["id"], sequenceNumber: row["sequenceNumber"], streamId: row["streamId"], type: row["type"],
+            time: Date(timeIntervalSince1970: row["time"]), zone: row["zone"], payload: Data((row["payload"] as String).utf8))
+    }
+}
+
+extension EventStore: RetentionTarget {
+    /// Deletes log rows and gauge readings older than `cutoff`, and visits (with their stays) last seen before it.
+    public func deleteRecords(olderThan cutoff: Date) throws -> Int {
+        let time = cutoff.timeIntervalSince1970
+        do {
+            return try pool.write { db in
+                var deleted = 0
+                try db.execute(sql: "DELETE FROM gaugeReadings WHERE time < ?", arguments: [time])
+                deleted += db.changesCount
+                try db.execute(sql: "DELETE FROM events WHERE time < ?", arguments: [time])
+                deleted += db.changesCount
+                try db.execute(sql: "DELETE FROM zoneStays WHERE faceId IN (SELECT faceId FROM visits WHERE lastSeen < ?)", arguments: [time])
+                deleted += db.changesCount
+                try db.execute(sql: "DELETE FROM visits WHERE lastSeen < ?", arguments: [time])
+                deleted += db.changesCount
+                return deleted
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+}
+
+/// A database problem, said plainly: which file, and whether the disk is full, the file read-only, the database
+/// locked by another process, or something else.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case diskFull, readOnly, locked, cannotOpen, corrupt, other
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    init(_ error: any Error, path: String) {
+        if let error = error as? StoreError {
+            self = error
+            return
+        }
+        guard let error = error as? DatabaseError else {
+            kind = .other
+            message = "database \(path): \(error)"
+            return
+        }
+        switch error.resultCode {
+        case .SQLITE_FULL:
+            kind = .diskFull
+            message = "database \(path): the disk is full; events are kept in memory until space is freed"
+        case .SQLITE_READONLY:
+            kind = .readOnly
+            message = "database \(path) is read-only (check the file's and its folder's permissions)"
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            kind = .locked
+            message = "database \(path) is locked by another process or connection"
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
+            kind = .cannotOpen
+            message = "database \(path) cannot be opened: \(error.message ?? "\(error.resultCode)") (does its folder exist and is it writable?)"
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            kind = .corrupt
+            message = "database \(path) is damaged or not a Sentinel database: \(error.message ?? "\(error.resultCode)")"
+        default:
+            kind = .other
+            message = "database \(path): \(error.message ?? "\(error.resultCode)")"
+        }
+    }
+
+    public var description: String { message }
+}

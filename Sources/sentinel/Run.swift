@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import SentinelPipeline
+import SentinelServer
+import SentinelVision
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a pipeline as a service: every source, the SQLite store, and SSE and REST on one port.",
+        discussion: """
+            Events pass the privacy mask, are stored, then streamed at GET /events (SSE, resumable with \
+            Last-Event-ID). REST: /api/visitors, /api/visitors/{faceId}, /api/sentiment, /api/zones, /healthz, \
+            /metrics, /openapi.json. SIGTERM or Ctrl-C stops intake, ends open visits (reason shutdown), flushes the \
+            store, ends the streams and exits 0. A recording is played as if live: its events are placed on the wall \
+            clock when playback starts.
+            """)
+
+    @Argument(help: "Pipeline file.")
+    var pipeline = "Pipelines/showroom.yml"
+
+    @Option(help: "Pace for every source: fastest, realtime, or a factor such as 4x (default: each source's).")
+    var pace: Pacing?
+
+    @Flag(help: "Play recordings again from the start when they end (for demos).")
+    var loop = false
+
+    @Option(help: "Address to listen on (default: the pipeline's server.host, 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on (default: the pipeline's server.port, 8080).")
+    var port: Int?
+
+    @Option(help: "SQLite database (default: the pipeline's store.path).")
+    var database: String?
+
+    @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
+    var verbose = false
+
+    @OptionGroup var models: ModelOptions
+
+    func run() async throws {
+        let definition = try loadPipeline(pipeline, models: models)
+        let logger = makeLogger("sentinel.run", verbose: verbose)
+        var options = SentinelService.Options()
+        options.pace = pace
+        options.loop = loop
+        options.databasePath = database
+        options.host = host
+        options.port = port
+        let host = host ?? definition.server.host
+        let service: SentinelService
+        do {
+            service = try SentinelService(definition: definition, models: try models.store(), options: options, logger: logger) { port in
+                let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+                FileHandle.standardOutput.write(Data("""
+                    Sentinel is serving \(definition.file) on \(base)
+                      live events:  curl -N \(base)/events
+                      dashboard:    open \(base)/ in a browser
+                      REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz
+                    Ctrl-C stops.
+
+                    """.utf8))
+            }
+        } catch let error as ServiceError {
+            throw ValidationError(error.description)
+        }
+        try await service.run()
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import SentinelCore
+import SentinelServer
+import SentinelStore
+import SentinelTestSupport
+import Testing
+
+@Suite("SSE stream", .timeLimit(.minutes(2)))
+struct StreamTests {
+    @Test("a client that disconnects mid-stream and resumes with Last-Event-ID gets every event once, in order")
+    func resume() async throws {
+        let server = try await TestServer()
+        try server.publish(40)
+        let first = try await server.stream(headers: [("Last-Event-ID", "0")]) { $0.ids.count >= 15 }
+        let seen = first.ids.prefix(15)
+        #expect(first.first?.retry == 3000)
+        // While it is away, more happens.
+        try server.publish(40, startingAt: 10)
+        #expect(try await server.wait { try server.service.store.logBounds().last == 80 })
+        let rest = try await server.stream(headers: [("Last-Event-ID", "\(seen.last!)")]) { $0.ids.last == 80 }
+        let all = Array(seen) + rest.ids
+        #expect(all == Array(1...80), "\(all)")
+        // The same through the query parameter, for clients that cannot set headers; envelopes decode as documented.
+        let viaQuery = try await server.stream("/events?lastEventId=70") { $0.ids.last == 80 }
+        #expect(viaQuery.ids == Array(71...80))
+        let envelope = try JSONDecoder.sentinel().decode(Envelope.self, from: Data(viaQuery.last!.data.utf8))
+        #expect(envelope.id == 80 && envelope.streamId == "showroom" && envelope.payloadType == viaQuery.last!.event)
+        #expect(envelope.sequenceNumber == 80)
+        try await server.stop()
+    }
+
+    struct Envelope: Decodable {
+        var id: Int64
+        var sequenceNumber: Int64
+        var streamId: String
+        var payloadType: String
+        var timestamp: Date
+        var payload: VisitorEvent
+    }
+
+    @Test("an unknown or expired id is announced with stream.reset before the stream goes on")
+    func reset() async throws {
+        let server = try await TestServer()
+        try server.publish(10)
+        #expect(try await server.wait { try server.service.store.logBounds().last == 10 })
+        let unknown = try await server.stream(headers: [("Last-Event-ID", "999")]) { $0.contains { $0.event == "stream.reset" } }
+        #expect(unknown.last?.event == "stream.reset" && unknown.last!.data.contains("\"reason\":\"unknown\""))
+        // Retention deletes the first events; a client that last saw one of them is told, then gets what is kept.
+        let cutoff = server.origin.addingTimeInterval(4.5)
+        _ = try server.service.store.deleteRecords(olderThan: cutoff)
+        let expired = try await server.stream(headers: [("Last-Event-ID", "2")]) { $0.ids.last == 10 }
+        #expect(expired.first { $0.event != nil }?.event == "stream.reset")
+        #expect(expired.first { $0.event == "stream.reset" }!.data.contains("\"reason\":\"expired\""))
+        #expect(expired.ids == Array(6...10))
+        try await server.stop()
+    }
+
+    @Test("filters by source, zone and type")
+    func filters() async throws {
+        let server = try await TestServer()
+        try server.publish(6, zone: "display")
+        try server.publish(6, zone: "counter", startingAt: 10)
+        #expect(try await server.wait { try server.service.store.logBounds().last == 12 })
+        let counter = try await server.stream("/events?lastEventId=0&zone=counter&type=visitor.updated") { $0.ids.last == 12 }
+        #expect(counter.ids == [10, 11, 12])
+        try await server.stop()
+    }
+
+    /// 6,000 events of about 2 KB, at 2,000 a second: far more than socket buffers hold, so a client that stops
+    /// reading fills its queue of 64 and is cut off, while a client that reads as they come misses none.
+    @Test("a client that stops reading is cut off with a final event while a fast one receives everything")
+    func slowClient() async throws {
+        let server = try await TestServer(extra: "server: { clientBufferEvents: 64 }")
+        let total = 6000
+        async let fast = server.stream { $0.ids.count >= total }
+        // The slow client reads the head of the stream, then nothing until the server has given up on it.
+        let port = server.port
+        let slow = Task { () async throws -> [EventStreamParser.Message] in
+            var messages: [EventStreamParser.Message] = []
+            var parser = EventStreamParser()
+            var paused = false
+            try await LoopbackClient.get(port: port, path: "/events") { chunk in
+                messages += parser.feed(String(buffer: chunk))
+                if !paused {
+                    paused = true
+                    try await Task.sleep(for: .seconds(5))
+                }
+                return true
+            }
+            return messages
+        }
+        #expect(try await server.wait { server.service.broadcaster.subscriberCount == 2 })
+        for burst in 0..<(total / 20) {
+            try server.publish(20, startingAt: Double(burst * 20), padding: 2000)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let fastIDs = try await fast.ids
+        #expect(fastIDs == Array(1...Int64(total)))
+        let slowMessages = try await slow.value
+        #expect(slowMessages.last?.event == "stream.cutoff", "\(slowMessages.suffix(2))")
+        #expect(slowMessages.ids.count < total)
+        #expect(try await server.wait { server.service.broadcaster.subscriberCount == 0 })
+        try await server.stop()
+    }
+}
+
+@Suite("REST API", .timeLimit(.minutes(2)))
+struct APITests {
+    @Test("every endpoint answers as openapi.json documents (python3-jsonschema), and it is served")
+    func endpointsMatchDocument() async throws {
+        let server = try await TestServer()
+        try server.publish(12, visitors: 4)
+        server.service.hub.tick(time: server.origin.addingTimeInterval(2))
+        #expect(try await server.wait { try server.service.store.logBounds().last == 13 })
+        let faceId = try #require(try JSONDecoder.sentinel().decode(Visitors.self, from: try await server.get("/api/visitors").1).visitors.first?.faceId)
+        let requests: [(template: String, path: String, status: Int)] = [
+            ("/api/visitors", "/api/visitors", 200),
+            ("/api/visitors", "/api/visitors?from=2026-01-01T00:00:00Z&limit=2", 200),
+            ("/api/visitors", "/api/visitors?from=yesterday", 400),
+            ("/api/visitors/{faceId}", "/api/visitors/\(faceId)", 200),
+            ("/api/visitors/{faceId}", "/api/visitors/nosuchvisitor", 404),
+            ("/api/sentiment", "/api/sentiment?minutes=120", 200),
+            ("/api/sentiment", "/api/sentiment?minutes=100000000", 400),
+            ("/api/zones", "/api/zones", 200),
+            ("/healthz", "/healthz", 200),
+        ]
+        var checked: [[String: Any]] = []
+        for request in requests {
+            let (head, body) = try await server.get(request.path)
+            #expect(head.status == request.status, "\(request.path): \(head.status) \(String(decoding: body, as: UTF8.self))")
+            checked.append(["path": request.template, "status": head.status, "body": try JSONSerialization.jsonObject(with: body)])
+        }
+        let file = server.folder.appendingPathComponent("responses.json")
+        try JSONSerialization.data(withJSONObject: checked).write(to: file)
+        let (status, text, _) = try Fixtures.run(URL(fileURLWithPath: "/usr/bin/python3"), [
+            Fixtures.root.appendingPathComponent("Schemas/validate_openapi.py").path,
+            Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json").path, file.path,
+        ])
+        #expect(status == 0, "\(text)")
+        #expect(text.contains("\(requests.count) responses, 0 problems"))
+        // History pages through every visit once.
+        let page1 = try JSONDecoder.sentinel().decode(Visitors.self, from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3").1)
+        let page2 = try JSONDecoder.sentinel().decode(
+            Visitors.self, from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3&cursor=\(page1.nextCursor!)").1)
+        #expect(page1.visitors.count == 3 && page2.visitors.count == 1 && page2.nextCursor == nil)
+        // Four visitors in one zone: counts are published; the gauge has four votes.
+        let zones = String(decoding: try await server.get("/api/zones").1, as: UTF8.self)
+        #expect(zones.contains("{\"emotion\":true,\"name\":\"display\",\"sourceId\":\"showroom\",\"visitors\":{\"value\":4,\"visitors\":4}}"))
+        let served = try await server.get("/openapi.json").1
+        #expect(served == (try Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json"))))
+        let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
+        #expect(metrics.contains("sentinel_events_published_total 13"))
+        #expect(metrics.contains("sentinel_stage_duration_seconds_bucket{stage=\"store\""))
+        try await server.stop()
+    }
+
+    struct Visitors: Decodable {
+        var visitors: [VisitorRecord]
+        var nextCursor: String?
+    }
+
+    @Test("nothing published carries a box, detector score, media time or internal id")
+    func noLeaks() async throws {
+        let server = try await TestServer()
+        try server.publish(9)
+        #expect(try await server.wait { try server.service.store.logBounds().last == 9 })
+        var texts = [String(decoding: try await server.get("/api/visitors").1, as: UTF8.self)]
+        texts += try await server.stream("/events?lastEventId=0") { $0.ids.last == 9 }.map(\.data)
+        let faceId = try JSONDecoder.sentinel().decode(Visitors.self, from: Data(texts[0].utf8)).visitors[0].faceId
+        texts.append(String(decoding: try await server.get("/api/visitors/\(faceId)").1, as: UTF8.self))
+        for text in texts {
+            for secret in ["\"box\"", "detectionScore", "mediaTime", "showroom#", "emotionDistribution"] {
+                #expect(!text.contains(secret), "\(secret) in \(text)")
+            }
+        }
+        try await server.stop()
+    }
+}
+
+@Suite("Access", .timeLimit(.minutes(2)))
+struct AccessTests {
+    @Test("beyond localhost a bearer token is required, from the header or, on /events, the query; /healthz stays open")
+    func bearer() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let tokenFile = folder.appendingPathComponent("token")
+        let token = "s3cret-token-0123456789"
+        try (token + "\n").write(to: tokenFile, atomically: true, encoding: .utf8)
+        await #expect(throws: ServiceError.self) { try await TestServer(extra: "server: { tokenEnvironment: SENTINEL_TEST_NO_SUCH_VARIABLE }", host: "0.0.0.0") }
+        let server = try await TestServer(extra: "server: { tokenFile: \(tokenFile.path), corsOrigins: [\"https://dash.example.com\"] }", host: "0.0.0.0")
+        #expect(try await server.get("/api/zones").0.status == 401)
+        #expect(try await server.get("/api/zones", headers: [("Authorization", "Bearer wrong-token-0123456789")]).0.status == 401)
+        #expect(try await server.get("/events").0.status == 401)
+        #expect(try await server.get("/api/zones?access_token=\(token)").0.status == 401)
+        #expect(try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)")]).0.status == 200)
+        #expect([200, 503].contains(try await server.get("/healthz").0.status))
+        try server.publish(3)
+        let messages = try await server.stream("/events?lastEventId=0&access_token=\(token)") { $0.ids.last == 3 }
+        #expect(messages.ids == [1, 2, 3])
+        // CORS: the listed dashboard origin is answered, another is not.
+        let allowed = try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://dash.example.com")]).0
+        #expect(allowed.header("Access-Control-Allow-Origin") == "https://dash.example.com")
+        let other = try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://evil.example.com")]).0
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+        try await server.stop()
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+import NIOCore
+import SentinelCore
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelServer
+import SentinelStore
+import SentinelTestSupport
+
+/// A real `sentinel run` service in-process, on a free loopback port, with no sources started: tests hand it masked
+/// events the way a source does.
+final class TestServer: @unchecked Sendable {
+    let service: SentinelService
+    let port: Int
+    let folder: URL
+    let definition: PipelineDefinition
+    private var mask: PrivacyMask
+    private let task: Task<Void, any Error>
+    private var visits = 0
+    /// An hour ago, on a whole second: recent enough for retention and the sentiment series.
+    let origin = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 3600).rounded(.down))
+
+    static let pipeline = """
+        version: 1
+        sources:
+          - id: showroom
+            input: showroom.mp4
+            zones:
+              - name: display
+                polygon: [[0, 0], [0.5, 0], [0.5, 1], [0, 1]]
+              - name: counter
+                polygon: [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]
+                emotion: false
+        """
+
+    init(extra: String = "", host: String? = nil) async throws {
+        folder = try Fixtures.temporaryFolder()
+        var definition = try PipelineDefinition.parse(Self.pipeline + "\n" + extra, file: folder.appendingPathComponent("test.yml").path)
+        definition.privacy.pseudonyms.keyFile = nil
+        self.definition = definition
+        var options = SentinelService.Options()
+        options.sources = []
+        options.port = 0
+        options.host = host
+        options.databasePath = folder.appendingPathComponent("test.sqlite").path
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        service = try SentinelService(definition: definition, models: Fixtures.store, options: options, logger: logger) { port in
+            portContinuation.yield(port)
+        }
+        let service = service
+        task = Task { try await service.run() }
+        var iterator = ports.makeAsyncIterator()
+        port = await iterator.next()!
+        mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+    }
+
+    /// Hands `count` visitor events to the hub, as a source would: `visitors` visitors in `zone`, updated in turn,
+    /// one a second (published times are whole seconds).
+    func publish(_ count: Int, visitors: Int = 3, zone: String = "display", startingAt second: Double = 0, padding: Int = 0) throws {
+        for i in 0..<count {
+            let time = origin.addingTimeInterval(second + Double(i))
+            let visitor = VisitorRecord(
+                faceId: "showroom#0#\(i % visitors)", sourceId: "showroom", zone: zone, state: "active",
+                zones: [.init(zone: zone, dwellSeconds: Double(i))], dwellSeconds: 10, firstSeen: origin, lastSeen: time,
+                emotion: "happy", emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1], valence: 0.8,
+                box: Box(x: 10, y: 20, width: 30, height: 40), detectionScore: 0.97)
+            var event = VisitorEvent(type: i < visitors ? .entered : .updated, time: time, visitor: visitor, mediaTime: Double(i))
+            if padding > 0 { event.reason = String(repeating: "x", count: padding) }
+            try submit(event)
+        }
+    }
+
+    func submit(_ event: VisitorEvent) throws {
+        let masked = try mask.mask(event)
+        service.hub.submit(stored: masked[.store]!, published: definition.privacy.published(masked[.store]!))
+    }
+
+    func get(_ path: String, headers: [(String, String)] = []) async throws -> (LoopbackClient.Head, Data) {
+        try await LoopbackClient.fetch(port: port, path: path, headers: headers)
+    }
+
+    /// Reads SSE messages until `until` says stop (or the stream ends).
+    func stream(
+        _ path: String = "/events", headers: [(String, String)] = [], until: @escaping ([EventStreamParser.Message]) -> Bool
+    ) async throws -> [EventStreamParser.Message] {
+        var parser = EventStreamParser()
+        var messages: [EventStreamParser.Message] = []
+        try await LoopbackClient.get(port: port, path: path, headers: headers) { chunk in
+            messages += parser.feed(String(buffer: chunk))
+            return !until(messages)
+        }
+        return messages
+    }
+
+    /// Waits until `condition` holds, polling, for at most `seconds`.
+    func wait(seconds: Double = 10, _ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try condition()
+    }
+
+    func stop() async throws {
+        await service.group.triggerGracefulShutdown()
+        try await task.value
+    }
+}
+
+extension Array where Element == EventStreamParser.Message {
+    var ids: [Int64] { compactMap { $0.id.flatMap { Int64($0) } } }
+}
