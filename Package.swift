@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "SentinelStoreTests", dependencies: ["SentinelStore", "SentinelPrivacy", "SentinelCore"]),
         .testTarget(
             name: "SentinelServerTests",
-            dependencies: ["SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelPipeline", "SentinelCore", "SentinelTestSupport",
+            dependencies: ["SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelPipeline", "SentinelCore", "SentinelSynth", "SentinelTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(

@@ -72,9 +72,7 @@ public struct PrivacyMask: Sendable {
     }
 
     private func coarsen(_ event: inout VisitorEvent) {
-        let step = policy.timestampResolution
-        guard step > 0 else { return }
-        func round(_ date: Date) -> Date { Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded(.down) * step) }
+        let round = policy.coarsen
         event.time = round(event.time)
         event.visitor.firstSeen = event.visitor.firstSeen.map(round)
         event.visitor.lastSeen = event.visitor.lastSeen.map(round)
@@ -87,6 +85,13 @@ public struct PrivacyMask: Sendable {
 }
 
 extension PrivacyPolicy {
+    /// A published time: rounded down to the policy's resolution.
+    public func coarsen(_ date: Date) -> Date {
+        let step = timestampResolution
+        guard step > 0 else { return date }
+        return Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded(.down) * step)
+    }
+
     /// What a stored event may publish: the store's copy reduced to the fields the events output allows, so a
     /// stream read back from the store never carries more than either allowlist lets through.
     public func published(_ stored: MaskedEvent) -> MaskedEvent {

@@ -10,6 +10,8 @@ public final class Hub: @unchecked Sendable {
     private let lock = NSLock()
     private var pending: [Publication] = []
     private var gauge: SentimentGauge
+    /// For the published times of gauge readings.
+    private let policy: PrivacyPolicy
     private let bound: Int
     private let telemetry: Telemetry
     private let live: LiveState
@@ -17,8 +19,9 @@ public final class Hub: @unchecked Sendable {
     /// Ticks whenever something is waiting.
     let wakeups: AsyncStream<Void>
 
-    public init(gauge: SentimentGauge, bound: Int, telemetry: Telemetry, live: LiveState) {
+    public init(gauge: SentimentGauge, policy: PrivacyPolicy, bound: Int, telemetry: Telemetry, live: LiveState) {
         self.gauge = gauge
+        self.policy = policy
         self.bound = bound
         self.telemetry = telemetry
         self.live = live
@@ -36,7 +39,9 @@ public final class Hub: @unchecked Sendable {
     /// A frame was processed at `time` (media time on the wall clock): the gauge may publish a reading.
     public func tick(time: Date) {
         lock.withLock {
-            if let reading = gauge.tick(now: time) { enqueue(.gauge(reading)) }
+            guard var reading = gauge.tick(now: time) else { return }
+            reading.time = policy.coarsen(reading.time)
+            enqueue(.gauge(reading))
         }
     }
 

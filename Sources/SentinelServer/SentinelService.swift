@@ -61,7 +61,7 @@ public struct SentinelService {
         let zones = definition.sources.flatMap { $0.zones.map(\.name) }
         let hub = Hub(
             gauge: SentimentGauge(settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize, zones: zones),
-            bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
+            policy: definition.privacy, bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
         self.hub = hub
         let writer = StoreWriter(
             store: store, hub: hub, broadcaster: broadcaster, live: live, retention: definition.privacy.retention, telemetry: telemetry,

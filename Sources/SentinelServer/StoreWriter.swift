@@ -34,7 +34,7 @@ public final class StoreWriter: Service, @unchecked Sendable {
     public func run() async throws {
         var backoff = Duration.milliseconds(250)
         for await _ in hub.wakeups.cancelOnGracefulShutdown() {
-            if flush() {
+            if await flush() {
                 backoff = .milliseconds(250)
             } else {
                 try? await Task.sleep(for: backoff)
@@ -43,7 +43,7 @@ public final class StoreWriter: Service, @unchecked Sendable {
             }
         }
         // Shutting down: the sources have stopped; write what they left, trying a little longer if the database is down.
-        for attempt in 0..<5 where !flush() {
+        for attempt in 0..<5 where !(await flush()) {
             try? await Task.sleep(for: .milliseconds(200 << attempt))
         }
         if hub.waiting > 0 {
@@ -53,12 +53,12 @@ public final class StoreWriter: Service, @unchecked Sendable {
     }
 
     /// Writes everything waiting; false when the database refused (the batch is back in the hub).
-    func flush() -> Bool {
+    func flush() async -> Bool {
         while case let batch = hub.take(limit: Self.batchLimit), !batch.isEmpty {
             let start = ContinuousClock.now
             let logged: [LoggedEvent]
             do {
-                logged = try store.append(batch)
+                logged = try await store.append(batch)
             } catch {
                 hub.putBack(batch)
                 if failure?.kind != error.kind { logger.error("cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"]) }

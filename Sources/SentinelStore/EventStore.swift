@@ -36,7 +36,6 @@ public struct LoggedEvent: Sendable, Equatable {
 public final class EventStore: Sendable {
     public let path: String
     private let pool: DatabasePool
-    private let encoder = JSONEncoder.sentinel()
 
     /// Opens (creating if needed) and migrates the database. Visits left open by a crash are closed as
     /// `interrupted`.
@@ -104,12 +103,13 @@ public final class EventStore: Sendable {
         return migrator
     }
 
-    /// Writes a batch in one transaction and returns its log rows, ids assigned.
-    public func append(_ batch: [Publication]) throws(StoreError) -> [LoggedEvent] {
+    /// Writes a batch in one transaction and returns its log rows, ids assigned. The write runs on GRDB's writer
+    /// queue: waiting for a lock held by another process suspends the caller instead of blocking its thread.
+    public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
         guard !batch.isEmpty else { return [] }
-        let encoder = encoder
         do {
-            return try pool.write { db in
+            return try await pool.write { db in
+                let encoder = JSONEncoder.sentinel()
                 var sequences: [String: Int64] = [:]
                 func next(_ stream: String) throws -> Int64 {
                     let last = try sequences[stream]

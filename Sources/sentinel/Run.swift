@@ -18,8 +18,8 @@ struct Run: AsyncParsableCommand {
     @Argument(help: "Pipeline file.")
     var pipeline = "Pipelines/showroom.yml"
 
-    @Option(help: "Pace for every source: fastest, realtime, or a factor such as 4x (default: each source's).")
-    var pace: Pacing?
+    @Option(help: "Pace of recordings: realtime (they play as if live), fastest, or a factor such as 4x.")
+    var pace: Pacing = .realTime
 
     @Flag(help: "Play recordings again from the start when they end (for demos).")
     var loop = false

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SentinelCore
 import SentinelServer
 import SentinelStore
@@ -201,6 +202,37 @@ struct AccessTests {
         #expect(allowed.header("Access-Control-Allow-Origin") == "https://dash.example.com")
         let other = try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://evil.example.com")]).0
         #expect(other.header("Access-Control-Allow-Origin") == nil)
+        try await server.stop()
+    }
+}
+
+@Suite("Store outage", .timeLimit(.minutes(2)))
+struct OutageTests {
+    @Test("while the database is locked, events wait in memory (beyond the bound the oldest are dropped and counted), /healthz says why, and the rest are stored once it recovers")
+    func lockedDatabase() async throws {
+        let server = try await TestServer(extra: "store: { bufferEvents: 20 }")
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let other = try DatabaseQueue(path: server.databasePath, configuration: configuration)
+        try await other.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        try server.publish(30)
+        var health = ""
+        #expect(try await server.wait {
+            health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+            return health.contains("\"writable\":false") && health.contains("\"buffered\":20")
+        }, "\(health)")
+        #expect(health.contains("is locked by another process") && health.contains("\"dropped\":10") && health.contains(server.databasePath))
+        try await other.writeWithoutTransaction { try $0.execute(sql: "COMMIT") }
+        #expect(try await server.wait { try server.service.store.logBounds().last == 20 })
+        // The newest 20 were kept, in order.
+        let stored = try server.service.store.events(after: 0, limit: 100)
+        let decoder = JSONDecoder.sentinel()
+        let times = try stored.map { try decoder.decode(VisitorEvent.self, from: $0.payload).time.timeIntervalSince(server.origin) }
+        #expect(times == (10..<30).map(Double.init))
+        let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
+        #expect(metrics.contains("sentinel_events_dropped_total{reason=\"store_buffer_full\"} 10"))
+        let recovered = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+        #expect(recovered.contains("\"writable\":true") && recovered.contains("\"buffered\":0"), "\(recovered)")
         try await server.stop()
     }
 }

@@ -15,6 +15,7 @@ final class TestServer: @unchecked Sendable {
     let port: Int
     let folder: URL
     let definition: PipelineDefinition
+    var databasePath: String { folder.appendingPathComponent("test.sqlite").path }
     private var mask: PrivacyMask
     private let task: Task<Void, any Error>
     private var visits = 0
@@ -96,13 +97,13 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// Waits until `condition` holds, polling, for at most `seconds`.
-    func wait(seconds: Double = 10, _ condition: () throws -> Bool) async throws -> Bool {
+    func wait(seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if try condition() { return true }
+            if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return try condition()
+        return try await condition()
     }
 
     func stop() async throws {

@@ -1,1 +1,152 @@
+import Foundation
+import GRDB
+import SentinelCore
+import SentinelPrivacy
 import Testing
+
+@testable import SentinelStore
+
+/// Masked publications as a source hands them over: one visit through two zones.
+struct Visit {
+    var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try! PseudonymKeyRing())
+    let start: Date
+
+    init(start: Date) { self.start = start }
+
+    mutating func publication(_ type: VisitorEvent.Kind, id: String = "cam#1#1", at second: Double, stay: VisitorEvent.Stay? = nil, reason: String? = nil) throws -> Publication {
+        let time = start.addingTimeInterval(second)
+        let visitor = VisitorRecord(
+            faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? "exited" : "active", dwellSeconds: second,
+            firstSeen: start, lastSeen: time, emotion: "happy", emotionConfidence: 0.9, valence: 1, box: Box(x: 1, y: 2, width: 30, height: 30))
+        let masked = try mask.mask(VisitorEvent(type: type, time: time, visitor: visitor, stay: stay, reason: reason, mediaTime: second))
+        return .visitor(stored: masked[.store]!, published: PrivacyPolicy().published(masked[.store]!))
+    }
+
+    /// entered, zoneEntered display, zoneExited display (dwell 4 s), exited.
+    mutating func whole(id: String = "cam#1#1", at offset: Double = 0) throws -> [Publication] {
+        let entered = start.addingTimeInterval(offset + 1)
+        return [
+            try publication(.entered, id: id, at: offset),
+            try publication(.zoneEntered, id: id, at: offset + 1, stay: .init(zone: "display", enteredAt: entered)),
+            try publication(
+                .zoneExited, id: id, at: offset + 5,
+                stay: .init(zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4)),
+            try publication(.exited, id: id, at: offset + 6, reason: "lost"),
+        ]
+    }
+}
+
+func temporaryDatabase() throws -> String {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sentinel-store-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder.appendingPathComponent("test.sqlite").path
+}
+
+@Suite("Store")
+struct StoreTests {
+    let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    @Test("the log assigns increasing ids and gap-free sequence numbers per stream, across a reopen")
+    func idsAndSequences() async throws {
+        let path = try temporaryDatabase()
+        var visit = Visit(start: start)
+        let first = try await EventStore(path: path).append(try visit.whole() + [.gauge(reading(at: 7))])
+        #expect(first.map(\.id) == [1, 2, 3, 4, 5])
+        #expect(first.map(\.sequenceNumber) == [1, 2, 3, 4, 1])
+        #expect(first.map(\.streamId) == ["cam", "cam", "cam", "cam", "sentiment"])
+        let again = try EventStore(path: path)
+        let second = try await again.append(try visit.whole(id: "cam#1#2", at: 10) + [.gauge(reading(at: 17))])
+        #expect(second.map(\.id) == [6, 7, 8, 9, 10])
+        #expect(second.map(\.sequenceNumber) == [5, 6, 7, 8, 2])
+        #expect(try again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
+        #expect(try again.logBounds() == (floor: 0, last: 10))
+    }
+
+    @Test("visits and zone stays follow the events; the log holds exactly the published JSON")
+    func visitsAndStays() async throws {
+        let store = try EventStore(path: try temporaryDatabase())
+        var visit = Visit(start: start)
+        let batch = try visit.whole()
+        let logged = try await store.append(batch)
+        guard case .visitor(_, let published) = batch[2] else { Issue.record("not a visitor event"); return }
+        #expect(logged[2].payload == published.json)
+        let faceId = published.event.visitor.faceId
+        let stored = try #require(try store.visit(faceId))
+        #expect(stored.exitReason == "lost")
+        #expect(stored.stays == [.init(zone: "display", enteredAt: start.addingTimeInterval(1), exitedAt: start.addingTimeInterval(5), dwellSeconds: 4)])
+        let record = try JSONDecoder.sentinel().decode(VisitorRecord.self, from: stored.record)
+        #expect(record.state == "exited" && record.faceId == faceId && record.box == nil)
+    }
+
+    @Test("a visit left open by a crash is closed as interrupted when the store is opened again")
+    func interruptedVisits() async throws {
+        let path = try temporaryDatabase()
+        var visit = Visit(start: start)
+        let open = try visit.whole().prefix(2)
+        _ = try await EventStore(path: path).append(Array(open))
+        guard case .visitor(_, let published) = open.first! else { return }
+        let reopened = try EventStore(path: path)
+        #expect(try reopened.visit(published.event.visitor.faceId)?.exitReason == "interrupted")
+    }
+
+    @Test("retention deletes exactly the records older than the limit, and the job runs once per interval")
+    func retention() async throws {
+        let store = try EventStore(path: try temporaryDatabase())
+        var policy = RetentionPolicy()
+        policy.maxAgeSeconds = 30 * 86_400
+        let now = start.addingTimeInterval(40 * 86_400)
+        var visit = Visit(start: start)
+        // A visit and a reading 40 days before now (gone), and a visit that starts exactly at the limit (kept).
+        _ = try await store.append(try visit.whole(id: "cam#1#1", at: 0) + [.gauge(reading(at: 6))])
+        let limit = 10 * 86_400.0
+        _ = try await store.append(try visit.whole(id: "cam#1#2", at: limit) + [.gauge(reading(at: limit))])
+        var job = RetentionJob(policy: policy)
+        var target = store
+        #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1 + 1)  // 4 events + 1 gauge event, 1 gauge row, 1 stay, 1 visit
+        #expect(try job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
+        #expect(try store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
+        #expect(try store.logBounds() == (floor: 5, last: 10))
+        #expect(try store.gaugeReadings(since: start, limit: 10).count == 1)
+        #expect(try store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
+    }
+
+    @Test("database failures say which file and what is wrong: full disk, locked, not a database")
+    func errorsAreClear() async throws {
+        let path = try temporaryDatabase()
+        // A full disk, as SQLite reports it when the file may not grow.
+        let queue = try DatabaseQueue(path: path)
+        let full = #expect(throws: DatabaseError.self) {
+            try queue.write { db in
+                try db.execute(sql: "CREATE TABLE t (x BLOB)")
+                try db.execute(sql: "PRAGMA max_page_count = \(try Int.fetchOne(db, sql: "PRAGMA page_count")! + 1)")
+                for _ in 0..<10 { try db.execute(sql: "INSERT INTO t VALUES (zeroblob(8192))") }
+            }
+        }
+        let diskFull = StoreError(try #require(full), path: path)
+        #expect(diskFull.kind == .diskFull && diskFull.message.contains(path) && diskFull.message.contains("disk is full"))
+
+        let garbage = try temporaryDatabase()
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: garbage))
+        let corrupt = #expect(throws: StoreError.self) { try EventStore(path: garbage) }
+        #expect(corrupt?.kind == .corrupt && corrupt?.message.contains(garbage) == true)
+
+        // Another process holds the write lock.
+        let lockedPath = try temporaryDatabase()
+        let store = try EventStore(path: lockedPath)
+        var holder = Configuration()
+        holder.allowsUnsafeTransactions = true
+        let other = try DatabaseQueue(path: lockedPath, configuration: holder)
+        try await other.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        var visit = Visit(start: start)
+        let batch = try visit.whole()
+        let locked = await #expect(throws: StoreError.self) { try await store.append(batch) }
+        #expect(locked?.kind == .locked && locked?.message.contains(lockedPath) == true)
+        try await other.writeWithoutTransaction { try $0.execute(sql: "COMMIT") }
+        #expect(try await store.append(batch).count == 4)
+    }
+
+    func reading(at second: Double) -> GaugeReading {
+        var gauge = SentimentGauge(settings: GaugeSettings(), minGroupSize: 3, zones: ["display"])
+        return gauge.reading(now: start.addingTimeInterval(second))
+    }
+}

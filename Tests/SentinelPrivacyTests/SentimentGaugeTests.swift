@@ -1,0 +1,125 @@
+import Foundation
+import SentinelCore
+import SentinelPrivacy
+import Testing
+
+@Suite("Sentiment gauge")
+struct SentimentGaugeTests {
+    let start = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func gauge(k: Int = 3, window: Double = 300, every: Double = 30, stale: Double = 60) -> SentimentGauge {
+        var settings = GaugeSettings()
+        settings.windowSeconds = window
+        settings.publishEverySeconds = every
+        settings.staleAfterSeconds = stale
+        return SentimentGauge(settings: settings, minGroupSize: k, zones: ["display", "counter"])
+    }
+
+    /// A masked `visitor.updated` as the gauge sees it.
+    func vote(
+        _ id: String, at second: Double, valence: Double, confidence: Double = 1, dwell: Double = 10, zone: String? = "display",
+        emotion: String = "happy"
+    ) -> VisitorEvent {
+        VisitorEvent(
+            type: .updated, time: start.addingTimeInterval(second),
+            visitor: VisitorRecord(
+                faceId: id, sourceId: "cam", zone: zone, state: "active", dwellSeconds: dwell, emotion: emotion,
+                emotionConfidence: confidence, valence: valence))
+    }
+
+    @Test("each vote weighs its emotion confidence times its dwell; the mean valence maps to 0-100")
+    func weights() {
+        var g = gauge()
+        g.record(vote("a", at: 0, valence: 1, confidence: 1, dwell: 10))  // weight 10
+        g.record(vote("b", at: 0, valence: -1, confidence: 0.5, dwell: 10))  // weight 5
+        g.record(vote("c", at: 0, valence: 0, confidence: 1, dwell: 20))  // weight 20
+        // (10 - 5 + 0) / 35 = 0.142857 -> (1.142857) * 50 = 57.1
+        let reading = g.reading(now: start.addingTimeInterval(1))
+        #expect(reading.overall == .value(.init(score: 57), visitors: 3))
+        #expect(reading.overall.value?.label == "neutral")
+    }
+
+    @Test("dwell counts from 1 s up to the window, so a long stay weighs no more than a full window")
+    func dwellIsCapped() {
+        var g = gauge(window: 60)
+        g.record(vote("a", at: 0, valence: 1, dwell: 600))  // capped at 60
+        g.record(vote("b", at: 0, valence: -1, dwell: 60))
+        g.record(vote("c", at: 0, valence: 0, dwell: 0))  // counts as 1 s
+        #expect(g.reading(now: start).overall == .value(.init(score: 50), visitors: 3))
+    }
+
+    @Test("one vote per visitor: its latest reading replaces the earlier one")
+    func oneVotePerVisitor() {
+        var g = gauge()
+        for second in 0..<10 { g.record(vote("a", at: Double(second), valence: -1)) }
+        g.record(vote("a", at: 10, valence: 1))
+        g.record(vote("b", at: 10, valence: 1))
+        g.record(vote("c", at: 10, valence: 1))
+        #expect(g.reading(now: start.addingTimeInterval(11)).overall == .value(.init(score: 100), visitors: 3))
+    }
+
+    @Test("fewer voters than k are suppressed, with no value and no count; at k the figure is published")
+    func kSuppression() {
+        var g = gauge(k: 3)
+        g.record(vote("a", at: 0, valence: 1))
+        g.record(vote("b", at: 0, valence: 1))
+        #expect(g.reading(now: start).overall == .suppressed)
+        g.record(vote("c", at: 0, valence: -1))
+        #expect(g.reading(now: start).overall.value?.score == 67)
+        // Per zone too: two of the three are at the counter.
+        g.record(vote("b", at: 1, valence: 1, zone: "counter"))
+        g.record(vote("c", at: 1, valence: -1, zone: "counter"))
+        let reading = g.reading(now: start.addingTimeInterval(1))
+        #expect(reading.zones["display"] == .suppressed && reading.zones["counter"] == .suppressed)
+        #expect(reading.overall.value != nil)
+    }
+
+    @Test("votes older than the window no longer count")
+    func window() {
+        var g = gauge(window: 60)
+        g.record(vote("a", at: 0, valence: -1))
+        g.record(vote("b", at: 30, valence: 1))
+        g.record(vote("c", at: 30, valence: 1))
+        g.record(vote("d", at: 30, valence: 1))
+        #expect(g.reading(now: start.addingTimeInterval(60)).overall == .value(.init(score: 75), visitors: 4))
+        #expect(g.reading(now: start.addingTimeInterval(61)).overall == .value(.init(score: 100), visitors: 3))
+        #expect(g.reading(now: start.addingTimeInterval(91)).overall == .suppressed)
+    }
+
+    @Test("visitors whose emotion is unknown or not measured do not vote, but keep the reading fresh")
+    func unknownDoesNotVote() {
+        var g = gauge(stale: 60)
+        for id in ["a", "b", "c"] { g.record(vote(id, at: 0, valence: 0, confidence: 0, emotion: "unknown")) }
+        let reading = g.reading(now: start.addingTimeInterval(10))
+        #expect(reading.overall == .suppressed && !reading.stale)
+        #expect(g.reading(now: start.addingTimeInterval(61)).stale)
+    }
+
+    @Test("a reading is flagged stale when nobody was seen for staleAfterSeconds, and before anyone is")
+    func stale() {
+        var g = gauge(stale: 60)
+        #expect(g.reading(now: start).stale)
+        for id in ["a", "b", "c"] { g.record(vote(id, at: 0, valence: 1)) }
+        #expect(!g.reading(now: start.addingTimeInterval(60)).stale)
+        let later = g.reading(now: start.addingTimeInterval(61))
+        #expect(later.stale && later.overall.value?.score == 100)
+    }
+
+    @Test("readings are published when their figures change, and at least every publishEverySeconds")
+    func publishing() {
+        var g = gauge(every: 30)
+        #expect(g.tick(now: start) != nil)
+        #expect(g.tick(now: start.addingTimeInterval(1)) == nil)
+        for id in ["a", "b", "c"] { g.record(vote(id, at: 2, valence: 1)) }
+        #expect(g.tick(now: start.addingTimeInterval(2))?.overall.value?.score == 100)
+        #expect(g.tick(now: start.addingTimeInterval(31)) == nil)
+        #expect(g.tick(now: start.addingTimeInterval(32)) != nil)
+    }
+
+    @Test("scores have words: cold, cool, neutral, warm, hot", arguments: [
+        (0, "cold"), (19, "cold"), (20, "cool"), (39, "cool"), (40, "neutral"), (59, "neutral"), (60, "warm"), (79, "warm"), (80, "hot"), (100, "hot"),
+    ])
+    func labels(score: Int, label: String) {
+        #expect(GaugeReading.Level(score: score).label == label)
+    }
+}
