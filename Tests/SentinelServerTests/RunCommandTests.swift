@@ -1,0 +1,162 @@
+import Foundation
+import GRDB
+import SentinelCore
+import SentinelServer
+import SentinelSynth
+import SentinelTestSupport
+import Testing
+
+/// `sentinel run` as a user starts it: the real binary on a short rendered clip, looping, with the showroom pipeline's
+/// zones and the default privacy policy.
+final class RunningSentinel: @unchecked Sendable {
+    let process = Process()
+    let folder: URL
+    let database: String
+    let logFile: URL
+    let port: Int
+
+    static let clip: Result<URL, any Error> = Result {
+        var spec = try SceneSpec.load(Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path)
+        spec.duration = 12
+        let video = try Fixtures.temporaryFolder().appendingPathComponent("clip.avi")
+        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(width: 320, height: 240, video: video)
+        return video
+    }
+
+    init(pace: String) throws {
+        folder = try Fixtures.temporaryFolder()
+        database = folder.appendingPathComponent("sentinel.sqlite").path
+        let showroom = try String(contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        let input = try Self.clip.get().path
+        let pipeline = folder.appendingPathComponent("pipeline.yml")
+        try showroom.replacingOccurrences(of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(input)")
+            .write(to: pipeline, atomically: true, encoding: .utf8)
+        logFile = folder.appendingPathComponent("log.txt")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logFile)
+        process.executableURL = Fixtures.sentinel
+        process.arguments = ["run", pipeline.path, "--port", "0", "--database", database, "--pace", pace, "--loop", "--verbose"]
+        process.currentDirectoryURL = Fixtures.root
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        // The banner names the port it bound.
+        let deadline = Date().addingTimeInterval(60)
+        var found: Int?
+        while found == nil, Date() < deadline, process.isRunning {
+            Thread.sleep(forTimeInterval: 0.1)
+            let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            found = text.firstMatch(of: /on http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
+        }
+        guard let found else {
+            process.terminate()
+            throw ServiceError("sentinel run did not start: \((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")")
+        }
+        port = found
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Reads `/events` from the start until `count` events have arrived (or the stream ends).
+    func events(count: Int) async throws -> [EventStreamParser.Message] {
+        var parser = EventStreamParser()
+        var messages: [EventStreamParser.Message] = []
+        try await LoopbackClient.get(port: port, path: "/events?lastEventId=0") { chunk in
+            messages += parser.feed(String(buffer: chunk))
+            return messages.ids.count < count
+        }
+        return messages
+    }
+
+    /// Waits for the process to end; its exit status, or nil after `seconds`.
+    func exitStatus(within seconds: Double) async throws -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// Every row of every table, as text.
+    func dump() throws -> [String: [String]] {
+        let queue = try DatabaseQueue(path: database)
+        return try queue.read { db in
+            var tables: [String: [String]] = [:]
+            for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'") {
+                tables[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(table)").map { row in
+                    row.databaseValues.map { "\($0)" }.joined(separator: " | ")
+                }
+            }
+            return tables
+        }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+@Suite("sentinel run, the real binary", .serialized, .timeLimit(.minutes(3)))
+struct RunCommandTests {
+    @Test("SIGTERM: open visits exit with reason shutdown, everything is stored, streams end, exit 0; no output carries an internal id, box, score, media time or image")
+    func gracefulShutdown() async throws {
+        // At real time, so that visitors are in the showroom when the signal comes.
+        let sentinel = try RunningSentinel(pace: "realtime")
+        async let streamed = sentinel.events(count: .max)
+        // Wait until visitors are present, then stop it.
+        #expect(try await waitFor { String(decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/api/visitors").1, as: UTF8.self).contains("\"faceId\"") })
+        kill(sentinel.process.processIdentifier, SIGTERM)
+        let status = try await sentinel.exitStatus(within: 60)
+        #expect(status == 0, "\(sentinel.log)")
+        // The stream ended with the process, and had everything stored.
+        let messages = try await streamed
+        let tables = try sentinel.dump()
+        #expect(messages.ids.count == tables["events"]?.count && !messages.ids.isEmpty)
+        let decoder = JSONDecoder.sentinel()
+        let visitorEvents = try messages.filter { $0.event?.hasPrefix("visitor.") == true }.map { message in
+            try decoder.decode(Envelope.self, from: Data(message.data.utf8)).payload
+        }
+        let entered = Set(visitorEvents.filter { $0.type == .entered }.map(\.visitor.faceId))
+        let exited = visitorEvents.filter { $0.type == .exited }
+        #expect(!entered.isEmpty && Set(exited.map(\.visitor.faceId)) == entered)
+        #expect(exited.contains { $0.reason == "shutdown" })
+        #expect(tables["visits"]?.allSatisfy { $0.contains("exited") } == true)
+        #expect(!(tables["visits"]?.contains { $0.contains("interrupted") } ?? true))
+        // The leak scan: store rows, the stream and the logs.
+        let scanner = LeakScanner(internalIDs: [])
+        for (table, rows) in tables {
+            for row in rows { #expect(scanner.leaks(in: row).isEmpty, "\(table): \(scanner.leaks(in: row)) in \(row)") }
+        }
+        for message in messages { #expect(scanner.leaks(in: message.data).isEmpty, "\(scanner.leaks(in: message.data)) in \(message.data)") }
+        #expect(scanner.leaks(in: sentinel.log).isEmpty, "\(scanner.leaks(in: sentinel.log))")
+        // Not vacuous: the log named the visitors by pseudonym.
+        #expect(entered.allSatisfy { sentinel.log.contains("face.id=\($0)") })
+    }
+
+    @Test("kill -9: every event a client received is in the store, byte for byte")
+    func killNine() async throws {
+        let sentinel = try RunningSentinel(pace: "fastest")
+        let received = try await sentinel.events(count: 60)
+        kill(sentinel.process.processIdentifier, SIGKILL)
+        #expect(try await sentinel.exitStatus(within: 10) != nil)
+        let queue = try DatabaseQueue(path: sentinel.database)
+        let stored = try await queue.read { db in
+            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, payload FROM events").map { ($0["id"] as Int64, $0["payload"] as String) })
+        }
+        #expect(received.ids.count == 60)
+        for message in received where message.id != nil {
+            let id = try #require(Int64(message.id!))
+            let row = try #require(stored[id], "event \(id) was sent but is not in the store")
+            #expect(message.data.contains("\"payload\":\(row),\"payloadType\""), "event \(id): \(message.data) against \(row)")
+        }
+    }
+
+    struct Envelope: Decodable {
+        var payload: VisitorEvent
+    }
+
+    func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if (try? await condition()) == true { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+}
