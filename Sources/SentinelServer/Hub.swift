@@ -10,7 +10,7 @@ public final class Hub: @unchecked Sendable {
     private let lock = NSLock()
     private var pending: [Publication] = []
     private var gauge: SentimentGauge
-    /// For the published times of gauge readings.
+    /// What the log may publish, and the published times of gauge readings.
     private let policy: PrivacyPolicy
     private let bound: Int
     private let telemetry: Telemetry
@@ -28,8 +28,10 @@ public final class Hub: @unchecked Sendable {
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// A masked visitor event: the store's copy, and what may be published of it.
-    public func submit(stored: MaskedEvent, published: MaskedEvent) {
+    /// A visitor event as the mask gave it: the store keeps its copy, and the log what may be published of that.
+    public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent]) {
+        guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
+        let published = policy.published(stored)
         lock.withLock {
             gauge.record(published.event)
             enqueue(.visitor(stored: stored, published: published))

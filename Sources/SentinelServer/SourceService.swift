@@ -98,8 +98,7 @@ public final class SourceService: Service, @unchecked Sendable {
                     mask: &mask,
                     onEvent: { masked in
                         let start = ContinuousClock.now
-                        let stored = masked[.store]!
-                        hub.submit(stored: stored, published: definition.privacy.published(stored))
+                        hub.submit(masked)
                         maskTimer.recordInterval(since: start)
                     },
                     onFrame: { frame in

@@ -5,6 +5,13 @@ import SentinelVision
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
+        abstract: "Benchmarks: detection against plain C++ (the default), and SSE fan-out.",
+        subcommands: [BenchDetect.self, BenchSSE.self], defaultSubcommand: BenchDetect.self)
+}
+
+struct BenchDetect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "detect",
         abstract: "Frames per second of decode and of decode + detect, against a minimal C++ OpenCV loop.",
         discussion: """
             For each recording: decode only, then decode + detect with every detector whose model is ready, each \

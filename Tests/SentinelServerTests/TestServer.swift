@@ -75,8 +75,7 @@ final class TestServer: @unchecked Sendable {
     }
 
     func submit(_ event: VisitorEvent) throws {
-        let masked = try mask.mask(event)
-        service.hub.submit(stored: masked[.store]!, published: definition.privacy.published(masked[.store]!))
+        service.hub.submit(try mask.mask(event))
     }
 
     func get(_ path: String, headers: [(String, String)] = []) async throws -> (LoopbackClient.Head, Data) {
