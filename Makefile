@@ -1,5 +1,5 @@
 # Sentinel: the two commands of the README, and the pieces they are made of.
-#   make demo   set everything up, then run the main job on the sample recording
+#   make demo   set everything up, then serve the sample recording live (SSE and REST on localhost:8080)
 #   make test   set everything up, then pass the tests
 # Both work on a fresh Debian 12 machine with Swift installed; apt packages are installed when missing.
 
@@ -14,8 +14,7 @@ RELEASE := .build/release/sentinel
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
-	@echo "Detecting faces in the sample recording at real-time pace (one JSON line per frame; Ctrl-C stops):"
-	$(RELEASE) detect Recordings/out/showroom-640x480.mp4 --pace realtime
+	$(RELEASE) run Pipelines/showroom.yml --loop
 
 test: debug
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
@@ -23,7 +22,8 @@ test: debug
 
 bench: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
-	$(RELEASE) bench
+	$(RELEASE) bench detect
+	$(RELEASE) bench sse
 
 eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)

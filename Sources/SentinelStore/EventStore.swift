@@ -37,7 +37,7 @@ public final class EventStore: Sendable {
     public let path: String
     private let pool: DatabasePool
 
-    /// Opens (creating if needed) and migrates the database. Visits left open by a crash are closed as
+    /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
     /// `interrupted`.
     public init(path: String) throws(StoreError) {
         self.path = path
@@ -45,6 +45,8 @@ public final class EventStore: Sendable {
         configuration.busyMode = .timeout(2)
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         do {
+            try FileManager.default.createDirectory(
+                at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
             try pool.write { db in
