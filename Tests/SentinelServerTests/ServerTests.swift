@@ -67,6 +67,16 @@ struct StreamTests {
         try await server.stop()
     }
 
+    @Test("an idle stream carries a comment heartbeat at the configured interval")
+    func heartbeat() async throws {
+        let server = try await TestServer(extra: "server: { heartbeatSeconds: 1 }")
+        let start = ContinuousClock.now
+        let messages = try await server.stream { $0.contains { $0.comment == "heartbeat" } }
+        #expect(messages.first?.retry == 3000 && messages.last?.comment == "heartbeat")
+        #expect(ContinuousClock.now - start >= .milliseconds(900))
+        try await server.stop()
+    }
+
     /// 6,000 events of about 2 KB, at 2,000 a second: far more than socket buffers hold, so a client that stops
     /// reading fills its queue of 64 and is cut off, while a client that reads as they come misses none.
     @Test("a client that stops reading is cut off with a final event while a fast one receives everything")
