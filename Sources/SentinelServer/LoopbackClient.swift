@@ -12,9 +12,10 @@ public enum LoopbackClient {
         public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
     }
 
-    /// GETs `path`, calling `onChunk` with each piece of the body until it returns false or the body ends.
+    /// GETs `path`, calling `onChunk` with each piece of the body until it returns false, the body ends, or `timeout`
+    /// passes (the connection is then closed: a stream that never ends cannot hang its reader).
     public static func get(
-        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [],
+        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60),
         onHead: (Head) async throws -> Void = { _ in }, onChunk: (ByteBuffer) async throws -> Bool
     ) async throws {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -24,6 +25,9 @@ public enum LoopbackClient {
                     return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
                 }
             }
+        let underlying = channel.channel
+        let deadline = underlying.eventLoop.scheduleTask(in: timeout) { underlying.close(promise: nil) }
+        defer { deadline.cancel() }
         try await channel.executeThenClose { inbound, outbound in
             var fields = HTTPHeaders([("Host", "\(host):\(port)")])
             for (name, value) in headers { fields.add(name: name, value: value) }
@@ -46,7 +50,7 @@ public enum LoopbackClient {
     public static func fetch(host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = []) async throws -> (Head, Data) {
         var head = Head(status: 0, headers: [])
         var body = Data()
-        try await get(host: host, port: port, path: path, headers: headers, onHead: { head = $0 }) { chunk in
+        try await get(host: host, port: port, path: path, headers: headers, timeout: .seconds(30), onHead: { head = $0 }) { chunk in
             body.append(contentsOf: chunk.readableBytesView)
             return true
         }

@@ -159,7 +159,7 @@ struct Clients {
     func receive() async throws -> [Double] {
         var parser = EventStreamParser()
         var arrivals: [Double] = []
-        try await LoopbackClient.get(port: port, path: "/events") { chunk in
+        try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(Int64(Double(events) / rate) + 120)) { chunk in
             let now = Date().timeIntervalSince1970
             for message in parser.feed(String(buffer: chunk)) {
                 if message.id != nil { arrivals.append(now) }

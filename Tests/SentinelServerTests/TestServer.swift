@@ -52,9 +52,14 @@ final class TestServer: @unchecked Sendable {
             portContinuation.yield(port)
         }
         let service = service
-        task = Task { try await service.run() }
+        task = Task {
+            // A server that fails to start ends the wait for its port.
+            defer { portContinuation.finish() }
+            try await service.run()
+        }
         var iterator = ports.makeAsyncIterator()
-        port = await iterator.next()!
+        guard let port = await iterator.next() else { throw ServiceError("the test server did not start: \(await task.result)") }
+        self.port = port
         mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
     }
 
