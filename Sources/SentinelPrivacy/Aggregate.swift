@@ -15,8 +15,6 @@ public enum Aggregate<Value: Sendable & Equatable & Codable>: Sendable, Equatabl
         if case .value(let value, _) = self { value } else { nil }
     }
 
-    public var isSuppressed: Bool { self == .suppressed }
-
     private enum Keys: String, CodingKey {
         case value, visitors, suppressed
     }

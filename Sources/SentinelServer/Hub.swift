@@ -90,6 +90,4 @@ public final class Hub: @unchecked Sendable {
     var waiting: Int { lock.withLock { pending.count } }
 
     func wakeUp() { wake.yield() }
-
-    func finish() { wake.finish() }
 }
