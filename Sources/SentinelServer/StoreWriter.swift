@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// Moves publications from the hub into the store in batches (one transaction each), then hands what was committed
 /// to the SSE clients and the live state: nothing is published before it is durable, so a client that resumes
 /// from the store never misses or repeats an event. While the database cannot be written, publications wait in the
-/// hub (bounded) and the writer retries with backoff; it runs retention between batches.
+/// hub (bounded) and the writer retries with backoff. Retention runs when it is due, between batches.
 public final class StoreWriter: Service, @unchecked Sendable {
     let store: EventStore
     let hub: Hub
@@ -32,15 +32,26 @@ public final class StoreWriter: Service, @unchecked Sendable {
     }
 
     public func run() async throws {
-        var backoff = Duration.milliseconds(250)
-        for await _ in hub.wakeups.cancelOnGracefulShutdown() {
-            if await flush() {
-                backoff = .milliseconds(250)
-            } else {
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, .seconds(8))
-                hub.wakeUp()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
+            // forgets on time.
+            group.addTask { [hub, interval = retention.policy.intervalSeconds] in
+                while true {
+                    hub.wakeUp()
+                    try await Task.sleep(for: .seconds(interval))
+                }
             }
+            var backoff = Duration.milliseconds(250)
+            for await _ in hub.wakeups.cancelOnGracefulShutdown() {
+                if await flush() {
+                    backoff = .milliseconds(250)
+                } else {
+                    try? await Task.sleep(for: backoff)
+                    backoff = min(backoff * 2, .seconds(8))
+                    hub.wakeUp()
+                }
+            }
+            group.cancelAll()
         }
         // Shutting down: the sources have stopped; write what they left, trying a little longer if the database is down.
         for attempt in 0..<5 where !(await flush()) {
@@ -83,8 +94,8 @@ public final class StoreWriter: Service, @unchecked Sendable {
             broadcaster.publish(logged)
             telemetry.publishLatency.recordInterval(since: published)
             telemetry.eventsPublished.increment(by: logged.count)
-            runRetention()
         }
+        runRetention()
         return true
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SentinelCore
+import SentinelPrivacy
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport
@@ -217,8 +218,8 @@ struct AccessTests {
     }
 }
 
-@Suite("Store outage", .timeLimit(.minutes(2)))
-struct OutageTests {
+@Suite("The store behind the service", .timeLimit(.minutes(2)))
+struct StoreServiceTests {
     @Test("while the database is locked, events wait in memory (beyond the bound the oldest are dropped and counted), /healthz says why, and the rest are stored once it recovers")
     func lockedDatabase() async throws {
         let server = try await TestServer(extra: "store: { bufferEvents: 20 }")
@@ -244,6 +245,22 @@ struct OutageTests {
         #expect(metrics.contains("sentinel_events_dropped_total{reason=\"store_buffer_full\"} 10"))
         let recovered = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
         #expect(recovered.contains("\"writable\":true") && recovered.contains("\"buffered\":0"), "\(recovered)")
+        try await server.stop()
+    }
+
+    @Test("retention runs when the service starts and then on its clock, not only when events arrive")
+    func retentionWithoutEvents() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let store = try EventStore(path: TestServer.databasePath(in: folder))
+        var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
+        let old = Date().addingTimeInterval(-40 * 86_400)
+        let visitor = VisitorRecord(faceId: "showroom#0#1", sourceId: "showroom", zone: nil, state: "active", firstSeen: old, lastSeen: old)
+        let masked = try mask.mask(VisitorEvent(type: .entered, time: old, visitor: visitor))[.store]!
+        _ = try await store.append([.visitor(stored: masked, published: PrivacyPolicy().published(masked))])
+        #expect(try store.logBounds() == (floor: 0, last: 1))
+        let server = try await TestServer(folder: folder)
+        #expect(try await server.wait { try server.service.store.events(after: 0, limit: 10).isEmpty })
+        #expect(try server.service.store.logBounds() == (floor: 1, last: 1))
         try await server.stop()
     }
 }

@@ -15,7 +15,9 @@ final class TestServer: @unchecked Sendable {
     let port: Int
     let folder: URL
     let definition: PipelineDefinition
-    var databasePath: String { folder.appendingPathComponent("test.sqlite").path }
+    var databasePath: String { Self.databasePath(in: folder) }
+
+    static func databasePath(in folder: URL) -> String { folder.appendingPathComponent("test.sqlite").path }
     private var mask: PrivacyMask
     private let task: Task<Void, any Error>
     private var visits = 0
@@ -35,16 +37,17 @@ final class TestServer: @unchecked Sendable {
                 emotion: false
         """
 
-    init(extra: String = "", host: String? = nil) async throws {
-        folder = try Fixtures.temporaryFolder()
-        var definition = try PipelineDefinition.parse(Self.pipeline + "\n" + extra, file: folder.appendingPathComponent("test.yml").path)
+    /// A server on a new database in `folder` (a fresh one by default, so a test may fill it first).
+    init(extra: String = "", host: String? = nil, folder: URL? = nil) async throws {
+        self.folder = try folder ?? Fixtures.temporaryFolder()
+        var definition = try PipelineDefinition.parse(Self.pipeline + "\n" + extra, file: self.folder.appendingPathComponent("test.yml").path)
         definition.privacy.pseudonyms.keyFile = nil
         self.definition = definition
         var options = SentinelService.Options()
         options.sources = []
         options.port = 0
         options.host = host
-        options.databasePath = folder.appendingPathComponent("test.sqlite").path
+        options.databasePath = self.folder.appendingPathComponent("test.sqlite").path
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "test")
         logger.logLevel = .warning
