@@ -15,7 +15,7 @@ import ServiceLifecycle
 /// On SIGTERM or SIGINT the group shuts down in reverse order of start: the sources stop taking frames and end
 /// their open visits (`exited`, reason `shutdown`), the writer stores what is left and ends the SSE streams, and
 /// the server stops.
-public struct SentinelService {
+public struct SentinelService: Sendable {
     public let group: ServiceGroup
     public let store: EventStore
     public let live: LiveState
@@ -91,4 +91,24 @@ public struct SentinelService {
     }
 
     public func run() async throws { try await group.run() }
+
+    /// Builds the service, runs it in a task of its own, and returns once it listens, with the port it bound (the
+    /// system's choice for port 0): for the bench and the tests, which drive the hub themselves. A service that
+    /// fails to start throws its error here.
+    public static func start(
+        definition: PipelineDefinition, models: ModelStore, options: Options, logger: Logger
+    ) async throws -> (service: SentinelService, port: Int, task: Task<Void, any Error>) {
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let service = try SentinelService(definition: definition, models: models, options: options, logger: logger) { listening.yield($0) }
+        let task = Task {
+            defer { listening.finish() }
+            try await service.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            try await task.value
+            throw ServiceError("the service ended before it listened")
+        }
+        return (service, port, task)
+    }
 }

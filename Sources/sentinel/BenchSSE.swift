@@ -59,14 +59,8 @@ struct BenchSSE: AsyncParsableCommand {
         options.databasePath = folder.appendingPathComponent("bench.sqlite").path
         var logger = Logger(label: "sentinel.bench")
         logger.logLevel = .warning
-        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let service = try SentinelService(definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger) {
-            portContinuation.yield($0)
-        }
-        let group = service.group
-        let server = Task { try await group.run() }
-        var portIterator = ports.makeAsyncIterator()
-        guard let port = await portIterator.next() else { throw ValidationError("the bench server did not start") }
+        let (service, port, server) = try await SentinelService.start(
+            definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
 
         let events = Int(rate * seconds)
         let child = Process()

@@ -48,21 +48,9 @@ final class TestServer: @unchecked Sendable {
         options.port = 0
         options.host = host
         options.databasePath = self.folder.appendingPathComponent("test.sqlite").path
-        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "test")
         logger.logLevel = .warning
-        service = try SentinelService(definition: definition, models: Fixtures.store, options: options, logger: logger) { port in
-            portContinuation.yield(port)
-        }
-        let service = service
-        task = Task {
-            // A server that fails to start ends the wait for its port.
-            defer { portContinuation.finish() }
-            try await service.run()
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw ServiceError("the test server did not start: \(await task.result)") }
-        self.port = port
+        (service, port, task) = try await SentinelService.start(definition: definition, models: Fixtures.store, options: options, logger: logger)
         mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
     }
 
