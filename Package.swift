@@ -106,7 +106,8 @@ let package = Package(
             linkerSettings: openCVLibraries + [.linkedLibrary("m")]
         ),
         /// Paths to the repository's models, photos and recordings, and to ../shared when it is there.
-        .target(name: "SentinelTestSupport", dependencies: ["SentinelModels"], path: "Tests/SentinelTestSupport"),
+        .target(
+            name: "SentinelTestSupport", dependencies: ["SentinelModels"], path: "Tests/SentinelTestSupport", exclude: ["rtsp_camera.py"]),
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]

@@ -13,6 +13,9 @@ public struct PipelineDefinition: Sendable {
     /// A model name from Models/models.yml; nil for the detector's default.
     public var detectorModel: String?
     public var detectorSettings: DetectorSettings
+    /// Frames per second of media time each source detects faces on at most (0: every frame). Frames in between
+    /// are not analysed: the tracker carries every visitor across them.
+    public var detectionMaxFPS: Double = 0
     public var visitors: VisitorSettings
     public var emotionEnabled: Bool
     public var emotionModel: String
@@ -24,6 +27,8 @@ public struct PipelineDefinition: Sendable {
     public var store: StoreSettings
     /// How `sentinel run` serves SSE and REST.
     public var server = ServerSettings()
+    /// Every zone of every source, in file order.
+    public var zoneIDs: [ZoneID] { sources.flatMap { source in source.zones.map { ZoneID(sourceId: source.id, name: $0.name) } } }
     /// Where fields that are checked against the machine were written, for messages.
     var locations: [String: ConfigProblem] = [:]
 
@@ -258,7 +263,7 @@ private struct PipelineParser {
     }
 
     func detector(_ field: Field, _ definition: inout PipelineDefinition) {
-        guard let fields = reader.mapping(field, keys: ["kind", "model", "scale", "score", "nms", "minFace"]) else { return }
+        guard let fields = reader.mapping(field, keys: ["kind", "model", "scale", "score", "nms", "minFace", "maxFps"]) else { return }
         if let f = fields["kind"], let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue)) {
             definition.detector = DetectorKind(rawValue: value)!
             definition.detectorSettings = .defaults(for: definition.detector)
@@ -271,6 +276,7 @@ private struct PipelineParser {
         if let f = fields["score"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.scoreThreshold = v }
         if let f = fields["nms"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.nmsThreshold = v }
         if let f = fields["minFace"], let v = reader.number(f, in: 0...4096) { definition.detectorSettings.minFaceSize = v }
+        if let f = fields["maxFps"], let v = reader.number(f, in: 0...1000) { definition.detectionMaxFPS = v }
     }
 
     func tracker(_ field: Field, _ t: inout TrackerSettings) {
@@ -292,7 +298,7 @@ private struct PipelineParser {
     }
 
     func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
-        let keys = ["enabled", "model", "minFaceSize", "minDetectionScore", "timeConstantSeconds", "minConfidence", "minSamples"]
+        let keys = ["enabled", "model", "minFaceSize", "minDetectionScore", "timeConstantSeconds", "minConfidence", "minSamples", "maxPerSecond"]
         guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
         var e = definition.visitors.emotion
         if let f = fields["enabled"], let v = reader.bool(f) { definition.emotionEnabled = v }
@@ -305,6 +311,7 @@ private struct PipelineParser {
         if let f = fields["timeConstantSeconds"], let v = reader.number(f, in: 0.01...3600) { e.timeConstantSeconds = v }
         if let f = fields["minConfidence"], let v = reader.number(f, in: 0...1) { e.minConfidence = v }
         if let f = fields["minSamples"], let v = reader.integer(f, in: 1...10000) { e.minSamples = v }
+        if let f = fields["maxPerSecond"], let v = reader.number(f, in: 0...1000) { e.maxPerSecond = v }
         definition.visitors.emotion = e
     }
 }

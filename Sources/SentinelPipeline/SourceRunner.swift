@@ -6,14 +6,21 @@ import SentinelPrivacy
 import SentinelVision
 import SentinelVisitors
 
-/// Drives one source through detection, tracking, zones and emotion, frame by frame, pulling frames (a
-/// recording loses nothing). Events go to `onEvent` as they happen.
+/// Drives one source through detection, tracking, zones and emotion, frame by frame. Events go to `onEvent` as they
+/// happen.
+///
+/// Frames are either pulled (`replay`, `eval`: a recording loses nothing) or, with a `CaptureEdge` (`sentinel run`),
+/// captured on a thread of their own and taken newest-first, so a camera never waits for analysis. With
+/// `detector.maxFps`, frames between two detections are not analysed: the tracker carries the visitors across them,
+/// the same way in replay and in run, by media time.
 public final class SourceRunner {
     public let source: PipelineDefinition.SourceDefinition
     public let definition: PipelineDefinition
     private let detector: OpenCVFaceDetector
     private let classifier: FaceClassifier?
     private let frames: any FrameSource
+    /// The capture edge frames come through under `sentinel run`; nil when frames are pulled.
+    public let edge: CaptureEdge?
     private let logger: Logger
     /// Where media time 0 sits on the wall clock.
     public let origin: Date
@@ -30,13 +37,19 @@ public final class SourceRunner {
         public var predicted: [(faceId: String, box: Box, unseenSeconds: Double)]
         /// Time spent detecting faces, and following them into visitors (with emotion), on this frame.
         public var timings: StageTimings
+        /// False for a frame between two detections (the cadence): the tracker only carried the visitors.
+        public var analysed: Bool
+        /// When the capture edge received the frame, if it came through one.
+        public var capturedAt: ContinuousClock.Instant?
 
         /// The frame with each visit's id replaced by its pseudonym.
         public func masked(by mask: inout PrivacyMask) throws(PrivacyError) -> MaskedFrame {
             var faces: [MaskedFrame.Face] = []
             for (faceId, box) in observed { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: 0)) }
             for (faceId, box, unseen) in predicted { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: unseen)) }
-            return MaskedFrame(index: index, time: time, image: image, detections: detections, faces: faces, timings: timings)
+            return MaskedFrame(
+                index: index, time: time, image: image, detections: detections, faces: faces, timings: timings, analysed: analysed,
+                capturedAt: capturedAt)
         }
     }
 
@@ -48,6 +61,8 @@ public final class SourceRunner {
         public var detections: [Box]
         public var faces: [Face]
         public var timings: StageTimings
+        public var analysed: Bool
+        public var capturedAt: ContinuousClock.Instant?
 
         /// A followed visitor: seen in this frame, or predicted after `unseenSeconds` without a detection.
         public struct Face {
@@ -64,12 +79,28 @@ public final class SourceRunner {
         public var visitors: Duration
     }
 
+    /// How `sentinel run` takes frames: through a capture edge, a live source retried from the start.
+    public struct Capture: Sendable {
+        /// Frames waiting for analysis at most.
+        public var capacity = 2
+        /// Ends capture and the run.
+        public var stop: StopFlag
+        /// A live source's state changes (reconnecting, running).
+        public var onStatus: @Sendable (LiveSource.Status) -> Void
+
+        public init(stop: StopFlag, onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }) {
+            self.stop = stop
+            self.onStatus = onStatus
+        }
+    }
+
     /// Opens the source and loads the models. `input` and `pace` override the pipeline's. `origin` places media
     /// time 0 on the wall clock; by default a recording starts at its file's modification time (so every replay
-    /// gives the same dates) and a live source when it was opened.
+    /// gives the same dates) and a live source when it was opened. With `capture`, frames come through a capture
+    /// edge (dropping the oldest when analysis is behind, but for a recording read as fast as possible).
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, input: String? = nil,
-        pace: Pacing? = nil, origin: Date? = nil, logger: Logger
+        pace: Pacing? = nil, origin: Date? = nil, capture: Capture? = nil, logger: Logger
     ) throws {
         self.definition = definition
         var source = source
@@ -86,7 +117,19 @@ public final class SourceRunner {
             throw VisionError(.model, error.message)
         }
         let spec = SourceSpec(source.resolvedInput)
-        frames = try spec.open(pacing: pace ?? source.pace, folderFPS: source.folderFPS, logger: logger)
+        let pacing = pace ?? source.pace
+        var onStatus: @Sendable (LiveSource.Status) -> Void = { _ in }
+        if let capture { onStatus = capture.onStatus }
+        let opened = try spec.open(pacing: pacing, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger, onStatus: onStatus)
+        if let capture {
+            let lossless: Bool = if case .live = spec { false } else { pacing == .fastest }
+            let edge = CaptureEdge(opened, capacity: capture.capacity, policy: lossless ? .block : .dropOldest, shutdown: capture.stop)
+            self.edge = edge
+            frames = edge
+        } else {
+            edge = nil
+            frames = opened
+        }
         switch (origin, spec) {
         case (let origin?, _):
             self.origin = origin
@@ -120,7 +163,7 @@ public final class SourceRunner {
     /// passes `mask` first; `onEvent` gets each output's copy, `onFrame` the frame with pseudonymous labels.
     public func run(
         mask: inout PrivacyMask, onEvent: ([PrivacyPolicy.Output: MaskedEvent]) throws -> Void,
-        onFrame: ((MaskedFrame) throws -> Void)? = nil, shouldStop: () -> Bool = { false }
+        onFrame: ((MaskedFrame) throws -> Void)? = nil, onIdle: (MediaTime) throws -> Void = { _ in }, stop: StopFlag = StopFlag()
     ) throws {
         try evaluate(
             onEvent: { event in
@@ -128,38 +171,103 @@ public final class SourceRunner {
                 if let published = masked[.events] { logger.debug("visitor event", metadata: published.logMetadata.mapValues { .string($0) }) }
                 try onEvent(masked)
             },
-            onFrame: { frame in try onFrame?(frame.masked(by: &mask)) }, shouldStop: shouldStop)
+            onFrame: { frame in try onFrame?(frame.masked(by: &mask)) }, onIdle: onIdle, stop: stop)
     }
 
     /// The same run with internal ids and unmasked events, for scoring against ground truth in-process. Nothing
     /// it yields may be published.
+    ///
+    /// Through a capture edge, a source that delivers nothing for a second (a camera that is down) still moves media
+    /// time on, by the monotonic clock from its last frame's capture: visits end as `lost` on time, not when the
+    /// camera comes back; `onIdle` hears each such tick.
     public func evaluate(
-        onEvent: (VisitorEvent) throws -> Void, onFrame: (FrameResult) throws -> Void = { _ in }, shouldStop: () -> Bool = { false }
+        onEvent: (VisitorEvent) throws -> Void, onFrame: (FrameResult) throws -> Void = { _ in },
+        onIdle: (MediaTime) throws -> Void = { _ in }, stop: StopFlag = StopFlag()
     ) throws {
         var stage: VisitorStage?
-        while !shouldStop(), let frame = try frames.next() {
-            if stage == nil {
-                let zones = source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) }
-                stage = VisitorStage(sourceID: source.id, origin: origin, zones: zones, settings: definition.visitors)
+        var cadence = DetectionCadence(maxFPS: definition.detectionMaxFPS)
+        edge?.start()
+        // Every exit path ends the open visits: a stage that throws must not leave visitors present forever.
+        defer {
+            if let file = frames.unpaced as? VideoFileSource, let reason = file.endReason {
+                logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])
             }
-            let clock = ContinuousClock()
-            let start = clock.now
-            let detections = try detector.detect(frame.image)
-            let detected = clock.now
-            let classifier = classifier
-            let result = try stage!.process(time: frame.time, detections: detections) { box in
-                try classifier?.classify(frame.image, face: box)
+        }
+        do {
+            var last: (time: MediaTime, capturedAt: ContinuousClock.Instant)?
+            frames: while !stop.isSet {
+                let frame: Frame
+                if let edge {
+                    switch try edge.next(idleAfter: 1) {
+                    case .end: break frames
+                    case .frame(let taken): frame = taken
+                    case .idle:
+                        guard let last, stage != nil else { continue }
+                        let time = last.time + MediaTime(seconds: (ContinuousClock.now - last.capturedAt).seconds)
+                        for event in stage!.process(time: time, detections: [], classify: { _ in nil }).events { try onEvent(event) }
+                        try onIdle(time)
+                        continue
+                    }
+                } else {
+                    guard let pulled = try frames.next() else { break }
+                    frame = pulled
+                }
+                if let capturedAt = frame.capturedAt { last = (frame.time, capturedAt) }
+                if stage == nil {
+                    let zones = source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) }
+                    stage = VisitorStage(sourceID: source.id, origin: origin, zones: zones, settings: definition.visitors)
+                }
+                let clock = ContinuousClock()
+                let start = clock.now
+                guard cadence.admits(frame.time) else {
+                    let carried = stage!.carry(time: frame.time)
+                    try onFrame(
+                        FrameResult(
+                            index: frame.index, time: frame.time, image: frame.image, detections: [], observed: [],
+                            predicted: carried.predicted, timings: StageTimings(detect: .zero, visitors: clock.now - start),
+                            analysed: false, capturedAt: frame.capturedAt))
+                    continue
+                }
+                let detections = try detector.detect(frame.image)
+                let detected = clock.now
+                let classifier = classifier
+                let result = try stage!.process(time: frame.time, detections: detections) { box in
+                    try classifier?.classify(frame.image, face: box)
+                }
+                let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
+                // The frame first, then what it produced: a consumer knows which frame (and capture time) the events
+                // come from.
+                try onFrame(
+                    FrameResult(
+                        index: frame.index, time: frame.time, image: frame.image, detections: detections.map(\.box),
+                        observed: result.observed, predicted: result.predicted, timings: timings, analysed: true,
+                        capturedAt: frame.capturedAt))
+                for event in result.events { try onEvent(event) }
             }
-            let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
-            for event in result.events { try onEvent(event) }
-            try onFrame(
-                FrameResult(
-                    index: frame.index, time: frame.time, image: frame.image, detections: detections.map(\.box),
-                    observed: result.observed, predicted: result.predicted, timings: timings))
+        } catch {
+            edge?.stop()
+            for event in stage?.finish(reason: stop.isSet ? "shutdown" : "endOfStream") ?? [] { try? onEvent(event) }
+            throw error
         }
-        if let file = frames.unpaced as? VideoFileSource, let reason = file.endReason {
-            logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])
-        }
-        for event in stage?.finish(reason: shouldStop() ? "shutdown" : "endOfStream") ?? [] { try onEvent(event) }
+        edge?.stop()
+        for event in stage?.finish(reason: stop.isSet ? "shutdown" : "endOfStream") ?? [] { try onEvent(event) }
+    }
+}
+
+/// Which frames get a detection under `detector.maxFps`: at most `maxFPS` per second of media time, evenly spread,
+/// decided by media time alone so that a replay at any pace and a live run pick alike.
+struct DetectionCadence {
+    let interval: MediaTime?
+    private var due: MediaTime?
+
+    init(maxFPS: Double) { interval = maxFPS > 0 ? MediaTime(seconds: 1 / maxFPS) : nil }
+
+    mutating func admits(_ time: MediaTime) -> Bool {
+        guard let interval else { return true }
+        // Half a millisecond of slack: container timestamps are rounded.
+        if let due, time + MediaTime(microseconds: 500) < due { return false }
+        // On schedule, or restarted after a gap (a reconnect) so that a burst cannot follow.
+        due = due.map { $0 + interval > time ? $0 + interval : time + interval } ?? time + interval
+        return true
     }
 }

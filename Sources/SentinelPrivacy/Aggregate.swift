@@ -1,4 +1,5 @@
 import Foundation
+import SentinelCore
 
 /// A figure computed over a group of visitors, published only when the group is large enough that nobody can
 /// be singled out. JSON: `{"value": ..., "visitors": n}`, or `{"suppressed": true}` with no value and no count.
@@ -47,17 +48,17 @@ public struct Occupancy: Sendable {
     private var present: [String: Visitor] = [:]
 
     struct Visitor: Sendable {
-        var zone: String?
+        var zone: ZoneID?
         var emotion: String?
     }
 
     public init(minGroupSize: Int) { self.minGroupSize = minGroupSize }
 
     /// What the dashboard may show.
-    public struct Snapshot: Sendable, Equatable, Codable {
+    public struct Snapshot: Sendable, Equatable {
         /// Visitors present, in a zone or not.
         public var visitors: Aggregate<Int>
-        public var zones: [String: Aggregate<Int>]
+        public var zones: [ZoneID: Aggregate<Int>]
         /// The share of each expression among present visitors whose expression is known.
         public var emotions: Aggregate<[String: Double]>
     }
@@ -67,7 +68,8 @@ public struct Occupancy: Sendable {
         if event.event.type == .exited {
             present[visitor.faceId] = nil
         } else {
-            present[visitor.faceId] = Visitor(zone: visitor.zone, emotion: visitor.emotion.flatMap { $0 == "unknown" ? nil : $0 })
+            present[visitor.faceId] = Visitor(
+                zone: visitor.zone.map { ZoneID(sourceId: visitor.sourceId, name: $0) }, emotion: visitor.emotion.flatMap { $0 == "unknown" ? nil : $0 })
         }
     }
 
@@ -76,7 +78,7 @@ public struct Occupancy: Sendable {
     /// A count hidden this way could still be recovered by subtracting the published zones from the published
     /// total, so while what the published figures leave unexplained covers fewer than `minGroupSize` visitors
     /// (but more than none), the smallest published zone is suppressed too.
-    public func snapshot(zones names: [String]) -> Snapshot {
+    public func snapshot(zones names: [ZoneID]) -> Snapshot {
         let total = present.count
         var counts = Dictionary(uniqueKeysWithValues: names.map { ($0, 0) })
         for visitor in present.values { if let zone = visitor.zone { counts[zone, default: 0] += 1 } }

@@ -35,15 +35,17 @@ public struct GaugeReading: Sendable, Equatable, Codable {
     public var time: Date
     /// Over every visitor who voted in the window; `visitors` counts the votes.
     public var overall: Aggregate<Level>
-    /// Over the votes cast in each zone (a vote counts for the zone its visitor was in).
-    public var zones: [String: Aggregate<Level>]
+    /// Over the votes cast at each camera, by source id.
+    public var sources: [String: Aggregate<Level>]
+    /// Over the votes cast in each zone (a vote counts for the zone its visitor was in), by source id, then zone name.
+    public var zones: [String: [String: Aggregate<Level>]]
     /// True when nobody has been seen for `staleAfterSeconds`.
     public var stale: Bool
     public var windowSeconds: Double
 
     /// Whether two readings would look the same on a dashboard.
     func sameFigures(as other: GaugeReading) -> Bool {
-        overall == other.overall && zones == other.zones && stale == other.stale
+        overall == other.overall && sources == other.sources && zones == other.zones && stale == other.stale
     }
 }
 
@@ -56,7 +58,8 @@ public struct GaugeReading: Sendable, Equatable, Codable {
 public struct SentimentGauge: Sendable {
     public let settings: GaugeSettings
     public let minGroupSize: Int
-    public let zoneNames: [String]
+    public let sourceIDs: [String]
+    public let zoneIDs: [ZoneID]
     private var votes: [String: Vote] = [:]
     private var lastSeen: Date?
     private var lastPublished: GaugeReading?
@@ -65,13 +68,16 @@ public struct SentimentGauge: Sendable {
         var time: Date
         var valence: Double
         var weight: Double
+        var source: String
         var zone: String?
     }
 
-    public init(settings: GaugeSettings, minGroupSize: Int, zones: [String]) {
+    /// Readings cover `sources` (each camera) and `zones` (each zone of each camera), every one of them in every reading.
+    public init(settings: GaugeSettings, minGroupSize: Int, sources: [String], zones: [ZoneID]) {
         self.settings = settings
         self.minGroupSize = minGroupSize
-        zoneNames = zones
+        sourceIDs = sources
+        zoneIDs = zones
     }
 
     /// Takes a visitor's latest reading as its vote. Visitors whose expression is unknown (or not measured, as in
@@ -84,7 +90,8 @@ public struct SentimentGauge: Sendable {
         else { return }
         // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
         let dwell = min(max(visitor.dwellSeconds ?? 0, 1), settings.windowSeconds)
-        votes[visitor.faceId] = Vote(time: event.time, valence: valence, weight: confidence * dwell, zone: visitor.zone)
+        votes[visitor.faceId] = Vote(
+            time: event.time, valence: valence, weight: confidence * dwell, source: visitor.sourceId, zone: visitor.zone)
     }
 
     /// The reading at `now`, if one is due: when its figures changed since the last published one, or
@@ -109,8 +116,14 @@ public struct SentimentGauge: Sendable {
             let score = Int(((mean + 1) * 50).rounded())
             return Aggregate(GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count, minGroupSize: minGroupSize)
         }
-        let zones = Dictionary(uniqueKeysWithValues: zoneNames.map { name in (name, level(votes.values.filter { $0.zone == name })) })
+        var sources: [String: Aggregate<GaugeReading.Level>] = [:]
+        for source in sourceIDs { sources[source] = level(votes.values.filter { $0.source == source }) }
+        var zones: [String: [String: Aggregate<GaugeReading.Level>]] = [:]
+        for zone in zoneIDs {
+            zones[zone.sourceId, default: [:]][zone.name] = level(votes.values.filter { $0.source == zone.sourceId && $0.zone == zone.name })
+        }
         let stale = lastSeen.map { now.timeIntervalSince($0) > settings.staleAfterSeconds } ?? true
-        return GaugeReading(time: now, overall: level(votes.values), zones: zones, stale: stale, windowSeconds: settings.windowSeconds)
+        return GaugeReading(
+            time: now, overall: level(votes.values), sources: sources, zones: zones, stale: stale, windowSeconds: settings.windowSeconds)
     }
 }

@@ -237,8 +237,12 @@ public struct HTTPAPI: Sendable {
     }
 
     func zoneCounts() -> Response {
-        let snapshot = live.occupancy(zones: zones.map(\.name))
-        let list = zones.map { Zones.Zone(name: $0.name, sourceId: $0.sourceId, emotion: $0.emotion, visitors: snapshot.zones[$0.name] ?? .suppressed) }
+        let snapshot = live.occupancy(zones: zones.map { ZoneID(sourceId: $0.sourceId, name: $0.name) })
+        let list = zones.map { zone in
+            Zones.Zone(
+                name: zone.name, sourceId: zone.sourceId, emotion: zone.emotion,
+                visitors: snapshot.zones[ZoneID(sourceId: zone.sourceId, name: zone.name)] ?? .suppressed)
+        }
         return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions))) ?? APIResponse.error(.internalServerError, "")
     }
 
@@ -249,7 +253,13 @@ public struct HTTPAPI: Sendable {
             var up: Bool
             /// Seconds since its last frame; absent before the first.
             var lastFrameAgeSeconds: Double?
+            /// Frames analysed per second, over the last second.
             var fps: Double
+            var frames: LiveState.FrameCounts
+            /// Seconds from capture to the start of analysis, for the latest frame.
+            var lagSeconds: Double
+            var reconnectAttempt: Int?
+            var nextRetryAt: Date?
             var message: String?
         }
         var status: String
@@ -268,12 +278,16 @@ public struct HTTPAPI: Sendable {
         }
         let sources = live.sourceHealth.sorted { $0.key < $1.key }.map { id, health in
             let age = health.lastFrameAt.map { now.timeIntervalSince($0) }
-            let up = health.state == .running && (age ?? 0) < 10
-            return Health.Source(id: id, state: health.state, up: up, lastFrameAgeSeconds: age.map { ($0 * 10).rounded() / 10 },
-                                 fps: (health.fps * 10).rounded() / 10, message: health.message)
+            let up = (health.state == .running || health.state == .behind) && (age ?? 0) < 10
+            return Health.Source(
+                id: id, state: health.state, up: up, lastFrameAgeSeconds: age.map { ($0 * 10).rounded() / 10 },
+                fps: (health.fps * 10).rounded() / 10, frames: health.frames, lagSeconds: health.lagSeconds,
+                reconnectAttempt: health.reconnectAttempt, nextRetryAt: health.nextRetryAt, message: health.message)
         }
+        // Behind still serves (200): frames are dropped at the edge, counted, and dwell stays right.
         let healthy = database.writable && sources.allSatisfy(\.up)
-        let body = Health(status: healthy ? "ok" : "degraded", sources: sources, database: database)
+        let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
+        let body = Health(status: status, sources: sources, database: database)
         return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable)) ?? APIResponse.error(.internalServerError, "")
     }
 }

@@ -3,7 +3,8 @@ import SentinelCore
 import SentinelStore
 
 /// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.
-/// The zone filter applies to visitor events; gauge readings have no zone and pass it.
+/// The zone filter applies to visitor events; gauge readings have no zone and pass it. A zone is written `name` (that
+/// zone at every camera) or `source/name` (at one camera).
 public struct EventFilter: Sendable, Equatable {
     public var sources: Set<String>?
     public var zones: Set<String>?
@@ -19,7 +20,9 @@ public struct EventFilter: Sendable, Equatable {
         if let types, !types.contains(event.type) { return false }
         if event.type == Publication.gaugeType { return true }
         if let sources, !sources.contains(event.streamId) { return false }
-        if let zones, !zones.contains(event.zone ?? "") { return false }
+        if let zones {
+            guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else { return false }
+        }
         return true
     }
 }

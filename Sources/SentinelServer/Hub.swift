@@ -8,7 +8,7 @@ import SentinelStore
 /// are dropped beyond the bound, and counted.
 public final class Hub: @unchecked Sendable {
     private let lock = NSLock()
-    private var pending: [Publication] = []
+    private var pending: [Entry] = []
     private var gauge: SentimentGauge
     /// What the log may publish, and the published times of gauge readings.
     private let policy: PrivacyPolicy
@@ -28,13 +28,20 @@ public final class Hub: @unchecked Sendable {
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
+    /// A publication waiting for the store, with when the frame it came from was captured (for the latency metric).
+    struct Entry: Sendable {
+        var publication: Publication
+        var capturedAt: ContinuousClock.Instant?
+    }
+
     /// A visitor event as the mask gave it: the store keeps its copy, and the log what may be published of that.
-    public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent]) {
+    /// `capturedAt` is when the frame it came from was captured, if known.
+    public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent], capturedAt: ContinuousClock.Instant? = nil) {
         guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
         let published = policy.published(stored)
         lock.withLock {
             gauge.record(published.event)
-            enqueue(.visitor(stored: stored, published: published))
+            enqueue(Entry(publication: .visitor(stored: stored, published: published), capturedAt: capturedAt))
         }
     }
 
@@ -43,18 +50,18 @@ public final class Hub: @unchecked Sendable {
         lock.withLock {
             guard var reading = gauge.tick(now: time) else { return }
             reading.time = policy.coarsen(reading.time)
-            enqueue(.gauge(reading))
+            enqueue(Entry(publication: .gauge(reading)))
         }
     }
 
-    private func enqueue(_ publication: Publication) {
-        pending.append(publication)
+    private func enqueue(_ entry: Entry) {
+        pending.append(entry)
         trim()
         wake.yield()
     }
 
     /// Takes up to `limit` waiting publications, oldest first.
-    func take(limit: Int) -> [Publication] {
+    func take(limit: Int) -> [Entry] {
         lock.withLock {
             let batch = Array(pending.prefix(limit))
             pending.removeFirst(batch.count)
@@ -64,7 +71,7 @@ public final class Hub: @unchecked Sendable {
     }
 
     /// Puts back a batch the store could not take, ahead of what arrived since (still within the bound).
-    func putBack(_ batch: [Publication]) {
+    func putBack(_ batch: [Entry]) {
         lock.withLock {
             pending.insert(contentsOf: batch, at: 0)
             trim()

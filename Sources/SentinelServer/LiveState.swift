@@ -24,13 +24,28 @@ public final class LiveState: @unchecked Sendable {
     /// One source's state.
     public struct SourceHealth: Sendable, Codable, Equatable {
         public enum State: String, Sendable, Codable {
-            case starting, running, reconnecting, ended, failed
+            /// `behind`: running, but analysis cannot keep the source's rate (frames dropped at its edge, or late).
+            case starting, running, behind, reconnecting, ended, failed
         }
         public var state = State.starting
         public var lastFrameAt: Date?
+        /// Frames analysed per second, over the last second.
         public var fps = 0.0
-        /// Why it ended or failed.
+        /// Frames captured, analysed (detected or carried) and dropped at the capture edge since start.
+        public var frames = FrameCounts()
+        /// Seconds from capture to the start of analysis, for the latest frame.
+        public var lagSeconds = 0.0
+        /// While reconnecting: the attempt about to be made, and when.
+        public var reconnectAttempt: Int?
+        public var nextRetryAt: Date?
+        /// Why it ended, failed or is reconnecting.
         public var message: String?
+    }
+
+    public struct FrameCounts: Sendable, Codable, Equatable {
+        public var captured = 0
+        public var analysed = 0
+        public var dropped = 0
     }
 
     /// The store's state.
@@ -72,7 +87,7 @@ public final class LiveState: @unchecked Sendable {
         lock.withLock { visitors.sorted { arrival[$0.key]! < arrival[$1.key]! }.map(\.value) }
     }
 
-    public func occupancy(zones: [String]) -> Occupancy.Snapshot { lock.withLock { occupancy.snapshot(zones: zones) } }
+    public func occupancy(zones: [ZoneID]) -> Occupancy.Snapshot { lock.withLock { occupancy.snapshot(zones: zones) } }
 
     public var latestGauge: GaugeReading? { lock.withLock { gauge } }
 

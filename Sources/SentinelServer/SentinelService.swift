@@ -58,9 +58,10 @@ public struct SentinelService: Sendable {
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
-        let zones = definition.sources.flatMap { $0.zones.map(\.name) }
         let hub = Hub(
-            gauge: SentimentGauge(settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize, zones: zones),
+            gauge: SentimentGauge(
+                settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize, sources: definition.sources.map(\.id),
+                zones: definition.zoneIDs),
             policy: definition.privacy, bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
         self.hub = hub
         let writer = StoreWriter(

@@ -23,6 +23,7 @@ public final class SourceService: Service, @unchecked Sendable {
     let live: LiveState
     let telemetry: Telemetry
     let logger: Logger
+    /// Set on shutdown: ends capture at once and the run after the frame in hand.
     private let stopFlag = StopFlag()
 
     public init(
@@ -76,44 +77,58 @@ public final class SourceService: Service, @unchecked Sendable {
 
     /// Runs the source until it ends (or forever, looping a recording) or until shutdown.
     private func runSource() {
-        let fps = telemetry.fps(source: source.id)
-        let dropped = telemetry.droppedFrames(source: source.id)
-        let detectTimer = telemetry.stage("detect")
-        let visitorsTimer = telemetry.stage("visitors")
-        let maskTimer = telemetry.stage("mask")
-        let hub = hub, live = live, source = source, definition = definition
+        var metrics = SourceMetrics(telemetry: telemetry, source: source.id)
+        let hub = hub, live = live, source = source, definition = definition, logger = logger
+        let capture = SourceRunner.Capture(stop: stopFlag) { status in
+            live.updateSource(source.id) { health in
+                switch status {
+                case .running:
+                    health.state = .running
+                    health.reconnectAttempt = nil
+                    health.nextRetryAt = nil
+                    health.message = nil
+                case .reconnecting(let attempt, let retryIn, let error):
+                    health.state = .reconnecting
+                    health.reconnectAttempt = attempt
+                    health.nextRetryAt = Date().addingTimeInterval(retryIn.seconds)
+                    health.message = error
+                }
+            }
+        }
         repeat {
             do {
                 // In a service, a recording is played as if live: placed on the wall clock when it starts.
-                let runner = try SourceRunner(definition: definition, source: source, models: models, pace: pace, origin: Date(), logger: logger)
-                live.updateSource(source.id) {
-                    $0.state = .running
-                    $0.message = nil
-                }
+                let runner = try SourceRunner(
+                    definition: definition, source: source, models: models, pace: pace, origin: Date(), capture: capture, logger: logger)
                 logger.info("source started", metadata: ["input": "\(runner.sourceName)"])
                 var mask = PrivacyMask(policy: definition.privacy, keys: keys)
-                var rate = FrameRate()
-                let interval = 1 / max(runner.nominalFPS, 1)
+                var watch = RateWatch()
+                var capturedAt: ContinuousClock.Instant?
                 try runner.run(
                     mask: &mask,
-                    onEvent: { masked in
-                        let start = ContinuousClock.now
-                        hub.submit(masked)
-                        maskTimer.recordInterval(since: start)
-                    },
+                    onEvent: { masked in hub.submit(masked, capturedAt: capturedAt) },
                     onFrame: { frame in
-                        let now = Date()
+                        capturedAt = frame.capturedAt
+                        let lag = frame.capturedAt.map { (ContinuousClock.now - $0).seconds - frame.timings.detect.seconds - frame.timings.visitors.seconds } ?? 0
                         hub.tick(time: runner.origin.addingTimeInterval(frame.time.seconds))
-                        detectTimer.record(duration: frame.timings.detect)
-                        visitorsTimer.record(duration: frame.timings.visitors)
-                        if let missed = rate.add(frame.time.seconds, interval: interval), missed > 0 { dropped.increment(by: missed) }
-                        fps.record(rate.fps)
+                        if frame.analysed {
+                            metrics.detect.record(duration: frame.timings.detect)
+                            metrics.visitors.record(duration: frame.timings.visitors)
+                        }
+                        let counts = runner.edge?.snapshot ?? .init()
+                        let behind = watch.add(counts: counts, lag: lag)
+                        metrics.update(counts: counts, fps: watch.fps)
                         live.updateSource(source.id) {
-                            $0.lastFrameAt = now
-                            $0.fps = rate.fps
+                            if $0.state != .reconnecting { $0.state = behind ? .behind : .running }
+                            $0.lastFrameAt = Date()
+                            $0.fps = watch.fps
+                            $0.lagSeconds = (max(lag, 0) * 1000).rounded() / 1000
+                            $0.frames = LiveState.FrameCounts(captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
+                            $0.message = behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
                         }
                     },
-                    shouldStop: { stopFlag.isSet })
+                    onIdle: { time in hub.tick(time: runner.origin.addingTimeInterval(time.seconds)) },
+                    stop: stopFlag)
                 live.updateSource(source.id) { $0.state = .ended }
                 logger.info("source ended")
             } catch {
@@ -129,44 +144,48 @@ public final class SourceService: Service, @unchecked Sendable {
     }
 }
 
-/// Frames per second over the last second, and frames missed (gaps in timestamps longer than 1.5 intervals).
-struct FrameRate {
-    private var last: Double?
-    private(set) var fps = 0.0
-    private let wall = ContinuousClock()
-    private var wallTimes: [ContinuousClock.Instant] = []
+/// One source's frame figures on /metrics: exact counts from its capture edge, analysis rate and stage times.
+struct SourceMetrics {
+    let captured, analysed, dropped: CoreMetrics.Counter
+    let fps: CoreMetrics.Gauge
+    let detect, visitors: CoreMetrics.Timer
+    private var reported = CaptureEdge.Counts()
 
-    /// Adds a frame at media time `time`; returns the frames missed since the previous one.
-    mutating func add(_ time: Double, interval: Double) -> Int? {
-        let now = wall.now
-        wallTimes.append(now)
-        wallTimes.removeAll { now - $0 > .seconds(1) }
-        fps = Double(wallTimes.count)
-        defer { last = time }
-        guard let last, time > last + 1.5 * interval else { return nil }
-        return Int(((time - last) / interval).rounded()) - 1
+    init(telemetry: Telemetry, source: String) {
+        (captured, analysed, dropped) = telemetry.frames(source: source)
+        fps = telemetry.fps(source: source)
+        detect = telemetry.stage("detect")
+        visitors = telemetry.stage("visitors")
+    }
+
+    /// Counters move by what changed since the last report; a new playback (a loop) starts its edge at zero.
+    mutating func update(counts: CaptureEdge.Counts, fps: Double) {
+        if counts.captured < reported.captured { reported = .init() }
+        captured.increment(by: counts.captured - reported.captured)
+        analysed.increment(by: counts.delivered - reported.delivered)
+        dropped.increment(by: counts.dropped - reported.dropped)
+        reported = counts
+        self.fps.record(fps)
     }
 }
 
-/// A flag set once, from any thread, that a thread can also sleep on.
-final class StopFlag: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var stopped = false
+/// Analysis rate over the last second, and whether analysis is behind its source: frames dropped at the capture
+/// edge in the last five seconds (more than one in ten captured), or a frame that waited more than a second.
+struct RateWatch {
+    private let wall = ContinuousClock()
+    private var frames: [ContinuousClock.Instant] = []
+    private var samples: [(time: ContinuousClock.Instant, counts: CaptureEdge.Counts)] = []
+    private(set) var fps = 0.0
 
-    var isSet: Bool { condition.withLock { stopped } }
-
-    func set() {
-        condition.withLock {
-            stopped = true
-            condition.broadcast()
-        }
-    }
-
-    /// Sleeps until set or `seconds` pass.
-    func wait(seconds: Double) {
-        condition.withLock {
-            let deadline = Date().addingTimeInterval(seconds)
-            while !stopped, condition.wait(until: deadline) {}
-        }
+    mutating func add(counts: CaptureEdge.Counts, lag: Double) -> Bool {
+        let now = wall.now
+        frames.append(now)
+        frames.removeAll { now - $0 > .seconds(1) }
+        fps = Double(frames.count)
+        samples.append((now, counts))
+        samples.removeAll { now - $0.time > .seconds(5) }
+        let first = samples.first!.counts
+        let captured = counts.captured - first.captured, dropped = counts.dropped - first.dropped
+        return lag > 1 || (captured > 0 && Double(dropped) > 0.1 * Double(captured))
     }
 }

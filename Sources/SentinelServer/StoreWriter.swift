@@ -69,7 +69,7 @@ public final class StoreWriter: Service, @unchecked Sendable {
             let start = ContinuousClock.now
             let logged: [LoggedEvent]
             do {
-                logged = try await store.append(batch)
+                logged = try await store.append(batch.map(\.publication))
             } catch {
                 hub.putBack(batch)
                 if failure?.kind != error.kind { logger.error("cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"]) }
@@ -89,10 +89,11 @@ public final class StoreWriter: Service, @unchecked Sendable {
                 $0.writable = true
                 $0.message = nil
             }
-            live.apply(batch)
+            live.apply(batch.map(\.publication))
             let published = ContinuousClock.now
             broadcaster.publish(logged)
             telemetry.publishLatency.recordInterval(since: published)
+            for case let captured? in batch.map(\.capturedAt) { telemetry.captureToPublish.recordInterval(since: captured) }
             telemetry.eventsPublished.increment(by: logged.count)
         }
         runRetention()

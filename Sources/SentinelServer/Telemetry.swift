@@ -25,6 +25,7 @@ public final class Telemetry: Sendable {
             label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds, factory: factory)
         publishLatency = CoreMetrics.Timer(
             label: "sentinel_stage_duration_seconds", dimensions: [("stage", "publish")], preferredDisplayUnit: .seconds, factory: factory)
+        captureToPublish = CoreMetrics.Timer(label: "sentinel_capture_to_publish_seconds", preferredDisplayUnit: .seconds, factory: factory)
     }
 
     /// SSE clients connected now.
@@ -39,20 +40,26 @@ public final class Telemetry: Sendable {
     public let droppedBySlowClient: CoreMetrics.Counter
     public let storeLatency: CoreMetrics.Timer
     public let publishLatency: CoreMetrics.Timer
+    /// From the capture of the frame an event came from to the event's being committed and offered to SSE clients.
+    public let captureToPublish: CoreMetrics.Timer
 
     /// Latency of one pipeline stage per frame (or per batch, for the store and the fan-out).
     public func stage(_ name: String) -> CoreMetrics.Timer {
         CoreMetrics.Timer(label: "sentinel_stage_duration_seconds", dimensions: [("stage", name)], preferredDisplayUnit: .seconds, factory: factory)
     }
 
-    /// Frames per second one source processed, over the last second.
+    /// Frames per second one source analysed, over the last second.
     public func fps(source: String) -> CoreMetrics.Gauge {
         CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("source", source)], factory: factory)
     }
 
-    /// Frames a source produced but the pipeline did not process, estimated from gaps in their timestamps.
-    public func droppedFrames(source: String) -> CoreMetrics.Counter {
-        CoreMetrics.Counter(label: "sentinel_frames_dropped_total", dimensions: [("source", source)], factory: factory)
+    /// Frames one source's capture edge received, handed to analysis, and dropped because analysis was behind: exact
+    /// counts, not estimates.
+    public func frames(source: String) -> (captured: CoreMetrics.Counter, analysed: CoreMetrics.Counter, dropped: CoreMetrics.Counter) {
+        func counter(_ name: String) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: "sentinel_frames_\(name)_total", dimensions: [("source", source)], factory: factory)
+        }
+        return (counter("captured"), counter("analysed"), counter("dropped"))
     }
 
     /// The Prometheus text exposition.

@@ -4,14 +4,18 @@ import SentinelCore
 public struct Frame: Sendable {
     /// 0-based position in the source (for a reconnecting live source: since the source started).
     public var index: Int
-    /// Media time: the container's timestamp for files, monotonic capture time for live sources.
+    /// Media time: the container's timestamp for files; for live sources the stream's timestamp where sane, else the
+    /// monotonic clock at the grab (see `CaptureTimeline`).
     public var time: MediaTime
     public var image: Image
+    /// When a capture edge received the frame from its source (nil for frames pulled straight from a recording).
+    public var capturedAt: ContinuousClock.Instant?
 
-    public init(index: Int, time: MediaTime, image: Image) {
+    public init(index: Int, time: MediaTime, image: Image, capturedAt: ContinuousClock.Instant? = nil) {
         self.index = index
         self.time = time
         self.image = image
+        self.capturedAt = capturedAt
     }
 }
 

@@ -34,9 +34,17 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// A live camera or stream. Frames carry monotonic capture time since the source started. When the
-/// source stops delivering, it is reported and reopened with exponential backoff until `stop()`.
+/// A live camera or stream. Frames are stamped by a `CaptureTimeline`: the stream's own timestamps where sane, else
+/// the monotonic clock right after the grab, in seconds since the source started. When the source stops delivering
+/// (or cannot be opened, with `retryFirstOpen`), it is reported and reopened with exponential backoff until `stop()`.
 public final class LiveSource: FrameSource {
+    /// What the source is doing, as `onStatus` hears it.
+    public enum Status: Sendable, Equatable {
+        case running
+        /// Waiting `retryIn` before attempt number `attempt` to open it again.
+        case reconnecting(attempt: Int, retryIn: Duration, error: String?)
+    }
+
     public let endpoint: LiveEndpoint
     public var name: String { endpoint.description }
     /// How many times the source was reopened after dropping.
@@ -44,31 +52,42 @@ public final class LiveSource: FrameSource {
 
     private let backoff: Backoff
     private let logger: Logger
-    private let clock = ContinuousClock()
-    private let start: ContinuousClock.Instant
+    private let onStatus: @Sendable (Status) -> Void
+    private let start = ContinuousClock.now
     private var capture: OpaquePointer?
     private var index = 0
-    private var stopped = false
+    private var timeline = CaptureTimeline()
+    /// Set from any thread to end `next()`, also from within a backoff wait.
+    public let stopFlag = StopFlag()
 
-    /// Opens the source now, so that a wrong device or URL fails here with a clear error.
-    public init(_ endpoint: LiveEndpoint, backoff: Backoff = Backoff(), logger: Logger) throws(VisionError) {
+    /// With `retryFirstOpen` false the source is opened now, so that a wrong device or URL fails here with a clear
+    /// error (the CLI's `detect`); with true (`sentinel run`), a camera that is down at start is retried like one
+    /// that drops later.
+    public init(
+        _ endpoint: LiveEndpoint, backoff: Backoff = Backoff(), retryFirstOpen: Bool = false, logger: Logger,
+        onStatus: @escaping @Sendable (Status) -> Void = { _ in }
+    ) throws(VisionError) {
         self.endpoint = endpoint
         self.backoff = backoff
         self.logger = logger
-        self.capture = try endpoint.open()
-        self.start = clock.now
+        self.onStatus = onStatus
+        if !retryFirstOpen {
+            capture = try endpoint.open()
+            onStatus(.running)
+        }
     }
 
     deinit {
         if let capture { snl_capture_destroy(capture) }
     }
 
-    /// Makes `next()` return nil from now on (called from the thread that pulls frames).
-    public func stop() { stopped = true }
+    /// Makes `next()` return nil from now on, also from within a backoff wait. Any thread.
+    public func stop() { stopFlag.set() }
 
     public func next() throws(VisionError) -> Frame? {
         var attempt = 0
-        while !stopped {
+        var lastError: String?
+        while !stopFlag.isSet {
             if let capture {
                 var image: OpaquePointer?
                 var positionMs = 0.0
@@ -78,7 +97,8 @@ public final class LiveSource: FrameSource {
                     logger.warning("live source read failed", metadata: ["source": "\(name)", "error": "\(error)"])
                 }
                 if let image {
-                    let time = MediaTime(seconds: (clock.now - start).seconds)
+                    let elapsed = (ContinuousClock.now - start).seconds
+                    let time = timeline.time(elapsed: elapsed, streamSeconds: positionMs / 1000)
                     defer { index += 1 }
                     return Frame(index: index, time: time, image: Image(handle: image))
                 }
@@ -88,16 +108,19 @@ public final class LiveSource: FrameSource {
             }
             let delay = backoff.delay(attempt: attempt)
             attempt += 1
-            backoff.sleep(delay)
-            guard !stopped else { break }
+            onStatus(.reconnecting(attempt: attempt, retryIn: delay, error: lastError))
+            if backoff.wait(delay, stopFlag) { break }
             do {
                 capture = try endpoint.open()
-                reconnects += 1
-                logger.info("live source reopened", metadata: ["source": "\(name)", "attempt": "\(attempt)"])
+                if index > 0 { reconnects += 1 }
+                logger.info("live source opened", metadata: ["source": "\(name)", "attempt": "\(attempt)"])
+                onStatus(.running)
             } catch {
+                lastError = error.message
                 logger.warning(
-                    "live source reopen failed",
-                    metadata: ["source": "\(name)", "attempt": "\(attempt)", "retryIn": "\(backoff.delay(attempt: attempt))"])
+                    "live source open failed",
+                    metadata: ["source": "\(name)", "attempt": "\(attempt)", "retryIn": "\(backoff.delay(attempt: attempt))",
+                               "error": "\(error.message)"])
             }
         }
         return nil
@@ -108,25 +131,22 @@ public final class LiveSource: FrameSource {
 public struct Backoff: Sendable {
     public var initial: Duration
     public var maximum: Duration
-    /// How a delay is waited out; replaced in tests of the schedule.
-    public var sleep: @Sendable (Duration) -> Void
+    /// How a delay is waited out: until it passes or the flag is set (true when set). Replaced in tests of the
+    /// schedule.
+    public var wait: @Sendable (Duration, StopFlag) -> Bool
 
     public init(
         initial: Duration = .milliseconds(500), maximum: Duration = .seconds(30),
-        sleep: @escaping @Sendable (Duration) -> Void = { Backoff.blockingSleep($0) }
+        wait: @escaping @Sendable (Duration, StopFlag) -> Bool = { $1.wait(seconds: $0.seconds) }
     ) {
         self.initial = initial
         self.maximum = maximum
-        self.sleep = sleep
+        self.wait = wait
     }
 
     public func delay(attempt: Int) -> Duration {
         var delay = initial
         for _ in 0..<min(attempt, 32) where delay < maximum { delay *= 2 }
         return min(delay, maximum)
-    }
-
-    public static func blockingSleep(_ duration: Duration) {
-        Thread.sleep(forTimeInterval: duration.seconds)
     }
 }

@@ -30,10 +30,12 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens the source. Pacing applies to files and folders; live sources arrive at their own pace.
-    public func open(pacing: Pacing = .fastest, folderFPS: Double = 1, logger: Logger) throws(VisionError)
-        -> any FrameSource
-    {
+    /// Opens the source. Pacing applies to files and folders; live sources arrive at their own pace, and with
+    /// `retryLive` one that cannot be opened yet is retried with backoff (reported through `onStatus`).
+    public func open(
+        pacing: Pacing = .fastest, folderFPS: Double = 1, retryLive: Bool = false, logger: Logger,
+        onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }
+    ) throws(VisionError) -> any FrameSource {
         switch self {
         case .file(let path):
             guard FileManager.default.fileExists(atPath: path) else {
@@ -43,7 +45,7 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
         case .folder(let path):
             return PacedSource(try ImageFolderSource(path: path, fps: folderFPS), pacing: pacing)
         case .live(let endpoint):
-            return try LiveSource(endpoint, logger: logger)
+            return try LiveSource(endpoint, retryFirstOpen: retryLive, logger: logger, onStatus: onStatus)
         }
     }
 }

@@ -13,6 +13,10 @@ public struct EmotionSettings: Sendable, Equatable, Codable {
     public var minConfidence: Double = 0.4
     /// Below this many readings the label is "unknown".
     public var minSamples: Int = 3
+    /// At most this many classifications per visitor per media second (0: every frame the face is detected). The
+    /// reading is smoothed over `timeConstantSeconds` anyway, so classifying every frame of a 30 fps camera would
+    /// spend the model on readings that change nothing.
+    public var maxPerSecond: Double = 4
 
     public init() {}
 }

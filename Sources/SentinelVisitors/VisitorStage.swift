@@ -48,6 +48,8 @@ public struct VisitorStage: Sendable {
         var lastSeen: MediaTime
         var presence: ZonePresence
         var emotion: EmotionSmoother
+        /// When the face was last classified, for the per-visitor rate.
+        var lastClassified: MediaTime?
         var lastUpdate: MediaTime
         /// The last detection, for outputs that a pipeline explicitly allows to carry it.
         var box: Box
@@ -106,10 +108,13 @@ public struct VisitorStage: Sendable {
                 events.append(zoneEvent(change, visit, at: time, state: "active"))
             }
             let side = min(detection.box.width, detection.box.height)
-            if visit.presence.allowsEmotion(at: settings.point(of: detection.box)), side >= settings.emotion.minFaceSize, detection.score >= settings.emotion.minDetectionScore,
-                let distribution = try classify(detection.box)
+            let rate = settings.emotion.maxPerSecond
+            let due = rate <= 0 || visit.lastClassified.map { (time - $0).seconds >= 1 / rate - 1e-6 } ?? true
+            if due, visit.presence.allowsEmotion(at: settings.point(of: detection.box)), side >= settings.emotion.minFaceSize,
+                detection.score >= settings.emotion.minDetectionScore, let distribution = try classify(detection.box)
             {
                 visit.emotion.add(distribution, at: time)
+                visit.lastClassified = time
             }
             if (time - visit.lastUpdate).seconds >= settings.updateIntervalSeconds - 1e-9 {
                 visit.lastUpdate = time
@@ -126,6 +131,19 @@ public struct VisitorStage: Sendable {
             events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: "lost")
         }
         output.events = events
+        return output
+    }
+
+    /// Where the followed visitors are at `time`, for a frame that was not analysed (the detection cadence): every
+    /// confirmed track still coasting, from where it was last seen to where its motion leads. Changes nothing, so
+    /// skipping detection on a frame and carrying the tracks gives the same events as not having the frame.
+    public func carry(time: MediaTime) -> FrameOutput {
+        var output = FrameOutput()
+        for track in tracker.tracks where track.confirmed && (time - track.lastSeen).seconds <= settings.tracker.coastSeconds {
+            guard let visit = visits[track.id] else { continue }
+            let unseen = max((time - track.lastSeen).seconds, 1e-6)
+            output.predicted.append((internalID(visit.number), track.box.union(track.predicted(at: time)), unseen))
+        }
         return output
     }
 

@@ -12,7 +12,9 @@ struct SentimentGaugeTests {
         settings.windowSeconds = window
         settings.publishEverySeconds = every
         settings.staleAfterSeconds = stale
-        return SentimentGauge(settings: settings, minGroupSize: k, zones: ["display", "counter"])
+        return SentimentGauge(
+            settings: settings, minGroupSize: k, sources: ["cam"],
+            zones: [ZoneID(sourceId: "cam", name: "display"), ZoneID(sourceId: "cam", name: "counter")])
     }
 
     /// A masked `visitor.updated` as the gauge sees it.
@@ -70,7 +72,7 @@ struct SentimentGaugeTests {
         g.record(vote("b", at: 1, valence: 1, zone: "counter"))
         g.record(vote("c", at: 1, valence: -1, zone: "counter"))
         let reading = g.reading(now: start.addingTimeInterval(1))
-        #expect(reading.zones["display"] == .suppressed && reading.zones["counter"] == .suppressed)
+        #expect(reading.zones["cam"]?["display"] == .suppressed && reading.zones["cam"]?["counter"] == .suppressed)
         #expect(reading.overall.value != nil)
     }
 

@@ -23,19 +23,25 @@ final class RunningSentinel: @unchecked Sendable {
         return video
     }
 
-    init(pace: String) throws {
+    /// The showroom pipeline on a short rendered clip, looping, at `pace`.
+    convenience init(pace: String) throws {
+        let showroom = try String(contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        let pipeline = showroom.replacingOccurrences(
+            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try Self.clip.get().path)")
+        try self.init(pipeline: pipeline, arguments: ["--pace", pace, "--loop", "--verbose"])
+    }
+
+    /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database.
+    init(pipeline text: String, arguments: [String]) throws {
         folder = try Fixtures.temporaryFolder()
         database = folder.appendingPathComponent("sentinel.sqlite").path
-        let showroom = try String(contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
-        let input = try Self.clip.get().path
         let pipeline = folder.appendingPathComponent("pipeline.yml")
-        try showroom.replacingOccurrences(of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(input)")
-            .write(to: pipeline, atomically: true, encoding: .utf8)
+        try text.write(to: pipeline, atomically: true, encoding: .utf8)
         logFile = folder.appendingPathComponent("log.txt")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
         process.executableURL = Fixtures.sentinel
-        process.arguments = ["run", pipeline.path, "--port", "0", "--database", database, "--pace", pace, "--loop", "--verbose"]
+        process.arguments = ["run", pipeline.path, "--port", "0", "--database", database] + arguments
         process.currentDirectoryURL = Fixtures.root
         process.standardOutput = log
         process.standardError = log
@@ -59,13 +65,24 @@ final class RunningSentinel: @unchecked Sendable {
 
     /// Reads `/events` from the start until `count` events have arrived (or the stream ends).
     func events(count: Int) async throws -> [EventStreamParser.Message] {
+        try await events { $0.ids.count >= count }
+    }
+
+    /// Reads `/events` from the start until `enough` says so (or the stream ends).
+    func events(until enough: @escaping ([EventStreamParser.Message]) -> Bool) async throws -> [EventStreamParser.Message] {
         var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
         try await LoopbackClient.get(port: port, path: "/events?lastEventId=0") { chunk in
             messages += parser.feed(String(buffer: chunk))
-            return messages.ids.count < count
+            return !enough(messages)
         }
         return messages
+    }
+
+    /// A JSON document the running service answers at `path`.
+    func json(_ path: String) async throws -> [String: Any] {
+        let body = try await LoopbackClient.fetch(port: port, path: path).1
+        return try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
     }
 
     /// Waits for the process to end; its exit status, or nil after `seconds`.

@@ -146,7 +146,8 @@ struct StoreTests {
     }
 
     func reading(at second: Double) -> GaugeReading {
-        var gauge = SentimentGauge(settings: GaugeSettings(), minGroupSize: 3, zones: ["display"])
+        var gauge = SentimentGauge(
+            settings: GaugeSettings(), minGroupSize: 3, sources: ["cam"], zones: [ZoneID(sourceId: "cam", name: "display")])
         return gauge.reading(now: start.addingTimeInterval(second))
     }
 }

@@ -7,25 +7,19 @@ import Testing
 
 @Suite("Live sources over a real network stream")
 struct LiveSourceTests {
-    /// Serves `folder` over HTTP on a free loopback port with Python's http.server; returns the port.
-    func serve(_ folder: URL) throws -> (Process, Int) {
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", folder.path]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        // First line: "Serving HTTP on 127.0.0.1 port 38123 (http://127.0.0.1:38123/) ..."
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        let words = text.split(separator: " ")
-        let port = words.firstIndex(of: "port").flatMap { Int(words[$0 + 1]) }
-        return (server, try #require(port, "http.server said: \(text)"))
+    /// Serves `folder` over HTTP on a free loopback port with Python's http.server, which exits when the test process
+    /// does; returns the server and its port.
+    func serve(_ folder: URL) throws -> (OwnedProcess, Int) {
+        let program = """
+            import os, runpy, sys, threading
+            threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+            sys.argv = ["http.server", "0", "--bind", "127.0.0.1", "--directory", sys.argv[1]]
+            runpy.run_module("http.server", run_name="__main__")
+            """
+        let server = try OwnedProcess("/usr/bin/python3", ["-u", "-c", program, folder.path])
+        // "Serving HTTP on 127.0.0.1 port 38123 (http://127.0.0.1:38123/) ..."
+        let port = server.firstLine.firstMatch(of: #/ port (\d+) /#).flatMap { Int($0.1) }
+        return (server, try #require(port, "http.server said: \(server.firstLine)"))
     }
 
     @Test("a stream that stops delivering is reopened with backoff; index and time keep increasing")
@@ -37,7 +31,7 @@ struct LiveSourceTests {
         }
         writer.finish()
         let (server, port) = try serve(folder)
-        defer { server.terminate() }
+        defer { server.kill() }
         let url = "http://127.0.0.1:\(port)/clip.avi"
         let source = try LiveSource(.url(url), backoff: Backoff(initial: .milliseconds(20), maximum: .milliseconds(100)), logger: Logger(label: "test"))
         var frames: [Frame] = []

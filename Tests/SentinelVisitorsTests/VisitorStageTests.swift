@@ -52,6 +52,56 @@ struct VisitorStageTests {
         #expect(difference <= 0.1 + 1e-9)
     }
 
+    @Test("analysis at a third of the frame rate (two frames in three carried) gives the same visit and dwell")
+    func carriedFrames() throws {
+        func run(every: Int) -> [VisitorEvent] {
+            var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+            var all: [VisitorEvent] = []
+            for i in 0..<(12 * 15) {
+                let time = MediaTime(seconds: Double(i) / 15)
+                if i % every == 0 {
+                    all += stage.process(time: time, detections: walk(i, fps: 15), classify: { _ in nil }).events
+                } else {
+                    // Carrying changes nothing: it only says where the visitors are.
+                    let carried = stage.carry(time: time)
+                    #expect(carried.events.isEmpty && carried.observed.isEmpty)
+                }
+            }
+            return all + stage.finish(reason: "endOfStream")
+        }
+        let full = run(every: 1), third = run(every: 3)
+        let visits = [full, third].map { events in events.filter { $0.type == .entered }.count }
+        #expect(visits == [1, 1])
+        let dwell: [Double] = [full, third].map { events in events.last { $0.type == .exited }?.visitor.dwellSeconds ?? -1 }
+        let tolerance: Double = 3 / 15.0 + 1e-9
+        #expect(abs(dwell[0] - dwell[1]) <= tolerance)
+        let stays: [Double] = [full, third].map { events in events.first { $0.type == .zoneExited }?.stay?.dwellSeconds ?? -1 }
+        #expect(abs(stays[0] - stays[1]) <= tolerance)
+    }
+
+    @Test("a tracked visitor between two detections is carried where its motion leads, for the review video's masks")
+    func carryPredictsPosition() throws {
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+        for i in 0..<15 { _ = stage.process(time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil }) }
+        let carried = stage.carry(time: MediaTime(seconds: 15.5 / 15))
+        let face = try #require(carried.predicted.first)
+        #expect(carried.predicted.count == 1 && face.unseenSeconds > 0)
+        // Walking right at 100 px/s: the carried box reaches past the last detection.
+        let lastDetectedRightEdge: Double = 100 + 14 / 15.0 * 100 + 40
+        #expect(face.box.maxX > lastDetectedRightEdge)
+    }
+
+    @Test("emotion is classified at most maxPerSecond times per visitor per media second")
+    func emotionRate() {
+        var calls = 0
+        _ = events(fps: 30, seconds: 4) { _ in
+            calls += 1
+            return self.happy
+        }
+        // 4 s of detections at 30 fps would be 120 calls; at 4 per second, 16 or 17.
+        #expect((15...17).contains(calls), "\(calls) classifications")
+    }
+
     @Test("the same detections give byte-identical events (replay-speed invariance)")
     func deterministic() throws {
         let encoder = JSONEncoder.sentinel()

@@ -1,0 +1,246 @@
+import Foundation
+import SentinelCore
+
+/// The entrance of a live graph: a source read on a thread of its own into a small buffer, so that a camera is
+/// never made to wait for analysis (frames would queue inside the decoder and arrive late).
+///
+/// Policy at this boundary, stated once:
+/// - `.dropOldest` (live cameras, and recordings played at a pace): when analysis is behind, the oldest waiting frame
+///   is dropped and counted; analysis always gets the newest frames, each stamped when it was captured.
+/// - `.block` (a recording read as fast as possible): the reader waits for analysis; nothing is dropped.
+///
+/// Thread use: the source belongs to the capture thread from `start()` on and is never touched elsewhere; every
+/// other field is guarded by `condition`.
+public final class CaptureEdge: FrameSource, @unchecked Sendable {
+    public enum Policy: Sendable, Equatable {
+        case dropOldest
+        case block
+    }
+
+    /// Exact counts since the edge started.
+    public struct Counts: Sendable, Equatable {
+        /// Frames the source delivered.
+        public var captured = 0
+        /// Frames handed to analysis.
+        public var delivered = 0
+        /// Frames dropped because analysis was behind.
+        public var dropped = 0
+
+        public init(captured: Int = 0, delivered: Int = 0, dropped: Int = 0) {
+            self.captured = captured
+            self.delivered = delivered
+            self.dropped = dropped
+        }
+    }
+
+    public let name: String
+    public let capacity: Int
+    public let policy: Policy
+    private let condition = NSCondition()
+    private var source: (any FrameSource)?
+    private var buffer: [Frame] = []
+    private var counts = Counts()
+    private var ended = false
+    private var failure: VisionError?
+    /// Ends this edge's capture; set by `stop()` or when the shutdown flag given at init is set.
+    private let stopFlag = StopFlag()
+
+    /// `capacity` frames wait at most (1-2 keeps latency at a frame or two). Setting `shutdown` ends capture too.
+    public init(_ source: any FrameSource, capacity: Int = 2, policy: Policy, shutdown: StopFlag? = nil) {
+        precondition(capacity >= 1, "a capture buffer holds at least one frame")
+        self.source = source
+        self.name = source.name
+        self.capacity = capacity
+        self.policy = policy
+        stopFlag.onSet { [weak self] in self?.wake() }
+        shutdown?.onSet { [stopFlag] in stopFlag.set() }
+    }
+
+    /// Starts the capture thread. A live source that is stopped while blocked in its decoder (opening an unreachable
+    /// URL) finishes that call on its own; `next()` does not wait for it.
+    public func start() {
+        let source = condition.withLock {
+            defer { self.source = nil }
+            return self.source
+        }
+        guard let source else { return }
+        if let live = source as? LiveSource { stopFlag.onSet { [flag = live.stopFlag] in flag.set() } }
+        // The source moves to the capture thread; nothing else holds it from here on.
+        nonisolated(unsafe) let owned = source
+        let thread = Thread { [self] in capture(from: owned) }
+        thread.name = "capture \(name)"
+        thread.start()
+    }
+
+    /// Ends capture: `next()` returns nil at once, and the capture thread stops after its current read.
+    public func stop() { stopFlag.set() }
+
+    private func wake() {
+        condition.withLock {
+            ended = true
+            condition.broadcast()
+        }
+    }
+
+    public var snapshot: Counts { condition.withLock { counts } }
+
+    /// The oldest waiting frame; blocks until one is captured. Nil once the source has ended or the edge stopped; a
+    /// source that failed throws its error once what it captured before has been taken.
+    public func next() throws(VisionError) -> Frame? {
+        switch try next(idleAfter: nil) {
+        case .frame(let frame): frame
+        case .idle, .end: nil
+        }
+    }
+
+    /// What `next(idleAfter:)` found.
+    public enum Take {
+        case frame(Frame)
+        /// No frame for the time asked (a camera that is down or reconnecting).
+        case idle
+        case end
+    }
+
+    /// The oldest waiting frame, or `.idle` when none arrives within `idleAfter` seconds.
+    public func next(idleAfter seconds: Double?) throws(VisionError) -> Take {
+        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        let result: Result<Frame?, VisionError>? = condition.withLock {
+            while buffer.isEmpty && !ended {
+                if let deadline {
+                    guard condition.wait(until: deadline) else { break }
+                } else {
+                    condition.wait()
+                }
+            }
+            if buffer.isEmpty && !ended { return nil }
+            if stopFlag.isSet { return .success(nil) }
+            if !buffer.isEmpty {
+                counts.delivered += 1
+                condition.broadcast()
+                return .success(buffer.removeFirst())
+            }
+            if let failure {
+                self.failure = nil
+                return .failure(failure)
+            }
+            return .success(nil)
+        }
+        guard let result else { return .idle }
+        return try result.get().map(Take.frame) ?? .end
+    }
+
+    private func capture(from source: any FrameSource) {
+        while !stopFlag.isSet {
+            let frame: Frame?
+            do {
+                frame = try source.next()
+            } catch {
+                condition.withLock {
+                    failure = error
+                    ended = true
+                    condition.broadcast()
+                }
+                return
+            }
+            guard var frame else { break }
+            frame.capturedAt = .now
+            condition.withLock {
+                counts.captured += 1
+                if policy == .block {
+                    while buffer.count >= capacity && !ended { condition.wait() }
+                } else if buffer.count >= capacity {
+                    buffer.removeFirst()
+                    counts.dropped += 1
+                }
+                if !ended {
+                    buffer.append(frame)
+                    condition.broadcast()
+                }
+            }
+        }
+        condition.withLock {
+            ended = true
+            condition.broadcast()
+        }
+    }
+}
+
+/// Media time for frames of a live stream: the stream's own timestamps where they are sane, else the monotonic
+/// clock read right after the grab.
+///
+/// Stream time is anchored to the monotonic clock at the first frame. It is used while it keeps increasing and
+/// stays within `tolerance` of the monotonic clock; a stream that jumps, goes back or restarts (a reconnect) is
+/// anchored again at that frame, so media time never goes back and never jumps with the stream.
+public struct CaptureTimeline: Sendable {
+    /// How far stream time may drift from the monotonic clock before it is no longer trusted.
+    public var tolerance: Double
+    private var offset: Double?
+    private var last: MediaTime?
+    /// Frames stamped from the stream's timestamps, and from the monotonic clock.
+    public private(set) var streamStamped = 0
+    public private(set) var clockStamped = 0
+
+    public init(tolerance: Double = 1.0) { self.tolerance = tolerance }
+
+    /// The media time of a frame grabbed `elapsed` seconds (monotonic) after the source started, whose stream says
+    /// `streamSeconds` (nil or non-finite when it says nothing).
+    public mutating func time(elapsed: Double, streamSeconds: Double?) -> MediaTime {
+        var time = MediaTime(seconds: elapsed)
+        if let stream = streamSeconds, stream.isFinite, stream > 0, stream < 1e9 {
+            if offset == nil { offset = elapsed - stream }
+            var candidate = stream + offset!
+            if abs(candidate - elapsed) > tolerance || last.map({ MediaTime(seconds: candidate) <= $0 }) == true {
+                // A jump, a step back or a restarted stream: anchor again here.
+                offset = elapsed - stream
+                candidate = elapsed
+            }
+            time = MediaTime(seconds: candidate)
+            streamStamped += 1
+        } else {
+            clockStamped += 1
+        }
+        if let last, time <= last { time = last + MediaTime(microseconds: 1) }
+        last = time
+        return time
+    }
+}
+
+/// A flag set once, from any thread, that a thread can also sleep on. Guarded by `condition`.
+public final class StopFlag: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var stopped = false
+    private var observers: [@Sendable () -> Void] = []
+
+    public init() {}
+
+    public var isSet: Bool { condition.withLock { stopped } }
+
+    public func set() {
+        let observers = condition.withLock {
+            defer { self.observers = [] }
+            stopped = true
+            condition.broadcast()
+            return self.observers
+        }
+        for observer in observers { observer() }
+    }
+
+    /// Calls `observer` once, when the flag is set (at once if it is set already).
+    public func onSet(_ observer: @escaping @Sendable () -> Void) {
+        let now = condition.withLock {
+            if !stopped { observers.append(observer) }
+            return stopped
+        }
+        if now { observer() }
+    }
+
+    /// Sleeps until set or `seconds` pass; true when set.
+    @discardableResult
+    public func wait(seconds: Double) -> Bool {
+        condition.withLock {
+            let deadline = Date().addingTimeInterval(seconds)
+            while !stopped, condition.wait(until: deadline) {}
+            return stopped
+        }
+    }
+}

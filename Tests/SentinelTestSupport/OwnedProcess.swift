@@ -1,0 +1,91 @@
+import Foundation
+
+/// A helper process that a test starts and owns. The child is given a pipe as standard input and exits when it closes,
+/// so it ends with the test process even when that is killed (no servers left running after a suite).
+public final class OwnedProcess: @unchecked Sendable {
+    public let process = Process()
+    private let input = Pipe()
+    /// The first line the child printed on standard output.
+    public let firstLine: String
+
+    /// Starts `executable` and waits for its first line of output (the child prints one once it is ready).
+    public init(_ executable: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = input
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        firstLine = String(text.prefix { $0 != "\n" })
+    }
+
+    /// Kills the child (SIGKILL, as a crash or a pulled cable would) and waits for it.
+    public func kill() {
+        if process.isRunning {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { kill() }
+}
+
+/// A camera stand-in: Debian's GStreamer RTSP server (`rtsp_camera.py`, through python3-gi) playing recordings in real
+/// time, one mount per recording, on a loopback port. It can be killed and started again on the same port, as a
+/// camera that reboots.
+public final class RTSPCamera: @unchecked Sendable {
+    public private(set) var port = 0
+    private let mounts: [(name: String, file: String)]
+    private var server: OwnedProcess?
+
+    public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/rtsp_camera.py").path
+
+    /// Whether this machine has Debian's python3-gi and GStreamer RTSP server (`make test` installs them).
+    public static let isAvailable: Bool = {
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        check.arguments = ["-c", "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"]
+        check.standardOutput = FileHandle.nullDevice
+        check.standardError = FileHandle.nullDevice
+        guard (try? check.run()) != nil else { return false }
+        check.waitUntilExit()
+        return check.terminationStatus == 0
+    }()
+
+    public init(_ mounts: [(name: String, file: String)]) throws {
+        self.mounts = mounts
+        try start()
+    }
+
+    /// Starts the server, on the port it had before if it ran already.
+    public func start() throws {
+        let server = try OwnedProcess(
+            "/usr/bin/python3", [Self.script, "--port", "\(port)"] + mounts.map { "\($0.name)=\($0.file)" })
+        guard let bound = server.firstLine.firstMatch(of: /^PORT (\d+)$/).flatMap({ Int($0.1) }) else {
+            server.kill()
+            throw TestSupportError("rtsp_camera.py did not start: \(server.firstLine)")
+        }
+        port = bound
+        self.server = server
+    }
+
+    /// Kills the server: every client's stream stops at once.
+    public func stop() {
+        server?.kill()
+        server = nil
+    }
+
+    public func url(_ mount: String) -> String { "rtsp://127.0.0.1:\(port)/\(mount)" }
+}
+
+public struct TestSupportError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""A camera stand-in for tests: Debian's GStreamer RTSP server playing recordings in real time, as a camera sends.
+
+Usage: rtsp_camera.py [--port N] MOUNT=FILE [MOUNT=FILE ...]
+
+Each MOUNT (for example cam1) serves FILE at rtsp://127.0.0.1:PORT/MOUNT, demuxed and sent without re-encoding
+(MPEG-4 part 2 in .mp4, Motion JPEG in .avi), paced by the pipeline clock, with RTP timestamps from the file.
+Prints "PORT n" once listening. Exits when its standard input closes, so a test that dies takes it along.
+Runs on Debian's /usr/bin/python3 with python3-gi and gir1.2-gst-rtsp-server-1.0.
+"""
+import argparse
+import os
+import sys
+import threading
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+
+PAYLOADERS = {
+    ".mp4": "qtdemux ! mpeg4videoparse ! rtpmp4vpay name=pay0 pt=96 config-interval=1",
+    ".avi": "avidemux ! jpegparse ! rtpjpegpay name=pay0 pt=26",
+}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("mounts", nargs="+", metavar="MOUNT=FILE")
+    args = parser.parse_args()
+    Gst.init(None)
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(str(args.port))
+    for mount in args.mounts:
+        name, _, path = mount.partition("=")
+        extension = os.path.splitext(path)[1].lower()
+        if not os.path.isfile(path) or extension not in PAYLOADERS:
+            sys.exit(f"rtsp_camera: {path}: not a readable .mp4 or .avi file")
+        factory = GstRtspServer.RTSPMediaFactory()
+        factory.set_launch(f'( filesrc location="{path}" ! {PAYLOADERS[extension]} )')
+        # One playback per mount shared by every client, as a camera has one sensor.
+        factory.set_shared(True)
+        server.get_mount_points().add_factory("/" + name, factory)
+    loop = GLib.MainLoop()
+    if server.attach(None) == 0:
+        sys.exit(f"rtsp_camera: cannot listen on port {args.port}")
+    print(f"PORT {server.get_bound_port()}", flush=True)
+
+    def watch_stdin():
+        sys.stdin.read()
+        os._exit(0)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    loop.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+import Foundation
+import SentinelCore
+import SentinelVision
+import Testing
+
+/// A camera in a test: `count` small frames, one every `interval` seconds of wall time, stamped with media time.
+final class ScriptedCamera: FrameSource {
+    let name = "scripted"
+    let count: Int
+    let interval: Double
+    private var index = 0
+
+    init(count: Int, interval: Double) {
+        self.count = count
+        self.interval = interval
+    }
+
+    func next() throws(VisionError) -> Frame? {
+        guard index < count else { return nil }
+        if interval > 0 { Thread.sleep(forTimeInterval: interval) }
+        defer { index += 1 }
+        return Frame(index: index, time: MediaTime(seconds: Double(index) * 0.04), image: try Image(width: 8, height: 8, fill: .white))
+    }
+}
+
+@Suite("Capture edge: a live source never waits for analysis")
+struct CaptureEdgeTests {
+    /// Takes every frame, spending `work` seconds on each; returns the frames taken.
+    func drain(_ edge: CaptureEdge, work: Double) throws -> [Frame] {
+        var taken: [Frame] = []
+        while let frame = try edge.next() {
+            taken.append(frame)
+            Thread.sleep(forTimeInterval: work)
+        }
+        return taken
+    }
+
+    @Test("analysis slower than the camera: the oldest frames are dropped, every frame is counted, the newest are analysed")
+    func dropsOldestAndCounts() throws {
+        let edge = CaptureEdge(ScriptedCamera(count: 60, interval: 0.005), capacity: 2, policy: .dropOldest)
+        edge.start()
+        let taken = try drain(edge, work: 0.02)
+        let counts = edge.snapshot
+        #expect(counts.captured == 60)
+        #expect(counts.delivered == taken.count)
+        #expect(counts.delivered + counts.dropped == 60)
+        #expect(counts.dropped > 20, "analysis at a quarter of the camera rate must drop: \(counts)")
+        // In order, and the last frame the camera sent is analysed.
+        #expect(zip(taken, taken.dropFirst()).allSatisfy { $0.index < $1.index })
+        #expect(taken.last?.index == 59)
+        // Each frame carries when it was captured, not when it was analysed.
+        #expect(taken.allSatisfy { $0.capturedAt != nil })
+    }
+
+    @Test("a recording read as fast as possible loses nothing: the reader waits for analysis")
+    func blockingPolicyIsLossless() throws {
+        let edge = CaptureEdge(ScriptedCamera(count: 40, interval: 0), capacity: 2, policy: .block)
+        edge.start()
+        let taken = try drain(edge, work: 0.002)
+        #expect(taken.map(\.index) == Array(0..<40))
+        #expect(edge.snapshot == CaptureEdge.Counts(captured: 40, delivered: 40, dropped: 0))
+    }
+
+    @Test("shutdown wakes a consumer waiting on a camera that sends nothing, at once; stopping one edge stops nothing else")
+    func stopWakesWaitingConsumer() async throws {
+        let stop = StopFlag()
+        let edge = CaptureEdge(ScriptedCamera(count: 1, interval: 30), capacity: 2, policy: .dropOldest, shutdown: stop)
+        edge.start()
+        let started = ContinuousClock.now
+        Thread.detachNewThread { Thread.sleep(forTimeInterval: 0.2); stop.set() }
+        #expect(try edge.next() == nil)
+        #expect(ContinuousClock.now - started < .seconds(2))
+        let other = StopFlag()
+        let finished = CaptureEdge(ScriptedCamera(count: 1, interval: 0), policy: .block, shutdown: other)
+        finished.stop()
+        #expect(!other.isSet)
+    }
+
+    @Test("with nothing captured for a while, the consumer hears idle instead of waiting forever")
+    func idleWhenNothingArrives() throws {
+        let edge = CaptureEdge(ScriptedCamera(count: 1, interval: 1), capacity: 2, policy: .dropOldest)
+        edge.start()
+        defer { edge.stop() }
+        guard case .idle = try edge.next(idleAfter: 0.1) else {
+            Issue.record("expected idle")
+            return
+        }
+    }
+}
+
+@Suite("Capture timeline: live frames stamped at capture")
+struct CaptureTimelineTests {
+    @Test("sane stream timestamps are used, anchored to the clock at the first frame")
+    func usesStreamTime() {
+        var timeline = CaptureTimeline()
+        // Frames arrive in a burst (network jitter) but the stream says 40 ms apart.
+        let times = [(0.50, 10.0), (0.51, 10.04), (0.52, 10.08), (0.62, 10.12)].map { timeline.time(elapsed: $0.0, streamSeconds: $0.1) }
+        #expect(times.map(\.seconds) == [0.5, 0.54, 0.58, 0.62])
+        #expect(timeline.streamStamped == 4 && timeline.clockStamped == 0)
+    }
+
+    @Test("a stream that jumps, goes back or restarts is anchored again; media time never goes back")
+    func reanchors() {
+        var timeline = CaptureTimeline()
+        _ = timeline.time(elapsed: 1.0, streamSeconds: 5.0)
+        // Restarted after a reconnect: the stream says 0.1 s, the clock 9 s.
+        let afterRestart = timeline.time(elapsed: 9.0, streamSeconds: 0.1)
+        #expect(afterRestart.seconds == 9.0)
+        #expect(timeline.time(elapsed: 9.04, streamSeconds: 0.14).seconds == 9.04)
+        // A jump of a minute ahead is not believed.
+        #expect(timeline.time(elapsed: 9.08, streamSeconds: 60.0).seconds == 9.08)
+        // Timestamps that repeat still give increasing media time.
+        let a = timeline.time(elapsed: 9.1, streamSeconds: 60.0), b = timeline.time(elapsed: 9.1, streamSeconds: 60.0)
+        #expect(a < b)
+    }
+
+    @Test("without stream timestamps the monotonic clock at the grab is used")
+    func clockFallback() {
+        var timeline = CaptureTimeline()
+        #expect(timeline.time(elapsed: 0.25, streamSeconds: nil).seconds == 0.25)
+        #expect(timeline.time(elapsed: 0.30, streamSeconds: .nan).seconds == 0.30)
+        #expect(timeline.clockStamped == 2)
+    }
+}
