@@ -9,8 +9,9 @@ import SentinelVisitors
 /// Drives one source through detection, tracking, zones and emotion, frame by frame. Events go to `onEvent` as they
 /// happen.
 ///
-/// Frames are either pulled (`replay`, `eval`: a recording loses nothing) or, with a `CaptureEdge` (`sentinel run`),
-/// captured on a thread of their own and taken newest-first, so a camera never waits for analysis. With
+/// Frames are read on a thread of their own through a `CaptureEdge`, so decoding overlaps analysis. Its policy is the
+/// boundary's: `replay` and `eval` lose nothing (the reader waits for analysis); under `sentinel run` a camera or a
+/// recording played at a pace never waits for analysis (the oldest waiting frame is dropped, and counted). With
 /// `detector.maxFps`, frames between two detections are not analysed: the tracker carries the visitors across them,
 /// the same way in replay and in run, by media time.
 public final class SourceRunner {
@@ -18,9 +19,12 @@ public final class SourceRunner {
     public let definition: PipelineDefinition
     private let detector: OpenCVFaceDetector
     private let classifier: FaceClassifier?
-    private let frames: any FrameSource
-    /// The capture edge frames come through under `sentinel run`; nil when frames are pulled.
-    public let edge: CaptureEdge?
+    /// Where every frame comes from. The source behind it belongs to the edge's capture thread.
+    public let edge: CaptureEdge
+    /// What the source declared when it was opened.
+    private let declared: (fps: Double, frames: Int?, file: VideoFileSource?)
+    /// Whether a silent source moves media time on by the clock: a live camera under `sentinel run`.
+    private let ticksWhenIdle: Bool
     private let logger: Logger
     /// Where media time 0 sits on the wall clock.
     public let origin: Date
@@ -39,7 +43,7 @@ public final class SourceRunner {
         public var timings: StageTimings
         /// False for a frame between two detections (the cadence): the tracker only carried the visitors.
         public var analysed: Bool
-        /// When the capture edge received the frame, if it came through one.
+        /// When the capture edge received the frame.
         public var capturedAt: ContinuousClock.Instant?
 
         /// The frame with each visit's id replaced by its pseudonym.
@@ -121,14 +125,14 @@ public final class SourceRunner {
         var onStatus: @Sendable (LiveSource.Status) -> Void = { _ in }
         if let capture { onStatus = capture.onStatus }
         let opened = try spec.open(pacing: pacing, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger, onStatus: onStatus)
-        if let capture {
-            let lossless: Bool = if case .live = spec { false } else { pacing == .fastest }
-            let edge = CaptureEdge(opened, capacity: capture.capacity, policy: lossless ? .block : .dropOldest, shutdown: capture.stop)
-            self.edge = edge
-            frames = edge
-        } else {
-            edge = nil
-            frames = opened
+        let isLive: Bool = if case .live = spec { true } else { false }
+        let lossless = capture == nil || (!isLive && pacing == .fastest)
+        edge = CaptureEdge(opened, capacity: capture?.capacity ?? 2, policy: lossless ? .block : .dropOldest, shutdown: capture?.stop)
+        ticksWhenIdle = capture != nil && isLive
+        switch opened.unpaced {
+        case let file as VideoFileSource: declared = (file.nominalFPS, file.declaredFrameCount, file)
+        case is ImageFolderSource: declared = (source.folderFPS, nil, nil)
+        default: declared = (15, nil, nil)
         }
         switch (origin, spec) {
         case (let origin?, _):
@@ -143,21 +147,13 @@ public final class SourceRunner {
 
     /// Frames per second the source declares (a folder's configured rate; 15 assumed for a camera), for
     /// writing review video.
-    public var nominalFPS: Double {
-        switch frames.unpaced {
-        case let file as VideoFileSource: file.nominalFPS
-        case is ImageFolderSource: source.folderFPS
-        default: 15
-        }
-    }
+    public var nominalFPS: Double { declared.fps }
 
     /// The source as messages name it: its path, device or URL (credentials redacted).
-    public var sourceName: String { frames.name }
+    public var sourceName: String { edge.name }
 
     /// The frame count the container declares, for progress.
-    public var expectedFrames: Int? {
-        (frames.unpaced as? VideoFileSource)?.declaredFrameCount
-    }
+    public var expectedFrames: Int? { declared.frames }
 
     /// Runs to the end of the source (or until `shouldStop` says so), then ends the open visits. Every event
     /// passes `mask` first; `onEvent` gets each output's copy, `onFrame` the frame with pseudonymous labels.
@@ -186,10 +182,11 @@ public final class SourceRunner {
     ) throws {
         var stage: VisitorStage?
         var cadence = DetectionCadence(maxFPS: definition.detectionMaxFPS)
-        edge?.start()
+        edge.start()
         // Every exit path ends the open visits: a stage that throws must not leave visitors present forever.
         defer {
-            if let file = frames.unpaced as? VideoFileSource, let reason = file.endReason {
+            // Read once the edge has ended: the capture thread no longer touches the file.
+            if let file = declared.file, let reason = file.endReason {
                 logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])
             }
         }
@@ -197,20 +194,15 @@ public final class SourceRunner {
             var last: (time: MediaTime, capturedAt: ContinuousClock.Instant)?
             frames: while !stop.isSet {
                 let frame: Frame
-                if let edge {
-                    switch try edge.next(idleAfter: 1) {
-                    case .end: break frames
-                    case .frame(let taken): frame = taken
-                    case .idle:
-                        guard let last, stage != nil else { continue }
-                        let time = last.time + MediaTime(seconds: (ContinuousClock.now - last.capturedAt).seconds)
-                        for event in stage!.process(time: time, detections: [], classify: { _ in nil }).events { try onEvent(event) }
-                        try onIdle(time)
-                        continue
-                    }
-                } else {
-                    guard let pulled = try frames.next() else { break }
-                    frame = pulled
+                switch try edge.next(idleAfter: ticksWhenIdle ? 1 : nil) {
+                case .end: break frames
+                case .frame(let taken): frame = taken
+                case .idle:
+                    guard let last, stage != nil else { continue }
+                    let time = last.time + MediaTime(seconds: (ContinuousClock.now - last.capturedAt).seconds)
+                    for event in stage!.process(time: time, detections: [], classify: { _ in nil }).events { try onEvent(event) }
+                    try onIdle(time)
+                    continue
                 }
                 if let capturedAt = frame.capturedAt { last = (frame.time, capturedAt) }
                 if stage == nil {
@@ -245,11 +237,11 @@ public final class SourceRunner {
                 for event in result.events { try onEvent(event) }
             }
         } catch {
-            edge?.stop()
+            edge.stop()
             for event in stage?.finish(reason: stop.isSet ? "shutdown" : "endOfStream") ?? [] { try? onEvent(event) }
             throw error
         }
-        edge?.stop()
+        edge.stop()
         for event in stage?.finish(reason: stop.isSet ? "shutdown" : "endOfStream") ?? [] { try onEvent(event) }
     }
 }

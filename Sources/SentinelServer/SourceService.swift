@@ -115,7 +115,7 @@ public final class SourceService: Service, @unchecked Sendable {
                             metrics.detect.record(duration: frame.timings.detect)
                             metrics.visitors.record(duration: frame.timings.visitors)
                         }
-                        let counts = runner.edge?.snapshot ?? .init()
+                        let counts = runner.edge.snapshot
                         let behind = watch.add(counts: counts, lag: lag)
                         metrics.update(counts: counts, fps: watch.fps)
                         live.updateSource(source.id) {

@@ -50,7 +50,7 @@ struct ModelStoreTests {
 
     @Test("an unknown model name lists the known ones")
     func unknownModel() throws {
-        let error = try #require(throws: ModelError.self) { try Fixtures.store.path(of: "retinaface") }
+        let error = try #require(throws: ModelError.self) { try Fixtures.store.path(of: "scrfd") }
         #expect(error.message.contains("centerface"))
     }
 

@@ -69,7 +69,7 @@ struct PipelineValidationTests {
     }
 
     @Test("each mistake yields its precise message", arguments: [
-        ("", "detector: { kind: retinaface }", "p.yml:7:19: detector.kind: \"retinaface\" is not one of cascade, centerface, yunet"),
+        ("", "detector: { kind: scrfd }", "p.yml:7:19: detector.kind: \"scrfd\" is not one of cascade, centerface, yunet, retinaface"),
         ("", "detector: { score: high }", "p.yml:7:20: detector.score: expected a number"),
         ("", "detector: { score: 1.5 }", "p.yml:7:20: detector.score: 1.5 is out of range 0...1"),
         ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
