@@ -3,7 +3,7 @@
 // longest side, the detector, score and size filters, NMS). It shares no code with the bridge, so the ratio
 // `sentinel bench` prints is the cost of Sentinel's layers over plain OpenCV.
 //
-// usage: sentinel-cxx-loop VIDEO none|cascade|centerface|yunet MODEL LONGEST_SIDE SCORE NMS MIN_FACE BLANK MAX_FRAMES
+// usage: sentinel-cxx-loop VIDEO none|cascade|centerface|retinaface|yunet MODEL LONGEST_SIDE SCORE NMS MIN_FACE BLANK MAX_FRAMES
 // prints: frames=N seconds=S faces=F
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
@@ -25,7 +25,7 @@ struct Face {
 
 int main(int argc, char **argv) {
     if (argc != 10) {
-        std::fprintf(stderr, "usage: %s VIDEO none|cascade|centerface|yunet MODEL LONGEST_SIDE SCORE NMS MIN_FACE BLANK MAX_FRAMES\n", argv[0]);
+        std::fprintf(stderr, "usage: %s VIDEO none|cascade|centerface|retinaface|yunet MODEL LONGEST_SIDE SCORE NMS MIN_FACE BLANK MAX_FRAMES\n", argv[0]);
         return 2;
     }
     const std::string video = argv[1], kind = argv[2], model = argv[3];
@@ -44,6 +44,8 @@ int main(int argc, char **argv) {
         std::vector<uchar> centerfaceBytes;
         cv::dnn::Net centerface;
         cv::Size centerfaceSize;
+        cv::dnn::Net retinaface;
+        if (kind == "retinaface") retinaface = cv::dnn::readNetFromONNX(model);
         if (kind == "cascade" && !cascade.load(model)) return 1;
         if (kind == "centerface") {
             std::ifstream file(model, std::ios::binary);
@@ -104,6 +106,26 @@ int main(int argc, char **argv) {
                     float bh = std::exp(s0[i]) * 4, bw = std::exp(s1[i]) * 4;
                     float x1 = std::max(0.f, (x + o1[i] + 0.5f) * 4 - bw / 2), y1 = std::max(0.f, (y + o0[i] + 0.5f) * 4 - bh / 2);
                     found.push_back({cv::Rect2f(x1 / sx, y1 / sy, bw / sx, bh / sy), heat[i]});
+                }
+            } else if (kind == "retinaface") {
+                cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
+                retinaface.setInput(cv::dnn::blobFromImage(scaled, 1.0, size, cv::Scalar(104, 117, 127), false, false), "input");
+                std::vector<cv::Mat> out;
+                retinaface.forward(out, std::vector<cv::String>{"loc", "conf"});
+                const float *loc = out[0].ptr<float>(), *conf = out[1].ptr<float>();
+                float sx = float(size.width) / scaled.cols, sy = float(size.height) / scaled.rows;
+                const int strides[3] = {8, 16, 32};
+                const float sides[3][2] = {{16, 32}, {64, 128}, {256, 512}};
+                for (int level = 0, a = 0; level < 3; level++) {
+                    int st = strides[level], nx = (size.width + st - 1) / st, ny = (size.height + st - 1) / st;
+                    for (int i = 0; i < nx * ny * 2; i++, a++) {
+                        if (conf[2 * a + 1] <= score) continue;
+                        float side = sides[level][i % 2], ax = (i / 2 % nx + 0.5f) * st, ay = (i / 2 / nx + 0.5f) * st;
+                        const float *l = loc + 4 * a;
+                        float w = side * std::exp(l[2] * 0.2f), h = side * std::exp(l[3] * 0.2f);
+                        float x1 = std::max(0.f, ax + l[0] * 0.1f * side - w / 2), y1 = std::max(0.f, ay + l[1] * 0.1f * side - h / 2);
+                        found.push_back({cv::Rect2f(x1 / sx, y1 / sy, w / sx, h / sy), conf[2 * a + 1]});
+                    }
                 }
             }
             std::vector<cv::Rect2d> boxes;

@@ -5,8 +5,8 @@ import SentinelVision
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmarks: detection against plain C++ (the default), and SSE fan-out.",
-        subcommands: [BenchDetect.self, BenchSSE.self], defaultSubcommand: BenchDetect.self)
+        abstract: "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, and SSE fan-out.",
+        subcommands: [BenchDetect.self, BenchPipeline.self, BenchSSE.self], defaultSubcommand: BenchDetect.self)
 }
 
 struct BenchDetect: ParsableCommand {
@@ -66,21 +66,9 @@ struct BenchDetect: ParsableCommand {
     }
 
     private func runLoop(_ path: String, _ arguments: [String]) throws -> (frames: Int, seconds: Double, faces: Int) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        var values: [String: Double] = [:]
-        for pair in output.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
-            let parts = pair.split(separator: "=")
-            if parts.count == 2 { values[String(parts[0])] = Double(parts[1]) }
-        }
-        guard process.terminationStatus == 0, let frames = values["frames"], let seconds = values["seconds"], let faces = values["faces"] else {
-            throw ValidationError("sentinel-cxx-loop failed (exit \(process.terminationStatus)): \(output)")
+        let values = BenchPipeline.pairs(try BenchPipeline.run(path, arguments))
+        guard let frames = values["frames"], let seconds = values["seconds"], let faces = values["faces"] else {
+            throw ValidationError("sentinel-cxx-loop printed no figures")
         }
         return (Int(frames), seconds, Int(faces))
     }

@@ -1,0 +1,205 @@
+import ArgumentParser
+import Foundation
+import SentinelCore
+import SentinelEval
+import SentinelModels
+import SentinelPipeline
+import SentinelSynth
+import SentinelVision
+
+struct BenchPipeline: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pipeline",
+        abstract: "End-to-end frames per second of a pipeline on recordings, beside plain C++ and a naive Python loop.",
+        discussion: """
+            For each recording and each detector:scale given: Sentinel's whole pipeline (decode on its own thread, \
+            detect, track, zones, emotion, events) as `replay` runs it, with tracked-face recall, IDF1 and the worst \
+            per-visitor dwell error against ground truth; sentinel-cxx-loop (decode + detect, plain OpenCV C++); and, \
+            for retinaface, Tests/Peers/naive_pipeline.py (python3-opencv: decode, detect and classify every face of \
+            every frame, the program a user would write instead) with its detection recall. Build in release.
+            """)
+
+    @Argument(help: "Recordings with ground truth (default: the 640x480 and 1280x720 samples).")
+    var recordings: [String] = ["Recordings/out/showroom-640x480.mp4", "Recordings/out/showroom-1280x720.mp4"]
+
+    @Option(help: "Pipeline file.")
+    var pipeline = "Pipelines/showroom.yml"
+
+    @Option(parsing: .upToNextOption, help: "Detector and scale pairs to run, as kind:scale (default: the pipeline's, and retinaface:320).")
+    var configs: [String] = []
+
+    @Option(help: "Frame rate of the live figure's camera stand-in (0: skip the live figure).")
+    var liveFps = 30.0
+
+    @OptionGroup var models: ModelOptions
+
+    func run() throws {
+        let base = try loadPipeline(pipeline, models: models)
+        let store = try models.store()
+        var pairs: [(DetectorKind, Int)] = [(base.detector, base.detectorSettings.longestSide), (.retinaface, 320)]
+        if !configs.isEmpty {
+            pairs = try configs.map { text in
+                let parts = text.split(separator: ":")
+                guard parts.count == 2, let kind = DetectorKind(rawValue: String(parts[0])), let scale = Int(parts[1]), scale > 0 else {
+                    throw ValidationError("--configs \(text): expected kind:scale, such as retinaface:320")
+                }
+                return (kind, scale)
+            }
+        }
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let loop = here.appendingPathComponent("sentinel-cxx-loop").path
+        print("recording              detector:scale   program                              fps   recall   IDF1   worst dwell error")
+        for recording in recordings {
+            let truth = try JSONDecoder().decode(
+                GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+            let name = URL(fileURLWithPath: recording).lastPathComponent
+            for (kind, scale) in pairs {
+                var definition = base
+                if kind != base.detector {
+                    definition.detector = kind
+                    definition.detectorModel = nil
+                    definition.detectorSettings = .defaults(for: kind)
+                }
+                definition.detectorSettings.longestSide = scale
+                let config = "\(kind.rawValue):\(scale)"
+                func row(_ program: String, fps: Double, recall: Double?, idf1: Double? = nil, dwell: Double? = nil) {
+                    let cells: [String] = [recall, idf1].map { $0.map { String(format: "%6.3f", $0) } ?? "     -" }
+                    var line = name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    line += " " + config.padding(toLength: 16, withPad: " ", startingAt: 0)
+                    line += " " + program.padding(toLength: 32, withPad: " ", startingAt: 0)
+                    line += String(format: " %7.1f  ", fps) + cells.joined(separator: " ")
+                    if let dwell { line += String(format: "   %.2f s", dwell) }
+                    print(line)
+                }
+                // Sentinel, as replay runs it.
+                let runner = try SourceRunner(
+                    definition: definition, source: definition.sources[0], models: store, input: recording, pace: .fastest,
+                    logger: makeLogger("sentinel.bench"))
+                var observed: [Int: [(faceId: String, box: Box)]] = [:]
+                var events: [VisitorEvent] = []
+                let clock = ContinuousClock()
+                let start = clock.now
+                try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
+                let sentinelFPS = Double(observed.count) / (clock.now - start).seconds
+                let score = TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: runner.origin)
+                row("sentinel (whole pipeline)", fps: sentinelFPS, recall: score.recall, idf1: score.idf1,
+                    dwell: score.visitors.map(\.dwellError).max())
+                let modelPath = try store.path(of: definition.detectorModel ?? kind.defaultModel)
+                let s = definition.detectorSettings
+                if FileManager.default.isExecutableFile(atPath: loop) {
+                    let reference = try Self.run(loop, [recording, kind.rawValue, modelPath, "\(scale)", "\(s.scoreThreshold)",
+                        "\(s.nmsThreshold)", "\(s.minFaceSize)", "\(s.blankThreshold)", "100000"])
+                    let values = Self.pairs(reference)
+                    row("C++ loop (decode + detect)", fps: (values["frames"] ?? 0) / max(values["seconds"] ?? 1, 1e-9), recall: nil)
+                }
+                if kind == .retinaface {
+                    let script = "Tests/Peers/naive_pipeline.py"
+                    let output = try Self.run("/usr/bin/python3", [script, recording, modelPath, try store.path(of: definition.emotionModel),
+                        "\(scale)", "\(s.scoreThreshold)", "\(s.nmsThreshold)"])
+                    var detections = DetectionScore(), frames = 0.0, seconds = 1.0
+                    for line in output.split(separator: "\n") {
+                        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                        if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Double]], index < truth.frames.count {
+                            let boxes = faces.map { Box(x: $0["x"]!, y: $0["y"]!, width: $0["width"]!, height: $0["height"]!) }
+                            detections.add(truth: truth.frames[index].faces, detections: boxes)
+                        } else if let n = object["frames"] as? Double, let t = object["seconds"] as? Double {
+                            (frames, seconds) = (n, t)
+                        }
+                    }
+                    let naiveFPS = frames / seconds
+                    row("naive python3-opencv loop", fps: naiveFPS, recall: detections.recall)
+                    print(String(format: "%@ %@ Sentinel / naive: %.2fx", name.padding(toLength: 22, withPad: " ", startingAt: 0),
+                                 config.padding(toLength: 16, withPad: " ", startingAt: 0), sentinelFPS / naiveFPS))
+                }
+            }
+        }
+        if liveFps > 0 { try live() }
+    }
+
+    /// The live figure: the sample scene rendered at `liveFps`, served in real time by Debian's GStreamer RTSP server
+    /// (the tests' camera stand-in), analysed by the pipeline as `sentinel run` analyses a camera. Prints frames
+    /// captured, analysed and dropped, capture-to-event latency and each visitor's dwell error.
+    func live() throws {
+        let definition = try loadPipeline(pipeline, models: models)
+        var spec = try SceneSpec.load("Recordings/showroom.yml")
+        spec.fps = liveFps
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sentinel-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let video = folder.appendingPathComponent("live.mp4")
+        let truth = try SceneRenderer(spec: spec, folder: URL(fileURLWithPath: "Recordings")).render(width: 640, height: 480, video: video)
+        let camera = Process()
+        camera.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        camera.arguments = ["Tests/SentinelTestSupport/rtsp_camera.py", "cam=\(video.path)"]
+        let input = Pipe(), output = Pipe()
+        (camera.standardInput, camera.standardOutput, camera.standardError) = (input, output, FileHandle.nullDevice)
+        try camera.run()
+        defer { camera.terminate() }
+        let banner = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard let port = banner.firstMatch(of: /PORT (\d+)/).flatMap({ Int($0.1) }) else {
+            throw ValidationError("the RTSP camera stand-in did not start: \(banner)")
+        }
+        let stop = StopFlag()
+        let runner = try SourceRunner(
+            definition: definition, source: definition.sources[0], models: try models.store(), input: "rtsp://127.0.0.1:\(port)/cam",
+            capture: .init(stop: stop), logger: makeLogger("sentinel.bench"))
+        var latencies: [Double] = [], capturedAt: ContinuousClock.Instant?
+        var entered: [String] = [], exited: [String: Double] = [:]
+        let deadline = ContinuousClock.now + .seconds(spec.duration + 20)
+        try runner.evaluate(
+            onEvent: { event in
+                if let capturedAt { latencies.append((ContinuousClock.now - capturedAt).seconds) }
+                if event.type == .entered { entered.append(event.visitor.faceId) }
+                if event.type == .exited { exited[event.visitor.faceId] = event.visitor.dwellSeconds }
+                // The first playback is over once its visitors have all left.
+                if entered.count >= truth.visitors.count, entered.prefix(truth.visitors.count).allSatisfy({ exited[$0] != nil }) { stop.set() }
+            },
+            onFrame: { frame in
+                capturedAt = frame.capturedAt
+                if ContinuousClock.now > deadline { stop.set() }
+            },
+            stop: stop)
+        let counts = runner.edge.snapshot
+        latencies.sort()
+        func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(p * Double(latencies.count)))] }
+        print("")
+        print(String(format: "live: camera stand-in at %.0f fps (RTSP, 640x480), %@ at %d px", liveFps, definition.detector.rawValue,
+                     definition.detectorSettings.longestSide))
+        print(String(format: "  frames captured %d, analysed %d, dropped %d (%.0f %%)", counts.captured, counts.delivered, counts.dropped,
+                     100 * Double(counts.dropped) / Double(max(counts.captured, 1))))
+        print(String(format: "  capture-to-event latency p50 %.0f ms, p99 %.0f ms (%d events)", percentile(0.5) * 1000, percentile(0.99) * 1000,
+                     latencies.count))
+        for (visitor, faceId) in zip(truth.visitors.sorted { $0.firstSeen < $1.firstSeen }, entered) {
+            let expected = (visitor.lastSeen - visitor.firstSeen).seconds
+            let measured = exited[faceId] ?? .nan
+            print(String(format: "  %@ dwell true %.2f s, measured %.2f s, error %.2f s", visitor.id, expected, measured, abs(measured - expected)))
+        }
+    }
+
+    /// Runs a program to its end; its standard output.
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ValidationError("\(executable) \(arguments.first ?? "") failed (exit \(process.terminationStatus))")
+        }
+        return output
+    }
+
+    /// `key=value` words of a line such as sentinel-cxx-loop prints.
+    static func pairs(_ text: String) -> [String: Double] {
+        var values: [String: Double] = [:]
+        for pair in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+            let parts = pair.split(separator: "=")
+            if parts.count == 2 { values[String(parts[0])] = Double(parts[1]) }
+        }
+        return values
+    }
+}
