@@ -99,11 +99,12 @@ struct BenchPipeline: ParsableCommand {
                     var detections = DetectionScore(), frames = 0.0, seconds = 1.0
                     for line in output.split(separator: "\n") {
                         guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
-                        if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Double]], index < truth.frames.count {
-                            let boxes = faces.map { Box(x: $0["x"]!, y: $0["y"]!, width: $0["width"]!, height: $0["height"]!) }
+                        if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Any]], index < truth.frames.count {
+                            func value(_ face: [String: Any], _ key: String) -> Double { (face[key] as? NSNumber)?.doubleValue ?? .nan }
+                            let boxes = faces.map { Box(x: value($0, "x"), y: value($0, "y"), width: value($0, "width"), height: value($0, "height")) }
                             detections.add(truth: truth.frames[index].faces, detections: boxes)
-                        } else if let n = object["frames"] as? Double, let t = object["seconds"] as? Double {
-                            (frames, seconds) = (n, t)
+                        } else if let n = object["frames"] as? NSNumber, let t = object["seconds"] as? NSNumber {
+                            (frames, seconds) = (n.doubleValue, t.doubleValue)
                         }
                     }
                     let naiveFPS = frames / seconds

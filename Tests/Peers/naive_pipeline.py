@@ -56,7 +56,8 @@ def main():
         a, l = prior[keep], loc[0][keep]
         wh = a[:, 2:3] * np.exp(l[:, 2:4] * 0.2)
         centre = a[:, :2] + l[:, :2] * 0.1 * a[:, 2:3]
-        sx, sy = size[0] / scaled.shape[1] / factor, size[1] / scaled.shape[0] / factor
+        # Network pixels to original pixels: undo the stretch to multiples of 32, then the downscale.
+        sx, sy = size[0] / scaled.shape[1] * factor, size[1] / scaled.shape[0] * factor
         boxes = np.column_stack([(centre - wh / 2) / [sx, sy], wh / [sx, sy]])
         scores = conf[0, keep, 1]
         chosen = cv2.dnn.NMSBoxes(boxes.tolist(), scores.tolist(), score, nms) if len(boxes) else []
