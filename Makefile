@@ -24,6 +24,7 @@ test: debug
 bench: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) bench detect
+	$(RELEASE) bench pipeline
 	$(RELEASE) bench sse
 
 eval: release

@@ -13,8 +13,8 @@ import Testing
     .enabled(if: RTSPCamera.isAvailable, "needs Debian's python3-gi and gir1.2-gst-rtsp-server-1.0 (make test installs them)"))
 struct LiveCameraTests {
     /// The showroom pipeline with one source per (id, URL), every source with the showroom's three zones (so zone
-    /// names repeat across cameras), and `detector` settings added.
-    static func pipeline(sources: [(id: String, url: String)], detector: String = "") throws -> String {
+    /// names repeat across cameras), and detection on at most `maxFps` frames a second (0: every frame).
+    static func pipeline(sources: [(id: String, url: String)], maxFps: Int = 0) throws -> String {
         let showroom = try String(contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
         let start = try #require(showroom.range(of: "\nsources:\n")), end = try #require(showroom.range(of: "\ndetector:\n"))
         let block = String(showroom[start.upperBound..<end.lowerBound])
@@ -22,7 +22,9 @@ struct LiveCameraTests {
             block.replacingOccurrences(of: "id: showroom", with: "id: \(source.id)")
                 .replacingOccurrences(of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(source.url)")
         }
-        return showroom[..<start.upperBound] + sources.joined() + "\ndetector:\n" + detector + showroom[end.upperBound...]
+        let text = showroom[..<start.upperBound] + sources.joined() + showroom[end.lowerBound...]
+        let cadence = try #require(text.range(of: "  maxFps: 0 "))
+        return text.replacingCharacters(in: cadence, with: "  maxFps: \(maxFps) ")
     }
 
     /// The visitor events of a stream, in order.
@@ -41,7 +43,7 @@ struct LiveCameraTests {
         let camera = try RTSPCamera([("cam", Fixtures.recording())])
         defer { camera.stop() }
         // The sample is 15 fps: detection on at most 5 frames a second, the tracker carrying visitors in between.
-        let text = try Self.pipeline(sources: [("cam", camera.url("cam"))], detector: "  maxFps: 5\n")
+        let text = try Self.pipeline(sources: [("cam", camera.url("cam"))], maxFps: 5)
         let sentinel = try RunningSentinel(pipeline: text, arguments: [])
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         // Every visitor of the recording has entered and left (the stream then starts again: later visits are not
@@ -136,14 +138,5 @@ struct LiveCameraTests {
         #expect(status == 0, "\(sentinel.log)")
         #expect(took < .seconds(2), "exit took \(took)")
         #expect(!sentinel.log.contains("Fatal error"))
-    }
-
-    func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if (try? await condition()) == true { return true }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        return false
     }
 }

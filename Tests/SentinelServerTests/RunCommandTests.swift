@@ -109,6 +109,16 @@ final class RunningSentinel: @unchecked Sendable {
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
+/// Polls `condition` until it holds (true) or `seconds` pass (false); errors count as not yet.
+func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if (try? await condition()) == true { return true }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    return false
+}
+
 @Suite("sentinel run, the real binary", .serialized, .timeLimit(.minutes(3)))
 struct RunCommandTests {
     @Test("SIGTERM: open visits exit with reason shutdown, everything is stored, streams end, exit 0; no output carries an internal id, box, score, media time or image")
@@ -166,14 +176,5 @@ struct RunCommandTests {
 
     struct Envelope: Decodable {
         var payload: VisitorEvent
-    }
-
-    func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if (try? await condition()) == true { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
     }
 }

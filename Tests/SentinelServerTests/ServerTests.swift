@@ -85,18 +85,19 @@ struct StreamTests {
     func slowClient() async throws {
         let server = try await TestServer(extra: "server: { clientBufferEvents: 256 }")
         let total = 6000
-        async let fast = server.stream { $0.ids.count >= total }
+        // Deadlines wide enough for a loaded machine (the live-camera tests may run beside it): this is about loss.
+        async let fast = server.stream(timeout: .seconds(110)) { $0.ids.count >= total }
         let port = server.port
         let slow = Task { () async throws -> [EventStreamParser.Message] in
             var messages: [EventStreamParser.Message] = []
             var parser = EventStreamParser()
             var paused = false
-            try await LoopbackClient.get(port: port, path: "/events") { chunk in
+            try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(110)) { chunk in
                 messages += parser.feed(String(buffer: chunk))
                 if !paused {
                     paused = true
                     // Not another byte until every event is committed, and so offered to this client's queue.
-                    _ = try await server.wait(seconds: 60) { try server.service.store.logBounds().last == Int64(total) }
+                    _ = try await server.wait(seconds: 100) { try server.service.store.logBounds().last == Int64(total) }
                 }
                 return messages.last?.event != "stream.cutoff" && messages.ids.count < total
             }

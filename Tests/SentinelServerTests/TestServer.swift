@@ -78,13 +78,14 @@ final class TestServer: @unchecked Sendable {
         try await LoopbackClient.fetch(port: port, path: path, headers: headers)
     }
 
-    /// Reads SSE messages until `until` says stop (or the stream ends).
+    /// Reads SSE messages until `until` says stop (or the stream ends, or `timeout` passes).
     func stream(
-        _ path: String = "/events", headers: [(String, String)] = [], until: @escaping ([EventStreamParser.Message]) -> Bool
+        _ path: String = "/events", headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60),
+        until: @escaping ([EventStreamParser.Message]) -> Bool
     ) async throws -> [EventStreamParser.Message] {
         var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
-        try await LoopbackClient.get(port: port, path: path, headers: headers) { chunk in
+        try await LoopbackClient.get(port: port, path: path, headers: headers, timeout: timeout) { chunk in
             messages += parser.feed(String(buffer: chunk))
             return !until(messages)
         }
