@@ -24,6 +24,9 @@ public struct TrackerSettings: Sendable, Equatable, Codable {
     public var reentryDistance: Double = 1.0
     /// Weight of the newest motion in the velocity estimate (0-1).
     public var velocitySmoothing: Double = 0.5
+    /// A face reappearing over the last box of a visitor hidden longer than `coastSeconds`, with at least this IoU,
+    /// is that visitor again (matched before any coasting track can take it).
+    public var hiddenIoU: Double = 0.5
 
     public init() {}
 }
@@ -93,7 +96,11 @@ public struct Tracker: Sendable {
 
         var matches: [(track: Int, detection: Int)] = []
         var freeTracks = Set(coasting), freeHigh = Set(high)
-        for (t, d) in associate(Array(freeTracks), high, detections, at: time, distanceGate: settings.centerGate) {
+        // A face that reappears where a confirmed track was hidden (behind another visitor, for longer than coasting
+        // lasts) competes here on equal terms, by IoU with that track's last box: otherwise the visitor who hid it,
+        // still coasting nearby, would take its detection and the two visits would swap.
+        let hidden = Set(parked.filter { tracks[$0].confirmed })
+        for (t, d) in associate(Array(freeTracks) + hidden, high, detections, at: time, distanceGate: settings.centerGate, hidden: hidden) {
             matches.append((t, d))
             freeTracks.remove(t)
             freeHigh.remove(d)
@@ -104,7 +111,8 @@ public struct Tracker: Sendable {
             freeTracks.remove(t)
         }
         // A face reappearing near where a confirmed track was lost continues that visit.
-        let parkedConfirmed = parked.filter { tracks[$0].confirmed }
+        let matchedHidden = Set(matches.map(\.track))
+        let parkedConfirmed = parked.filter { tracks[$0].confirmed && !matchedHidden.contains($0) }
         for (t, d) in associate(parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance, reentry: true) {
             matches.append((t, d))
             freeHigh.remove(d)
@@ -158,11 +166,20 @@ public struct Tracker: Sendable {
         return tracks.filter(\.confirmed)
     }
 
+    /// `hidden` tracks are matched only where a detection overlaps their last box by `hiddenIoU` or more.
     private func associate(
-        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double, reentry: Bool = false
+        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double, reentry: Bool = false,
+        hidden: Set<Int> = []
     ) -> [(Int, Int)] {
         var pairs: [(cost: Double, track: Int, detection: Int)] = []
         for t in candidates {
+            if hidden.contains(t) {
+                for d in pool {
+                    let overlap = tracks[t].box.iou(detections[d].box)
+                    if overlap >= settings.hiddenIoU { pairs.append((1 - overlap, t, d)) }
+                }
+                continue
+            }
             let expected = tracks[t].predicted(at: time)
             let side = max(expected.width, expected.height)
             let unseen = (time - tracks[t].lastSeen).seconds

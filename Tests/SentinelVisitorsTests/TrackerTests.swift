@@ -26,6 +26,35 @@ struct TrackerTests {
         #expect(ids.prefix(2).allSatisfy { $0.isEmpty }, "tentative for the first two frames")
     }
 
+    @Test("a visitor hidden behind a passer-by for longer than coasting keeps its identity when it reappears in place")
+    func hiddenBehindPasserBy() {
+        // A stands at (60, 200) by the frame's edge. B walks left in front of it (y 215) at 50 px/s, hides A from
+        // x 110 on (1.4 s, longer than coasting) and leaves the frame at x 40: B's track, still coasting over A, must
+        // not take A's detection when A is seen again.
+        func run(_ settings: TrackerSettings) -> (a: Set<Int>, b: Set<Int>) {
+            var tracker = Tracker(settings: settings)
+            var a: Set<Int> = [], b: Set<Int> = []
+            for i in 0..<(8 * 15) {
+                let bx = 300 - 50 * Double(i) / 15
+                let hidden = bx < 110 && bx >= 40
+                var detections: [Detection] = []
+                if !hidden { detections.append(face(60, 200)) }
+                if bx >= 40 { detections.append(face(bx, 215)) }
+                for (track, detection) in tracker.update(detections: detections, at: at(i)).observed {
+                    if detection.box.center.x == 60 && !hidden { a.insert(track.id) } else { b.insert(track.id) }
+                }
+            }
+            return (a, b)
+        }
+        let tracks = run(TrackerSettings())
+        #expect(tracks.a.count == 1 && tracks.a.isDisjoint(with: tracks.b), "A \(tracks.a), B \(tracks.b)")
+        // Not vacuous: without the IoU match on a hidden visitor's last box, B's coasting track takes A.
+        var without = TrackerSettings()
+        without.hiddenIoU = 2
+        let swapped = run(without)
+        #expect(!swapped.a.isDisjoint(with: swapped.b) || swapped.a.count > 1, "A \(swapped.a), B \(swapped.b)")
+    }
+
     @Test("a face hidden for half a second while walking keeps its track (coasting on its motion)")
     func occlusion() {
         var tracker = Tracker()
