@@ -25,7 +25,9 @@ struct BenchPipeline: ParsableCommand {
     @Option(help: "Pipeline file.")
     var pipeline = "Pipelines/showroom.yml"
 
-    @Option(parsing: .upToNextOption, help: "Detector and scale pairs to run, as kind:scale (default: the pipeline's, and retinaface:320).")
+    @Option(
+        parsing: .upToNextOption,
+        help: "Detector and scale pairs to run, as kind:scale (default: the pipeline's, and retinaface:320).")
     var configs: [String] = []
 
     @Option(help: "Frame rate of the live figure's camera stand-in (0: skip the live figure).")
@@ -40,7 +42,9 @@ struct BenchPipeline: ParsableCommand {
         if !configs.isEmpty {
             pairs = try configs.map { text in
                 let parts = text.split(separator: ":")
-                guard parts.count == 2, let kind = DetectorKind(rawValue: String(parts[0])), let scale = Int(parts[1]), scale > 0 else {
+                guard parts.count == 2, let kind = DetectorKind(rawValue: String(parts[0])), let scale = Int(parts[1]),
+                    scale > 0
+                else {
                     throw ValidationError("--configs \(text): expected kind:scale, such as retinaface:320")
                 }
                 return (kind, scale)
@@ -48,7 +52,9 @@ struct BenchPipeline: ParsableCommand {
         }
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         let loop = here.appendingPathComponent("sentinel-cxx-loop").path
-        print("recording              detector:scale   program                              fps   recall   IDF1   worst dwell error")
+        print(
+            "recording              detector:scale   program                              fps   recall   IDF1   worst dwell error"
+        )
         for recording in recordings {
             let truth = try JSONDecoder().decode(
                 GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
@@ -73,7 +79,8 @@ struct BenchPipeline: ParsableCommand {
                 }
                 // Sentinel, as replay runs it.
                 let runner = try SourceRunner(
-                    definition: definition, source: definition.sources[0], models: store, input: recording, pace: .fastest,
+                    definition: definition, source: definition.sources[0], models: store, input: recording,
+                    pace: .fastest,
                     logger: makeLogger("sentinel.bench"))
                 var observed: [Int: [(faceId: String, box: Box)]] = [:]
                 var events: [VisitorEvent] = []
@@ -81,27 +88,50 @@ struct BenchPipeline: ParsableCommand {
                 let start = clock.now
                 try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
                 let sentinelFPS = Double(observed.count) / (clock.now - start).seconds
-                let score = TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: runner.origin)
-                row("sentinel (whole pipeline)", fps: sentinelFPS, recall: score.recall, idf1: score.idf1,
+                let score = TrackingScore.evaluate(
+                    truth: truth, observed: observed, events: events, origin: runner.origin)
+                row(
+                    "sentinel (whole pipeline)", fps: sentinelFPS, recall: score.recall, idf1: score.idf1,
                     dwell: score.visitors.map(\.dwellError).max())
                 let modelPath = try store.path(of: definition.detectorModel ?? kind.defaultModel)
                 let s = definition.detectorSettings
                 if FileManager.default.isExecutableFile(atPath: loop) {
-                    let reference = try Self.run(loop, [recording, kind.rawValue, modelPath, "\(scale)", "\(s.scoreThreshold)",
-                        "\(s.nmsThreshold)", "\(s.minFaceSize)", "\(s.blankThreshold)", "100000"])
+                    let reference = try Self.run(
+                        loop,
+                        [
+                            recording, kind.rawValue, modelPath, "\(scale)", "\(s.scoreThreshold)",
+                            "\(s.nmsThreshold)", "\(s.minFaceSize)", "\(s.blankThreshold)", "100000",
+                        ])
                     let values = Self.pairs(reference)
-                    row("C++ loop (decode + detect)", fps: (values["frames"] ?? 0) / max(values["seconds"] ?? 1, 1e-9), recall: nil)
+                    row(
+                        "C++ loop (decode + detect)", fps: (values["frames"] ?? 0) / max(values["seconds"] ?? 1, 1e-9),
+                        recall: nil)
                 }
                 if kind == .retinaface {
                     let script = "Tests/Peers/naive_pipeline.py"
-                    let output = try Self.run("/usr/bin/python3", [script, recording, modelPath, try store.path(of: definition.emotionModel),
-                        "\(scale)", "\(s.scoreThreshold)", "\(s.nmsThreshold)"])
-                    var detections = DetectionScore(), frames = 0.0, seconds = 1.0
+                    let output = try Self.run(
+                        "/usr/bin/python3",
+                        [
+                            script, recording, modelPath, try store.path(of: definition.emotionModel),
+                            "\(scale)", "\(s.scoreThreshold)", "\(s.nmsThreshold)",
+                        ])
+                    var detections = DetectionScore()
+                    var frames = 0.0
+                    var seconds = 1.0
                     for line in output.split(separator: "\n") {
-                        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
-                        if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Any]], index < truth.frames.count {
-                            func value(_ face: [String: Any], _ key: String) -> Double { (face[key] as? NSNumber)?.doubleValue ?? .nan }
-                            let boxes = faces.map { Box(x: value($0, "x"), y: value($0, "y"), width: value($0, "width"), height: value($0, "height")) }
+                        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                        else { continue }
+                        if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Any]],
+                            index < truth.frames.count
+                        {
+                            func value(_ face: [String: Any], _ key: String) -> Double {
+                                (face[key] as? NSNumber)?.doubleValue ?? .nan
+                            }
+                            let boxes = faces.map {
+                                Box(
+                                    x: value($0, "x"), y: value($0, "y"), width: value($0, "width"),
+                                    height: value($0, "height"))
+                            }
                             detections.add(truth: truth.frames[index].faces, detections: boxes)
                         } else if let n = object["frames"] as? NSNumber, let t = object["seconds"] as? NSNumber {
                             (frames, seconds) = (n.doubleValue, t.doubleValue)
@@ -109,8 +139,11 @@ struct BenchPipeline: ParsableCommand {
                     }
                     let naiveFPS = frames / seconds
                     row("naive python3-opencv loop", fps: naiveFPS, recall: detections.recall)
-                    print(String(format: "%@ %@ Sentinel / naive: %.2fx", name.padding(toLength: 22, withPad: " ", startingAt: 0),
-                                 config.padding(toLength: 16, withPad: " ", startingAt: 0), sentinelFPS / naiveFPS))
+                    print(
+                        String(
+                            format: "%@ %@ Sentinel / naive: %.2fx",
+                            name.padding(toLength: 22, withPad: " ", startingAt: 0),
+                            config.padding(toLength: 16, withPad: " ", startingAt: 0), sentinelFPS / naiveFPS))
                 }
             }
         }
@@ -124,15 +157,18 @@ struct BenchPipeline: ParsableCommand {
         let definition = try loadPipeline(pipeline, models: models)
         var spec = try SceneSpec.load("Recordings/showroom.yml")
         spec.fps = liveFps
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sentinel-bench-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sentinel-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let video = folder.appendingPathComponent("live.mp4")
-        let truth = try SceneRenderer(spec: spec, folder: URL(fileURLWithPath: "Recordings")).render(width: 640, height: 480, video: video)
+        let truth = try SceneRenderer(spec: spec, folder: URL(fileURLWithPath: "Recordings")).render(
+            width: 640, height: 480, video: video)
         let camera = Process()
         camera.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         camera.arguments = ["Tests/SentinelTestSupport/rtsp_camera.py", "cam=\(video.path)"]
-        let input = Pipe(), output = Pipe()
+        let input = Pipe()
+        let output = Pipe()
         (camera.standardInput, camera.standardOutput, camera.standardError) = (input, output, FileHandle.nullDevice)
         try camera.run()
         defer { camera.terminate() }
@@ -142,10 +178,13 @@ struct BenchPipeline: ParsableCommand {
         }
         let stop = StopFlag()
         let runner = try SourceRunner(
-            definition: definition, source: definition.sources[0], models: try models.store(), input: "rtsp://127.0.0.1:\(port)/cam",
+            definition: definition, source: definition.sources[0], models: try models.store(),
+            input: "rtsp://127.0.0.1:\(port)/cam",
             capture: .init(stop: stop), logger: makeLogger("sentinel.bench"))
-        var latencies: [Double] = [], capturedAt: ContinuousClock.Instant?
-        var entered: [String] = [], exited: [String: Double] = [:]
+        var latencies: [Double] = []
+        var capturedAt: ContinuousClock.Instant?
+        var entered: [String] = []
+        var exited: [String: Double] = [:]
         let deadline = ContinuousClock.now + .seconds(spec.duration + 20)
         try runner.evaluate(
             onEvent: { event in
@@ -153,7 +192,11 @@ struct BenchPipeline: ParsableCommand {
                 if event.type == .entered { entered.append(event.visitor.faceId) }
                 if event.type == .exited { exited[event.visitor.faceId] = event.visitor.dwellSeconds }
                 // The first playback is over once its visitors have all left.
-                if entered.count >= truth.visitors.count, entered.prefix(truth.visitors.count).allSatisfy({ exited[$0] != nil }) { stop.set() }
+                if entered.count >= truth.visitors.count,
+                    entered.prefix(truth.visitors.count).allSatisfy({ exited[$0] != nil })
+                {
+                    stop.set()
+                }
             },
             onFrame: { frame in
                 capturedAt = frame.capturedAt
@@ -162,18 +205,32 @@ struct BenchPipeline: ParsableCommand {
             stop: stop)
         let counts = runner.edge.snapshot
         latencies.sort()
-        func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(p * Double(latencies.count)))] }
+        func percentile(_ p: Double) -> Double {
+            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(p * Double(latencies.count)))]
+        }
         print("")
-        print(String(format: "live: camera stand-in at %.0f fps (RTSP, 640x480), %@ at %d px", liveFps, definition.detector.rawValue,
-                     definition.detectorSettings.longestSide))
-        print(String(format: "  frames captured %d, analysed %d, dropped %d (%.0f %%)", counts.captured, counts.delivered, counts.dropped,
-                     100 * Double(counts.dropped) / Double(max(counts.captured, 1))))
-        print(String(format: "  capture-to-event latency p50 %.0f ms, p99 %.0f ms (%d events)", percentile(0.5) * 1000, percentile(0.99) * 1000,
-                     latencies.count))
+        print(
+            String(
+                format: "live: camera stand-in at %.0f fps (RTSP, 640x480), %@ at %d px", liveFps,
+                definition.detector.rawValue,
+                definition.detectorSettings.longestSide))
+        print(
+            String(
+                format: "  frames captured %d, analysed %d, dropped %d (%.0f %%)", counts.captured, counts.delivered,
+                counts.dropped,
+                100 * Double(counts.dropped) / Double(max(counts.captured, 1))))
+        print(
+            String(
+                format: "  capture-to-event latency p50 %.0f ms, p99 %.0f ms (%d events)", percentile(0.5) * 1000,
+                percentile(0.99) * 1000,
+                latencies.count))
         for (visitor, faceId) in zip(truth.visitors.sorted { $0.firstSeen < $1.firstSeen }, entered) {
             let expected = (visitor.lastSeen - visitor.firstSeen).seconds
             let measured = exited[faceId] ?? .nan
-            print(String(format: "  %@ dwell true %.2f s, measured %.2f s, error %.2f s", visitor.id, expected, measured, abs(measured - expected)))
+            print(
+                String(
+                    format: "  %@ dwell true %.2f s, measured %.2f s, error %.2f s", visitor.id, expected, measured,
+                    abs(measured - expected)))
         }
     }
 

@@ -10,13 +10,17 @@ import Testing
 /// service that survives the camera going away.
 @Suite(
     "sentinel run on a live RTSP camera", .serialized, .timeLimit(.minutes(4)),
-    .enabled(if: RTSPCamera.isAvailable, "needs Debian's python3-gi and gir1.2-gst-rtsp-server-1.0 (make test installs them)"))
+    .enabled(
+        if: RTSPCamera.isAvailable, "needs Debian's python3-gi and gir1.2-gst-rtsp-server-1.0 (make test installs them)"
+    ))
 struct LiveCameraTests {
     /// The showroom pipeline with one source per (id, URL), every source with the showroom's three zones (so zone
     /// names repeat across cameras), and detection on at most `maxFps` frames a second (0: every frame).
     static func pipeline(sources: [(id: String, url: String)], maxFps: Int = 0) throws -> String {
-        let showroom = try String(contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
-        let start = try #require(showroom.range(of: "\nsources:\n")), end = try #require(showroom.range(of: "\ndetector:\n"))
+        let showroom = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        let start = try #require(showroom.range(of: "\nsources:\n"))
+        let end = try #require(showroom.range(of: "\ndetector:\n"))
         let block = String(showroom[start.upperBound..<end.lowerBound])
         let sources = sources.map { source in
             block.replacingOccurrences(of: "id: showroom", with: "id: \(source.id)")
@@ -36,10 +40,13 @@ struct LiveCameraTests {
         }
     }
 
-    @Test("analysis at a third of the camera's rate: one visit per visitor, dwell within 0.5 s of ground truth, frames counted")
+    @Test(
+        "analysis at a third of the camera's rate: one visit per visitor, dwell within 0.5 s of ground truth, frames counted"
+    )
     func dwellAtAThirdOfTheRate() async throws {
         let truth = try JSONDecoder().decode(
-            GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: Fixtures.recording()))))
+            GroundTruth.self,
+            from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: Fixtures.recording()))))
         let camera = try RTSPCamera([("cam", Fixtures.recording())])
         defer { camera.stop() }
         // The sample is 15 fps: detection on at most 5 frames a second, the tracker carrying visitors in between.
@@ -56,7 +63,8 @@ struct LiveCameraTests {
         }
         let events = try Self.visitorEvents(messages)
         let entered = events.filter { $0.type == .entered }.prefix(truth.visitors.count).map(\.visitor.faceId)
-        let exited = Dictionary(uniqueKeysWithValues: events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0) })
+        let exited = Dictionary(
+            uniqueKeysWithValues: events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0) })
         // The visitors enter seconds apart, so entry order matches them to the ground truth.
         for (visitor, faceId) in zip(truth.visitors.sorted { $0.firstSeen < $1.firstSeen }, entered) {
             let dwell = try #require(exited[faceId]?.visitor.dwellSeconds)
@@ -65,19 +73,24 @@ struct LiveCameraTests {
         }
         // One visit each: nobody entered twice while the first playback ran (the last visitor leaves at 39.9 s).
         let endOfFirstPlayback = try #require(exited[entered.last!]?.time)
-        #expect(events.filter { $0.type == .entered && $0.time < endOfFirstPlayback.addingTimeInterval(-1) }.count == truth.visitors.count)
+        #expect(
+            events.filter { $0.type == .entered && $0.time < endOfFirstPlayback.addingTimeInterval(-1) }.count
+                == truth.visitors.count)
         // Counted exactly at the edge: analysed + dropped never exceed captured, and the stream came at 15 fps.
         let health = try await sentinel.json("/healthz")
         let source = try #require((health["sources"] as? [[String: Any]])?.first)
         let frames = try #require(source["frames"] as? [String: Int])
         #expect(frames["captured"]! >= 500, "\(health)")
         #expect(frames["analysed"]! + frames["dropped"]! <= frames["captured"]!, "\(health)")
-        let metrics = String(decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/metrics").1, as: UTF8.self)
+        let metrics = String(
+            decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/metrics").1, as: UTF8.self)
         #expect(metrics.contains("sentinel_frames_captured_total{source=\"cam\"}"))
         #expect(metrics.contains("sentinel_capture_to_publish_seconds_count"))
     }
 
-    @Test("two cameras with the same zone names; the camera killed and restarted; SIGTERM during an outage exits 0 within 2 s")
+    @Test(
+        "two cameras with the same zone names; the camera killed and restarted; SIGTERM during an outage exits 0 within 2 s"
+    )
     func outageAndShutdown() async throws {
         let camera = try RTSPCamera([("one", Fixtures.recording()), ("two", Fixtures.recording())])
         defer { camera.stop() }
@@ -93,13 +106,17 @@ struct LiveCameraTests {
         }
         let live = Set(["running", "behind"])
         // Both cameras deliver and visitors are present at both.
-        #expect(try await waitFor { try await Set(visitors().compactMap { $0["sourceId"] as? String }) == ["cam1", "cam2"] })
+        #expect(
+            try await waitFor {
+                try await Set(visitors().compactMap { $0["sourceId"] as? String }) == ["cam1", "cam2"]
+            })
         #expect(try await states().values.allSatisfy(live.contains))
         // Per-camera zones: six zones, each named by camera and name.
         let zones = try await sentinel.json("/api/zones")["zones"] as? [[String: Any]] ?? []
-        #expect(Set(zones.map { "\($0["sourceId"]!)/\($0["name"]!)" }) == [
-            "cam1/entrance", "cam1/display", "cam1/counter", "cam2/entrance", "cam2/display", "cam2/counter",
-        ])
+        #expect(
+            Set(zones.map { "\($0["sourceId"]!)/\($0["name"]!)" }) == [
+                "cam1/entrance", "cam1/display", "cam1/counter", "cam2/entrance", "cam2/display", "cam2/counter",
+            ])
         // The camera goes away: both sources reconnect, and the visits that were open end as lost.
         camera.stop()
         #expect(try await waitFor { try await states().values.allSatisfy { $0 == "reconnecting" } })

@@ -51,7 +51,9 @@ public final class RTSPCamera: @unchecked Sendable {
     public static let isAvailable: Bool = {
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        check.arguments = ["-c", "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"]
+        check.arguments = [
+            "-c", "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer",
+        ]
         check.standardOutput = FileHandle.nullDevice
         check.standardError = FileHandle.nullDevice
         guard (try? check.run()) != nil else { return false }

@@ -19,7 +19,9 @@ final class ScriptedCamera: FrameSource {
         guard index < count else { return nil }
         if interval > 0 { Thread.sleep(forTimeInterval: interval) }
         defer { index += 1 }
-        return Frame(index: index, time: MediaTime(seconds: Double(index) * 0.04), image: try Image(width: 8, height: 8, fill: .white))
+        return Frame(
+            index: index, time: MediaTime(seconds: Double(index) * 0.04),
+            image: try Image(width: 8, height: 8, fill: .white))
     }
 }
 
@@ -35,7 +37,9 @@ struct CaptureEdgeTests {
         return taken
     }
 
-    @Test("analysis slower than the camera: the oldest frames are dropped, every frame is counted, the newest are analysed")
+    @Test(
+        "analysis slower than the camera: the oldest frames are dropped, every frame is counted, the newest are analysed"
+    )
     func dropsOldestAndCounts() throws {
         let edge = CaptureEdge(ScriptedCamera(count: 60, interval: 0.005), capacity: 2, policy: .dropOldest)
         edge.start()
@@ -61,13 +65,18 @@ struct CaptureEdgeTests {
         #expect(edge.snapshot == CaptureEdge.Counts(captured: 40, delivered: 40, dropped: 0))
     }
 
-    @Test("shutdown wakes a consumer waiting on a camera that sends nothing, at once; stopping one edge stops nothing else")
+    @Test(
+        "shutdown wakes a consumer waiting on a camera that sends nothing, at once; stopping one edge stops nothing else"
+    )
     func stopWakesWaitingConsumer() async throws {
         let stop = StopFlag()
         let edge = CaptureEdge(ScriptedCamera(count: 1, interval: 30), capacity: 2, policy: .dropOldest, shutdown: stop)
         edge.start()
         let started = ContinuousClock.now
-        Thread.detachNewThread { Thread.sleep(forTimeInterval: 0.2); stop.set() }
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.2)
+            stop.set()
+        }
         #expect(try edge.next() == nil)
         #expect(ContinuousClock.now - started < .seconds(2))
         let other = StopFlag()
@@ -94,7 +103,9 @@ struct CaptureTimelineTests {
     func usesStreamTime() {
         var timeline = CaptureTimeline()
         // Frames arrive in a burst (network jitter) but the stream says 40 ms apart.
-        let times = [(0.50, 10.0), (0.51, 10.04), (0.52, 10.08), (0.62, 10.12)].map { timeline.time(elapsed: $0.0, streamSeconds: $0.1) }
+        let times = [(0.50, 10.0), (0.51, 10.04), (0.52, 10.08), (0.62, 10.12)].map {
+            timeline.time(elapsed: $0.0, streamSeconds: $0.1)
+        }
         #expect(times.map(\.seconds) == [0.5, 0.54, 0.58, 0.62])
         #expect(timeline.streamStamped == 4 && timeline.clockStamped == 0)
     }
@@ -110,7 +121,8 @@ struct CaptureTimelineTests {
         // A jump of a minute ahead is not believed.
         #expect(timeline.time(elapsed: 9.08, streamSeconds: 60.0).seconds == 9.08)
         // Timestamps that repeat still give increasing media time.
-        let a = timeline.time(elapsed: 9.1, streamSeconds: 60.0), b = timeline.time(elapsed: 9.1, streamSeconds: 60.0)
+        let a = timeline.time(elapsed: 9.1, streamSeconds: 60.0)
+        let b = timeline.time(elapsed: 9.1, streamSeconds: 60.0)
         #expect(a < b)
     }
 
