@@ -100,8 +100,9 @@ public final class SourceRunner {
 
     /// Opens the source and loads the models. `input` and `pace` override the pipeline's. `origin` places media
     /// time 0 on the wall clock; by default a recording starts at its file's modification time (so every replay
-    /// gives the same dates) and a live source when it was opened. With `capture`, frames come through a capture
-    /// edge (dropping the oldest when analysis is behind, but for a recording read as fast as possible).
+    /// gives the same dates) and a live source when it was opened. Frames always come through a capture edge: without
+    /// `capture` it loses nothing; with it (`sentinel run`) it drops the oldest frame when analysis is behind, but for a
+    /// recording read as fast as possible, and a live source that cannot be opened yet is retried.
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, input: String? = nil,
         pace: Pacing? = nil, origin: Date? = nil, capture: Capture? = nil, logger: Logger
