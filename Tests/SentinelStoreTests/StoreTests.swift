@@ -62,6 +62,47 @@ struct StoreTests {
         #expect(try again.logBounds() == (floor: 0, last: 10))
     }
 
+    @Test("a database made by the first schema is upgraded in place: rows kept, the per-stream lookup uses an index")
+    func upgradeFromFirstSchema() async throws {
+        let path = try temporaryDatabase()
+        // The schema as the first release wrote it (migration "v1" only), with two events in it.
+        let old = try DatabaseQueue(path: path)
+        try await old.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                    INSERT INTO grdb_migrations VALUES ('v1');
+                    CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, streamId TEXT NOT NULL,
+                        sequenceNumber INTEGER NOT NULL, type TEXT NOT NULL, time REAL NOT NULL, zone TEXT, payload TEXT NOT NULL);
+                    CREATE INDEX events_time ON events(time);
+                    CREATE INDEX events_type ON events(type, id);
+                    CREATE TABLE visits (faceId TEXT PRIMARY KEY, sourceId TEXT NOT NULL, state TEXT NOT NULL, zone TEXT,
+                        firstSeen REAL NOT NULL, lastSeen REAL NOT NULL, exitReason TEXT, record TEXT NOT NULL);
+                    CREATE INDEX visits_lastSeen ON visits(lastSeen);
+                    CREATE INDEX visits_firstSeen ON visits(firstSeen);
+                    CREATE TABLE zoneStays (id INTEGER PRIMARY KEY AUTOINCREMENT, faceId TEXT NOT NULL, zone TEXT NOT NULL,
+                        enteredAt REAL NOT NULL, exitedAt REAL, dwellSeconds REAL);
+                    CREATE INDEX zoneStays_face ON zoneStays(faceId);
+                    CREATE TABLE gaugeReadings (eventId INTEGER PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+                        time REAL NOT NULL, reading TEXT NOT NULL);
+                    CREATE INDEX gaugeReadings_time ON gaugeReadings(time);
+                    INSERT INTO events (streamId, sequenceNumber, type, time, payload) VALUES
+                        ('cam', 1, 'visitor.entered', 1790000000, '{}'), ('cam', 2, 'visitor.updated', 1790000001, '{}');
+                    """)
+        }
+        try old.close()
+        var visit = Visit(start: start)
+        let store = try EventStore(path: path)
+        let appended = try await store.append(try visit.whole(id: "cam#1#9"))
+        #expect(appended.map(\.sequenceNumber) == [3, 4, 5, 6])
+        #expect(try store.logBounds() == (floor: 0, last: 6))
+        let plan = try await DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT MAX(sequenceNumber) FROM events WHERE streamId = 'cam'")
+                .map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.contains("events_stream_sequence") }, "\(plan)")
+    }
+
     @Test("visits and zone stays follow the events; the log holds exactly the published JSON")
     func visitsAndStays() async throws {
         let store = try EventStore(path: try temporaryDatabase())
