@@ -27,6 +27,10 @@ public struct TrackerSettings: Sendable, Equatable, Codable {
     /// A face reappearing over the last box of a visitor hidden longer than `coastSeconds`, with at least this IoU,
     /// is that visitor again (matched before any coasting track can take it).
     public var hiddenIoU: Double = 0.5
+    /// Gates are measured in the face's size: the longest side of its detections over this many seconds. A face
+    /// sliding behind a pillar or another visitor shrinks in its box, not in the room, so the box of the moment
+    /// would make the gate too narrow just when the face is about to reappear.
+    public var sizeMemorySeconds: Double = 1.0
 
     public init() {}
 }
@@ -48,6 +52,12 @@ public struct Track: Sendable, Equatable {
     public var score: Double
     /// Where the face was seen while the track was tentative, so that a visit can start at its first frame.
     public var tentative: [(time: MediaTime, box: Box)] = []
+    /// The longest side of each detection within `sizeMemorySeconds` of the last one: the face's size, whatever part
+    /// of it is hidden now.
+    var recentSides: [(time: MediaTime, side: Double)] = []
+
+    /// The face's size in pixels: the longest detected side of the last `sizeMemorySeconds`.
+    var side: Double { recentSides.map(\.side).max() ?? max(box.width, box.height) }
 
     /// The box moved along the velocity to `time`, keeping its last size: a face shrinking as it goes behind
     /// something would otherwise be predicted to vanish.
@@ -148,6 +158,7 @@ public struct Tracker: Sendable {
         for d in freeHigh.sorted() {
             var track = Track(id: nextID, box: detections[d].box, firstSeen: time, lastSeen: time, score: detections[d].score)
             track.tentative = [(time, detections[d].box)]
+            track.recentSides = [(time, max(detections[d].box.width, detections[d].box.height))]
             nextID += 1
             if settings.confirmFrames <= 1 {
                 track.confirmed = true
@@ -181,7 +192,7 @@ public struct Tracker: Sendable {
                 continue
             }
             let expected = tracks[t].predicted(at: time)
-            let side = max(expected.width, expected.height)
+            let side = tracks[t].side
             let unseen = (time - tracks[t].lastSeen).seconds
             let gate = reentry ? distanceGate : distanceGate + settings.gateGrowthPerSecond * unseen
             for d in pool {
@@ -216,6 +227,8 @@ public struct Tracker: Sendable {
                 ? measured : (a * measured.x + (1 - a) * track.velocity.x, a * measured.y + (1 - a) * track.velocity.y)
         }
         track.box = detection.box
+        track.recentSides.removeAll { (time - $0.time).seconds > settings.sizeMemorySeconds }
+        track.recentSides.append((time, max(detection.box.width, detection.box.height)))
         track.score = detection.score
         track.lastSeen = time
         track.firstMissed = nil
