@@ -37,6 +37,8 @@ public final class SourceRunner {
         /// Every face the detector reported, visitor or not yet.
         public var detections: [Box]
         public var observed: [(faceId: String, box: Box)]
+        /// On a frame between two detections (the cadence): the visits the tracker carries, where it puts them.
+        public var carried: [(faceId: String, box: Box)]
         /// Visits not detected in this frame, where the tracker predicts them, and how long they have gone unseen.
         public var predicted: [(faceId: String, box: Box, unseenSeconds: Double)]
         /// Time spent detecting faces, and following them into visitors (with emotion), on this frame.
@@ -45,6 +47,10 @@ public final class SourceRunner {
         public var analysed: Bool
         /// When the capture edge received the frame.
         public var capturedAt: ContinuousClock.Instant?
+
+        /// Where the pipeline places each visit in this frame: detected, or carried between two detections. This is
+        /// what accuracy is scored on, every frame alike.
+        public var tracked: [(faceId: String, box: Box)] { observed + carried }
 
         /// The frame with each visit's id replaced by its pseudonym.
         public func masked(by mask: inout PrivacyMask) throws(PrivacyError) -> MaskedFrame {
@@ -212,12 +218,12 @@ public final class SourceRunner {
                 }
                 let clock = ContinuousClock()
                 let start = clock.now
-                guard cadence.admits(frame.time) else {
+                guard cadence.admits(frame.time, unsure: stage!.needsDetection) else {
                     let carried = stage!.carry(time: frame.time)
                     try onFrame(
                         FrameResult(
                             index: frame.index, time: frame.time, image: frame.image, detections: [], observed: [],
-                            predicted: carried.predicted, timings: StageTimings(detect: .zero, visitors: clock.now - start),
+                            carried: carried.carried, predicted: carried.predicted, timings: StageTimings(detect: .zero, visitors: clock.now - start),
                             analysed: false, capturedAt: frame.capturedAt))
                     continue
                 }
@@ -233,7 +239,7 @@ public final class SourceRunner {
                 try onFrame(
                     FrameResult(
                         index: frame.index, time: frame.time, image: frame.image, detections: detections.map(\.box),
-                        observed: result.observed, predicted: result.predicted, timings: timings, analysed: true,
+                        observed: result.observed, carried: [], predicted: result.predicted, timings: timings, analysed: true,
                         capturedAt: frame.capturedAt))
                 for event in result.events { try onEvent(event) }
             }
@@ -255,8 +261,14 @@ struct DetectionCadence {
 
     init(maxFPS: Double) { interval = maxFPS > 0 ? MediaTime(seconds: 1 / maxFPS) : nil }
 
-    mutating func admits(_ time: MediaTime) -> Bool {
+    /// `unsure`: the tracker needs this frame detected (see `VisitorStage.needsDetection`); it is, and the schedule
+    /// goes on from it.
+    mutating func admits(_ time: MediaTime, unsure: Bool = false) -> Bool {
         guard let interval else { return true }
+        if unsure {
+            due = time + interval
+            return true
+        }
         // Half a millisecond of slack: container timestamps are rounded.
         if let due, time + MediaTime(microseconds: 500) < due { return false }
         // On schedule, or restarted after a gap (a reconnect) so that a burst cannot follow.

@@ -65,6 +65,9 @@ public struct VisitorStage: Sendable {
         /// where its motion predicts it: it may have stopped behind something or walked on), and for how many
         /// seconds it has gone unseen (the uncertainty grows with it).
         public var predicted: [(faceId: String, box: Box, unseenSeconds: Double)] = []
+        /// On a frame between two detections (see `carry`): the visits seen at the last detection, each where its
+        /// motion puts it now. This is the pipeline's answer for that frame, as `observed` is on a detected one.
+        public var carried: [(faceId: String, box: Box)] = []
     }
 
     public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings()) {
@@ -77,6 +80,11 @@ public struct VisitorStage: Sendable {
 
     /// The number of visits open now.
     public var openVisits: Int { visits.count }
+
+    /// Whether the tracker is unsure of a face: one not yet confirmed as a visitor, or a visitor missing from the last
+    /// analysed frame. Under a detection cadence such frames are detected all the same: carrying an unsure face would
+    /// delay a visit's start or lose a visitor who is behind something.
+    public var needsDetection: Bool { tracker.tracks.contains { !$0.confirmed || $0.firstMissed != nil } }
 
     /// Processes one frame. `classify` returns the emotion model's distribution for a face box (or nil when it
     /// cannot); it is called only for faces that may be classified (size, score, zone policy).
@@ -134,15 +142,18 @@ public struct VisitorStage: Sendable {
         return output
     }
 
-    /// Where the followed visitors are at `time`, for a frame that was not analysed (the detection cadence): every
-    /// confirmed track still coasting, from where it was last seen to where its motion leads. Changes nothing, so
+    /// Where the followed visitors are at `time`, for a frame that was not analysed (the detection cadence): for masks,
+    /// every confirmed track still coasting, from where it was last seen to where its motion leads; as positions, the
+    /// visits seen at the last detection, where their motion leads. Changes nothing, so
     /// skipping detection on a frame and carrying the tracks gives the same events as not having the frame.
     public func carry(time: MediaTime) -> FrameOutput {
         var output = FrameOutput()
         for track in tracker.tracks where track.confirmed && (time - track.lastSeen).seconds <= settings.tracker.coastSeconds {
             guard let visit = visits[track.id] else { continue }
             let unseen = max((time - track.lastSeen).seconds, 1e-6)
-            output.predicted.append((internalID(visit.number), track.box.union(track.predicted(at: time)), unseen))
+            let position = track.predicted(at: time)
+            output.predicted.append((internalID(visit.number), track.box.union(position), unseen))
+            if track.firstMissed == nil { output.carried.append((internalID(visit.number), position)) }
         }
         return output
     }

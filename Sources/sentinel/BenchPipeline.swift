@@ -86,7 +86,7 @@ struct BenchPipeline: ParsableCommand {
                 var events: [VisitorEvent] = []
                 let clock = ContinuousClock()
                 let start = clock.now
-                try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
+                try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.tracked })
                 let sentinelFPS = Double(observed.count) / (clock.now - start).seconds
                 let score = TrackingScore.evaluate(
                     truth: truth, observed: observed, events: events, origin: runner.origin)

@@ -68,7 +68,7 @@ struct Eval: ParsableCommand {
                 logger: makeLogger("sentinel.eval"))
             var observed: [Int: [(faceId: String, box: Box)]] = [:]
             var events: [VisitorEvent] = []
-            try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.observed })
+            try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.tracked })
             return TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: runner.origin)
         }
 

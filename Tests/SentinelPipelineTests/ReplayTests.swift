@@ -40,7 +40,7 @@ struct SampleRun: Sendable {
             run.events.append(event)
             run.lines.append(try mask.mask(event)[.events]!.json)
         }, onFrame: { frame in
-            observed[frame.index] = frame.observed
+            observed[frame.index] = frame.tracked
             if reviews.isEmpty {
                 reviews = try [(run.reviewFollowingTracks, definition.privacy.review), (run.reviewDetectionsOnly, detectionsOnly)].map {
                     try ReviewVideo(path: $0, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height, zones: runner.source.zones, settings: $1)

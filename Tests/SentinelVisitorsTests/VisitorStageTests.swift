@@ -91,6 +91,36 @@ struct VisitorStageTests {
         #expect(face.box.maxX > lastDetectedRightEdge)
     }
 
+    @Test("between two detections a visitor seen at the last one is carried as a position, scored like a detection")
+    func carriedPosition() throws {
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+        for i in 0..<15 { _ = stage.process(time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil }) }
+        let carried = stage.carry(time: MediaTime(seconds: 16 / 15.0))
+        let position = try #require(carried.carried.first)
+        // Where the walk (100 px/s from x 100) really is two frames later, to the pixel the velocity allows.
+        #expect(carried.carried.count == 1 && abs(position.box.center.x - (100 + 16 / 15.0 * 100)) < 2)
+        #expect(position.box.width == 80)
+        // A visitor missing from the last detection is not placed: where it is, the tracker does not know.
+        _ = stage.process(time: MediaTime(seconds: 1), detections: [], classify: { _ in nil })
+        #expect(stage.carry(time: MediaTime(seconds: 16 / 15.0)).carried.isEmpty)
+    }
+
+    @Test("the tracker asks for detection while a face is unconfirmed or missing, and not while every face is seen")
+    func needsDetection() {
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+        var asked: [Bool] = []
+        for i in 0..<20 {
+            let detections = (10..<13).contains(i) ? [] : walk(i, fps: 15)
+            _ = stage.process(time: MediaTime(seconds: Double(i) / 15), detections: detections, classify: { _ in nil })
+            asked.append(stage.needsDetection)
+        }
+        // Tentative for frames 0-1, confirmed at frame 2, missing for frames 10-12, seen again at 13.
+        #expect(asked[0..<2].allSatisfy { $0 })
+        #expect(asked[2..<10].allSatisfy { !$0 })
+        #expect(asked[10..<13].allSatisfy { $0 })
+        #expect(asked[13...].allSatisfy { !$0 })
+    }
+
     @Test("emotion is classified at most maxPerSecond times per visitor per media second")
     func emotionRate() {
         var calls = 0
