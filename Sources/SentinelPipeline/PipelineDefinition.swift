@@ -150,7 +150,7 @@ private struct PipelineParser {
             reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
         }
         var definition = PipelineDefinition(
-            file: reader.file, sources: [], detector: .centerface, detectorModel: nil, detectorSettings: .defaults(for: .centerface),
+            file: reader.file, sources: [], detector: .retinaface, detectorModel: nil, detectorSettings: .defaults(for: .retinaface),
             visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy(),
             store: .init(path: folder.appendingPathComponent(
                 URL(fileURLWithPath: reader.file).deletingPathExtension().lastPathComponent + ".sqlite").standardizedFileURL.path))

@@ -69,7 +69,8 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
         case .cascade: DetectorSettings(longestSide: 640, scoreThreshold: 0.7, nmsThreshold: 0.3, minFaceSize: 24)
         case .centerface: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
         case .yunet: DetectorSettings(longestSide: 640, scoreThreshold: 0.9, nmsThreshold: 0.3, minFaceSize: 16)
-        case .retinaface: DetectorSettings(longestSide: 640, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
+        // 320 px: the same recall as 480 and 640 on the samples at a third of the time (README, Face detectors).
+        case .retinaface: DetectorSettings(longestSide: 320, scoreThreshold: 0.5, nmsThreshold: 0.3, minFaceSize: 16)
         }
     }
 

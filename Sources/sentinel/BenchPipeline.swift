@@ -27,7 +27,7 @@ struct BenchPipeline: ParsableCommand {
 
     @Option(
         parsing: .upToNextOption,
-        help: "Detector and scale pairs to run, as kind:scale (default: the pipeline's, and retinaface:320).")
+        help: "Detector and scale pairs to run, as kind:scale (default: the pipeline's, and centerface:640 beside it).")
     var configs: [String] = []
 
     @Option(help: "Frame rate of the live figure's camera stand-in (0: skip the live figure).")
@@ -38,7 +38,8 @@ struct BenchPipeline: ParsableCommand {
     func run() throws {
         let base = try loadPipeline(pipeline, models: models)
         let store = try models.store()
-        var pairs: [(DetectorKind, Int)] = [(base.detector, base.detectorSettings.longestSide), (.retinaface, 320)]
+        var pairs: [(DetectorKind, Int)] = [(base.detector, base.detectorSettings.longestSide)]
+        if base.detector != .centerface { pairs.append((.centerface, 640)) }
         if !configs.isEmpty {
             pairs = try configs.map { text in
                 let parts = text.split(separator: ":")

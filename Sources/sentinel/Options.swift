@@ -20,9 +20,9 @@ struct ModelOptions: ParsableArguments {
 /// Which face detector to run and how.
 struct DetectorOptions: ParsableArguments {
     @Option(help: "Face detector: \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var detector: DetectorKind = .centerface
+    var detector: DetectorKind = .retinaface
 
-    @Option(help: "Model name from Models/models.yml (default: haar-frontalface, centerface or yunet by detector).")
+    @Option(help: "Model name from Models/models.yml (default: the detector's own, such as retinaface).")
     var model: String?
 
     @OptionGroup var tuning: DetectorTuning
@@ -49,7 +49,7 @@ struct DetectorTuning: ParsableArguments {
     @Option(help: "Downscale frames so their longest side is at most this many pixels before detecting (0: never).")
     var scale: Int?
 
-    @Option(help: "Minimum detection score, 0-1 (defaults: cascade 0.7, centerface 0.5, yunet 0.9).")
+    @Option(help: "Minimum detection score, 0-1 (defaults: cascade 0.7, centerface and retinaface 0.5, yunet 0.9).")
     var score: Double?
 
     @Option(help: "Non-maximum suppression IoU threshold.")

@@ -8,11 +8,11 @@ struct ModelStoreTests {
     @Test("the repository's manifest loads and names each detector's and the emotion model")
     func manifestLoads() throws {
         let names = Set(Fixtures.store.manifest.models.map(\.name))
-        #expect(names.isSuperset(of: ["haar-frontalface", "lbp-frontalface", "centerface", "yunet", "emotion"]))
+        #expect(names.isSuperset(of: ["haar-frontalface", "lbp-frontalface", "centerface", "retinaface", "yunet", "emotion"]))
     }
 
     @Test("every model a registry carries is ready after make setup, checksum verified",
-          arguments: ["haar-frontalface", "lbp-frontalface", "centerface", "emotion"])
+          arguments: ["haar-frontalface", "lbp-frontalface", "centerface", "retinaface", "emotion"])
     func registryModelsReady(name: String) throws {
         let entry = try #require(Fixtures.store.manifest.entry(named: name))
         #expect(Fixtures.store.state(of: entry) == .ready, "run `make setup`")

@@ -63,7 +63,7 @@ struct PipelineValidationTests {
     @Test("a minimal pipeline gets the documented defaults")
     func defaults() throws {
         let definition = try PipelineDefinition.parse(pipeline(), file: "p.yml")
-        #expect(definition.detector == .centerface && definition.emotionEnabled)
+        #expect(definition.detector == .retinaface && definition.detectorSettings.longestSide == 320 && definition.emotionEnabled)
         #expect(definition.sources[0].zones[0].inertia == .seconds(0.3) && definition.sources[0].zones[0].grace == .seconds(0.5))
         #expect(definition.sources[0].resolvedInput == URL(fileURLWithPath: "clip.mp4").standardizedFileURL.path)
     }
@@ -135,7 +135,7 @@ struct PipelineValidationTests {
             """
         let definition = try PipelineDefinition.parse(text, file: "p.yml")
         let found = definition.environmentProblems(models: empty).map(\.description)
-        #expect(found.contains { $0.hasPrefix("p.yml: detector: model centerface is missing") && $0.contains("sentinel models setup") })
+        #expect(found.contains { $0.hasPrefix("p.yml: detector: model retinaface is missing") && $0.contains("sentinel models setup") })
         #expect(found.contains { $0.hasPrefix("p.yml: emotion: model emotion is missing") })
         #expect(found.contains { $0.hasPrefix("p.yml:8:12: sources[1].input: no such file") })
         #expect(found.contains { $0.hasPrefix("p.yml:6:9: sources[0].zones[0].polygon: zone big: point [700.0, 0.0] is outside the 640x480 frame") })

@@ -7,7 +7,7 @@ import Testing
 @Suite("Face detectors on Debian's public-domain photos")
 struct DetectorTests {
     /// Detectors a fresh machine obtains with `make setup`; YuNet needs a manual download (or ../shared).
-    static let obtainable: [DetectorKind] = [.cascade, .centerface]
+    static let obtainable: [DetectorKind] = [.cascade, .centerface, .retinaface]
 
     func detector(_ kind: DetectorKind) throws -> OpenCVFaceDetector {
         try OpenCVFaceDetector(kind: kind, modelPath: try Fixtures.model(kind.defaultModel))
