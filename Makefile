@@ -11,7 +11,7 @@ SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.
 DEBUG := .build/debug/sentinel
 RELEASE := .build/release/sentinel
 
-.PHONY: demo test bench eval setup deps models recordings debug release clean
+.PHONY: demo test lint bench eval setup deps models recordings debug release clean
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -20,6 +20,10 @@ demo: release
 test: debug
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	swift test --skip-build
+
+# The project's .swift-format, strictly: CI fails on any finding ('swift format -i -r Sources Tests Package.swift' fixes most).
+lint:
+	swift format lint --strict -r Sources Tests Package.swift
 
 bench: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)

@@ -63,20 +63,25 @@ let package = Package(
         /// Pipeline definitions (YAML, validated with line numbers) and the runner that drives one source.
         .target(
             name: "SentinelPipeline",
-            dependencies: ["SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "Yams",
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "Yams",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         /// SQLite through GRDB: the event log, visits, zone stays and gauge readings, written in batches.
         .target(
             name: "SentinelStore",
-            dependencies: ["SentinelCore", "SentinelPrivacy", .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "SentinelCore", "SentinelPrivacy", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         /// `sentinel run`: sources, store, SSE and REST as one service group.
         .target(
             name: "SentinelServer",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelModels", "SentinelVision",
+                "SentinelCore", "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelModels",
+                "SentinelVision",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -95,7 +100,8 @@ let package = Package(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelVisitors",
-                "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -107,12 +113,14 @@ let package = Package(
         ),
         /// Paths to the repository's models, photos and recordings, and to ../shared when it is there.
         .target(
-            name: "SentinelTestSupport", dependencies: ["SentinelModels"], path: "Tests/SentinelTestSupport", exclude: ["rtsp_camera.py"]),
+            name: "SentinelTestSupport", dependencies: ["SentinelModels"], path: "Tests/SentinelTestSupport",
+            exclude: ["rtsp_camera.py"]),
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]
         ),
-        .testTarget(name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision", "SentinelTestSupport"]),
+        .testTarget(
+            name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision", "SentinelTestSupport"]),
         .testTarget(
             name: "SentinelSynthTests",
             dependencies: ["SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport"]
@@ -123,12 +131,18 @@ let package = Package(
         .testTarget(name: "SentinelStoreTests", dependencies: ["SentinelStore", "SentinelPrivacy", "SentinelCore"]),
         .testTarget(
             name: "SentinelServerTests",
-            dependencies: ["SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelPipeline", "SentinelCore", "SentinelSynth", "SentinelTestSupport",
-                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelPipeline", "SentinelCore",
+                "SentinelSynth", "SentinelTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "SentinelPipelineTests",
-            dependencies: ["SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth", "SentinelModels", "SentinelTestSupport"]
+            dependencies: [
+                "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth",
+                "SentinelModels", "SentinelTestSupport",
+            ]
         ),
     ],
     cxxLanguageStandard: .cxx17

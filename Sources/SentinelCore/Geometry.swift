@@ -29,13 +29,16 @@ public struct Box: Hashable, Sendable, Codable {
 
     /// The smallest box holding both.
     public func union(_ other: Box) -> Box {
-        let x1 = min(x, other.x), y1 = min(y, other.y)
+        let x1 = min(x, other.x)
+        let y1 = min(y, other.y)
         return Box(x: x1, y: y1, width: max(maxX, other.maxX) - x1, height: max(maxY, other.maxY) - y1)
     }
 
     public func intersection(_ other: Box) -> Box? {
-        let x1 = max(x, other.x), y1 = max(y, other.y)
-        let x2 = min(maxX, other.maxX), y2 = min(maxY, other.maxY)
+        let x1 = max(x, other.x)
+        let y1 = max(y, other.y)
+        let x2 = min(maxX, other.maxX)
+        let y2 = min(maxY, other.maxY)
         guard x2 > x1, y2 > y1 else { return nil }
         return Box(x: x1, y: y1, width: x2 - x1, height: y2 - y1)
     }
@@ -62,7 +65,8 @@ public struct Polygon: Hashable, Sendable, Codable {
         var inside = false
         var j = vertices.count - 1
         for i in vertices.indices {
-            let a = vertices[i], b = vertices[j]
+            let a = vertices[i]
+            let b = vertices[j]
             if (a.y > point.y) != (b.y > point.y),
                 point.x < (b.x - a.x) * (point.y - a.y) / (b.y - a.y) + a.x
             {

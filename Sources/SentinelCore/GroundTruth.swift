@@ -11,7 +11,8 @@ public struct GroundTruth: Sendable, Codable, Equatable {
     public var occluders: [Box]?
 
     public init(
-        recording: String, width: Int, height: Int, fps: Double, zones: [Zone], frames: [Frame], visitors: [Visitor], occluders: [Box]? = nil
+        recording: String, width: Int, height: Int, fps: Double, zones: [Zone], frames: [Frame], visitors: [Visitor],
+        occluders: [Box]? = nil
     ) {
         self.recording = recording
         self.width = width

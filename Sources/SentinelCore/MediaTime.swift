@@ -15,8 +15,12 @@ public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringCo
     public var seconds: Double { Double(microseconds) / 1_000_000 }
 
     public static func < (a: MediaTime, b: MediaTime) -> Bool { a.microseconds < b.microseconds }
-    public static func + (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(microseconds: a.microseconds + b.microseconds) }
-    public static func - (a: MediaTime, b: MediaTime) -> MediaTime { MediaTime(microseconds: a.microseconds - b.microseconds) }
+    public static func + (a: MediaTime, b: MediaTime) -> MediaTime {
+        MediaTime(microseconds: a.microseconds + b.microseconds)
+    }
+    public static func - (a: MediaTime, b: MediaTime) -> MediaTime {
+        MediaTime(microseconds: a.microseconds - b.microseconds)
+    }
 
     public init(from decoder: any Decoder) throws {
         self.init(seconds: try decoder.singleValueContainer().decode(Double.self))

@@ -61,9 +61,11 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
     }
 
     public init(
-        faceId: String, sourceId: String, zone: String?, state: String, zones: [ZoneDwell]? = nil, dwellSeconds: Double? = nil,
+        faceId: String, sourceId: String, zone: String?, state: String, zones: [ZoneDwell]? = nil,
+        dwellSeconds: Double? = nil,
         firstSeen: Date? = nil, lastSeen: Date? = nil, emotion: String? = nil, emotionConfidence: Double? = nil,
-        emotionDistribution: [String: Double]? = nil, valence: Double? = nil, box: Box? = nil, detectionScore: Double? = nil
+        emotionDistribution: [String: Double]? = nil, valence: Double? = nil, box: Box? = nil,
+        detectionScore: Double? = nil
     ) {
         self.faceId = faceId
         self.sourceId = sourceId
@@ -117,7 +119,10 @@ public struct VisitorEvent: Sendable, Codable, Equatable {
     /// Seconds into the source (joinable with its footage, so not published by default).
     public var mediaTime: Double?
 
-    public init(type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: String? = nil, mediaTime: Double? = nil) {
+    public init(
+        type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: String? = nil,
+        mediaTime: Double? = nil
+    ) {
         self.type = type
         self.time = time
         self.visitor = visitor
@@ -146,7 +151,8 @@ extension JSONDecoder {
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
             guard let date = ISO8601.date(from: text) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an ISO-8601 date: \(text)"))
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: decoder.codingPath, debugDescription: "not an ISO-8601 date: \(text)"))
             }
             return date
         }

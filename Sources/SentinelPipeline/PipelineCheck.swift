@@ -12,9 +12,13 @@ extension PipelineDefinition {
             return problem
         }
         let detectorModel = detectorModel ?? detector.defaultModel
-        do { _ = try models.path(of: detectorModel) } catch { problems.append(at("detector.model", "detector", error.message)) }
+        do { _ = try models.path(of: detectorModel) } catch {
+            problems.append(at("detector.model", "detector", error.message))
+        }
         if emotionEnabled {
-            do { _ = try models.path(of: emotionModel) } catch { problems.append(at("emotion.model", "emotion", error.message)) }
+            do { _ = try models.path(of: emotionModel) } catch {
+                problems.append(at("emotion.model", "emotion", error.message))
+            }
         }
         for source in sources {
             let input = at("source.\(source.id).input", "sources", "")
@@ -31,10 +35,15 @@ extension PipelineDefinition {
                 do {
                     let video = try VideoFileSource(path: path)
                     for zone in source.zones where !zone.normalized {
-                        let outside = zone.polygon.vertices.filter { $0.x > Double(video.width) || $0.y > Double(video.height) }
+                        let outside = zone.polygon.vertices.filter {
+                            $0.x > Double(video.width) || $0.y > Double(video.height)
+                        }
                         if let point = outside.first {
-                            problems.append(at("source.\(source.id).zone.\(zone.name)", input.path,
-                                "zone \(zone.name): point [\(point.x), \(point.y)] is outside the \(video.width)x\(video.height) frame"))
+                            problems.append(
+                                at(
+                                    "source.\(source.id).zone.\(zone.name)", input.path,
+                                    "zone \(zone.name): point [\(point.x), \(point.y)] is outside the \(video.width)x\(video.height) frame"
+                                ))
                         }
                     }
                 } catch {

@@ -28,7 +28,9 @@ public struct PipelineDefinition: Sendable {
     /// How `sentinel run` serves SSE and REST.
     public var server = ServerSettings()
     /// Every zone of every source, in file order.
-    public var zoneIDs: [ZoneID] { sources.flatMap { source in source.zones.map { ZoneID(sourceId: source.id, name: $0.name) } } }
+    public var zoneIDs: [ZoneID] {
+        sources.flatMap { source in source.zones.map { ZoneID(sourceId: source.id, name: $0.name) } }
+    }
     /// Where fields that are checked against the machine were written, for messages.
     var locations: [String: ConfigProblem] = [:]
 
@@ -56,7 +58,8 @@ public struct PipelineDefinition: Sendable {
         /// The zone in pixels of a frame of this size.
         public func definition(width: Int, height: Int) -> ZoneDefinition {
             ZoneDefinition(
-                name: name, polygon: normalized ? polygon.scaled(width: Double(width), height: Double(height)) : polygon,
+                name: name,
+                polygon: normalized ? polygon.scaled(width: Double(width), height: Double(height)) : polygon,
                 inertia: inertia, grace: grace, emotion: emotion)
         }
     }
@@ -100,7 +103,9 @@ public struct PipelineDefinition: Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigError(problems: [ConfigProblem(file: path, path: "", message: "cannot read: \(error.localizedDescription)")])
+            throw ConfigError(problems: [
+                ConfigProblem(file: path, path: "", message: "cannot read: \(error.localizedDescription)")
+            ])
         }
         return try parse(text, file: path)
     }
@@ -120,9 +125,11 @@ public struct PipelineDefinition: Sendable {
             throw ConfigError(problems: [ConfigProblem(file: file, path: "", message: "not YAML: \(error)")])
         }
         let reader = ConfigReader(file: file)
-        let definition = PipelineParser(reader: reader, folder: URL(fileURLWithPath: file).deletingLastPathComponent()).parse(Field(node: root, path: ""))
+        let definition = PipelineParser(reader: reader, folder: URL(fileURLWithPath: file).deletingLastPathComponent())
+            .parse(Field(node: root, path: ""))
         guard reader.problems.isEmpty, var definition else {
-            throw ConfigError(problems: reader.problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) })
+            throw ConfigError(
+                problems: reader.problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) })
         }
         definition.file = file
         return definition
@@ -131,7 +138,8 @@ public struct PipelineDefinition: Sendable {
     private static func yamlProblem(_ error: YamlError, file: String) -> ConfigProblem {
         switch error {
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
-            return ConfigProblem(file: file, line: mark.line, column: mark.column, path: "", message: "invalid YAML: \(problem)")
+            return ConfigProblem(
+                file: file, line: mark.line, column: mark.column, path: "", message: "invalid YAML: \(problem)")
         default:
             return ConfigProblem(file: file, path: "", message: "invalid YAML: \(error)")
         }
@@ -144,16 +152,23 @@ private struct PipelineParser {
     let folder: URL
 
     func parse(_ root: Field) -> PipelineDefinition? {
-        let sections: Set<String> = ["version", "sources", "detector", "tracker", "emotion", "events", "privacy", "gauge", "store", "server"]
+        let sections: Set<String> = [
+            "version", "sources", "detector", "tracker", "emotion", "events", "privacy", "gauge", "store", "server",
+        ]
         guard let top = reader.mapping(root, keys: sections) else { return nil }
-        if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000), value != 1 {
+        if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000),
+            value != 1
+        {
             reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
         }
         var definition = PipelineDefinition(
-            file: reader.file, sources: [], detector: .retinaface, detectorModel: nil, detectorSettings: .defaults(for: .retinaface),
+            file: reader.file, sources: [], detector: .retinaface, detectorModel: nil,
+            detectorSettings: .defaults(for: .retinaface),
             visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy(),
-            store: .init(path: folder.appendingPathComponent(
-                URL(fileURLWithPath: reader.file).deletingPathExtension().lastPathComponent + ".sqlite").standardizedFileURL.path))
+            store: .init(
+                path: folder.appendingPathComponent(
+                    URL(fileURLWithPath: reader.file).deletingPathExtension().lastPathComponent + ".sqlite"
+                ).standardizedFileURL.path))
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
             if list.isEmpty { reader.report(field, "at least one source is needed") }
             definition.sources = list.compactMap { source($0, &definition) }
@@ -166,19 +181,35 @@ private struct PipelineParser {
         if let field = top["tracker"] { tracker(field, &definition.visitors.tracker) }
         if let field = top["emotion"] { emotion(field, &definition) }
         if let field = top["privacy"] { privacy(field, &definition.privacy) }
-        if let field = top["gauge"], let g = reader.mapping(field, keys: ["windowSeconds", "publishEverySeconds", "staleAfterSeconds"]) {
-            if let f = g["windowSeconds"], let v = reader.number(f, in: 10...86_400) { definition.gauge.windowSeconds = v }
-            if let f = g["publishEverySeconds"], let v = reader.number(f, in: 1...3_600) { definition.gauge.publishEverySeconds = v }
-            if let f = g["staleAfterSeconds"], let v = reader.number(f, in: 1...86_400) { definition.gauge.staleAfterSeconds = v }
+        if let field = top["gauge"],
+            let g = reader.mapping(field, keys: ["windowSeconds", "publishEverySeconds", "staleAfterSeconds"])
+        {
+            if let f = g["windowSeconds"], let v = reader.number(f, in: 10...86_400) {
+                definition.gauge.windowSeconds = v
+            }
+            if let f = g["publishEverySeconds"], let v = reader.number(f, in: 1...3_600) {
+                definition.gauge.publishEverySeconds = v
+            }
+            if let f = g["staleAfterSeconds"], let v = reader.number(f, in: 1...86_400) {
+                definition.gauge.staleAfterSeconds = v
+            }
         }
         if let field = top["store"], let st = reader.mapping(field, keys: ["path", "bufferEvents"]) {
             if let f = st["path"], let path = reader.string(f) { definition.store.path = resolve(path) }
-            if let f = st["bufferEvents"], let v = reader.integer(f, in: 10...10_000_000) { definition.store.bufferEvents = v }
+            if let f = st["bufferEvents"], let v = reader.integer(f, in: 10...10_000_000) {
+                definition.store.bufferEvents = v
+            }
         }
         if let field = top["server"] { server(field, &definition.server) }
-        if let field = top["events"], let fields = reader.mapping(field, keys: ["updateIntervalSeconds", "referencePoint"]) {
-            if let f = fields["updateIntervalSeconds"], let v = reader.number(f, in: 0.1...3600) { definition.visitors.updateIntervalSeconds = v }
-            if let f = fields["referencePoint"], let v = reader.choice(f, VisitorSettings.ReferencePoint.allCases.map(\.rawValue)) {
+        if let field = top["events"],
+            let fields = reader.mapping(field, keys: ["updateIntervalSeconds", "referencePoint"])
+        {
+            if let f = fields["updateIntervalSeconds"], let v = reader.number(f, in: 0.1...3600) {
+                definition.visitors.updateIntervalSeconds = v
+            }
+            if let f = fields["referencePoint"],
+                let v = reader.choice(f, VisitorSettings.ReferencePoint.allCases.map(\.rawValue))
+            {
                 definition.visitors.referencePoint = .init(rawValue: v)!
             }
         }
@@ -189,14 +220,20 @@ private struct PipelineParser {
     }
 
     func source(_ field: Field, _ definition: inout PipelineDefinition) -> PipelineDefinition.SourceDefinition? {
-        guard let fields = reader.mapping(field, keys: ["id", "input", "pace", "folderFps", "zones"]) else { return nil }
+        guard let fields = reader.mapping(field, keys: ["id", "input", "pace", "folderFps", "zones"]) else {
+            return nil
+        }
         let id = reader.required(fields, "id", in: field).flatMap(reader.string)
         let inputField = reader.required(fields, "input", in: field)
         let input = inputField.flatMap(reader.string)
         var pace = Pacing.fastest
         if let f = fields["pace"] {
             if let text = reader.string(f) {
-                if let parsed = Pacing(text) { pace = parsed } else { reader.report(f, "\"\(text)\" is not a pace: fastest, realtime, or a factor such as 4x") }
+                if let parsed = Pacing(text) {
+                    pace = parsed
+                } else {
+                    reader.report(f, "\"\(text)\" is not a pace: fastest, realtime, or a factor such as 4x")
+                }
             }
         }
         let fps = fields["folderFps"].flatMap { reader.number($0, in: 0.001...1000) } ?? 1
@@ -205,24 +242,29 @@ private struct PipelineParser {
             zones = list.compactMap(zone)
             var seen = Set<String>()
             for (i, zone) in zones.enumerated() where !seen.insert(zone.name).inserted {
-                reader.report(list[i], "zone name \"\(zone.name)\" is used twice in this source", path: "\(list[i].path).name")
+                reader.report(
+                    list[i], "zone name \"\(zone.name)\" is used twice in this source", path: "\(list[i].path).name")
             }
         }
         guard let id, let input, let inputField else { return nil }
         let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
-        let resolved = isPath && !input.hasPrefix("/") ? folder.appendingPathComponent(input).standardizedFileURL.path : input
+        let resolved =
+            isPath && !input.hasPrefix("/") ? folder.appendingPathComponent(input).standardizedFileURL.path : input
         definition.locations["source.\(id).input"] = reader.location(of: inputField)
         for (i, zone) in zones.enumerated() where !zone.normalized {
             let item = Field(node: fields["zones"]!.node.sequence![i], path: "\(fields["zones"]!.path)[\(i)]")
-            definition.locations["source.\(id).zone.\(zone.name)"] = reader.location(of: item, path: item.child("polygon"))
+            definition.locations["source.\(id).zone.\(zone.name)"] = reader.location(
+                of: item, path: item.child("polygon"))
         }
         return .init(id: id, input: input, resolvedInput: resolved, pace: pace, folderFPS: fps, zones: zones)
     }
 
     func zone(_ field: Field) -> PipelineDefinition.ZoneSpec? {
-        guard let fields = reader.mapping(field, keys: ["name", "units", "polygon", "inertia", "grace", "emotion"]) else { return nil }
+        guard let fields = reader.mapping(field, keys: ["name", "units", "polygon", "inertia", "grace", "emotion"])
+        else { return nil }
         let name = reader.required(fields, "name", in: field).flatMap(reader.string)
-        let normalized = (fields["units"].flatMap { reader.choice($0, ["normalized", "pixels"]) } ?? "normalized") == "normalized"
+        let normalized =
+            (fields["units"].flatMap { reader.choice($0, ["normalized", "pixels"]) } ?? "normalized") == "normalized"
         var polygon: Polygon?
         if let f = reader.required(fields, "polygon", in: field), let points = reader.sequence(f) {
             let vertices: [Point] = points.compactMap { p in
@@ -235,7 +277,9 @@ private struct PipelineParser {
                 if normalized, !(0...1).contains(x) || !(0...1).contains(y) {
                     reader.report(p, "point [\(x), \(y)] is outside the frame (normalized coordinates run from 0 to 1)")
                 }
-                if !normalized, x < 0 || y < 0 { reader.report(p, "point [\(x), \(y)] is outside the frame (negative pixels)") }
+                if !normalized, x < 0 || y < 0 {
+                    reader.report(p, "point [\(x), \(y)] is outside the frame (negative pixels)")
+                }
                 return Point(x: x, y: y)
             }
             if vertices.count == points.count {
@@ -247,7 +291,8 @@ private struct PipelineParser {
         let grace = fields["grace"].flatMap(hysteresis) ?? .seconds(0.5)
         let emotion = fields["emotion"].flatMap(reader.bool) ?? true
         guard let name, let polygon else { return nil }
-        return .init(name: name, polygon: polygon, normalized: normalized, inertia: inertia, grace: grace, emotion: emotion)
+        return .init(
+            name: name, polygon: polygon, normalized: normalized, inertia: inertia, grace: grace, emotion: emotion)
     }
 
     /// `{seconds: 0.3}` or `{frames: 5}`.
@@ -263,7 +308,8 @@ private struct PipelineParser {
     }
 
     func detector(_ field: Field, _ definition: inout PipelineDefinition) {
-        guard let fields = reader.mapping(field, keys: ["kind", "model", "scale", "score", "nms", "minFace", "maxFps"]) else { return }
+        guard let fields = reader.mapping(field, keys: ["kind", "model", "scale", "score", "nms", "minFace", "maxFps"])
+        else { return }
         if let f = fields["kind"], let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue)) {
             definition.detector = DetectorKind(rawValue: value)!
             definition.detectorSettings = .defaults(for: definition.detector)
@@ -272,15 +318,24 @@ private struct PipelineParser {
             definition.detectorModel = value
             definition.locations["detector.model"] = reader.location(of: f)
         }
-        if let f = fields["scale"], let v = reader.integer(f, in: 0...8192) { definition.detectorSettings.longestSide = v }
-        if let f = fields["score"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.scoreThreshold = v }
+        if let f = fields["scale"], let v = reader.integer(f, in: 0...8192) {
+            definition.detectorSettings.longestSide = v
+        }
+        if let f = fields["score"], let v = reader.number(f, in: 0...1) {
+            definition.detectorSettings.scoreThreshold = v
+        }
         if let f = fields["nms"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.nmsThreshold = v }
-        if let f = fields["minFace"], let v = reader.number(f, in: 0...4096) { definition.detectorSettings.minFaceSize = v }
+        if let f = fields["minFace"], let v = reader.number(f, in: 0...4096) {
+            definition.detectorSettings.minFaceSize = v
+        }
         if let f = fields["maxFps"], let v = reader.number(f, in: 0...1000) { definition.detectionMaxFPS = v }
     }
 
     func tracker(_ field: Field, _ t: inout TrackerSettings) {
-        let keys = ["highScore", "lowScore", "minIoU", "centerGate", "gateGrowthPerSecond", "confirmFrames", "coastSeconds", "visitTimeoutSeconds", "reentryDistance", "velocitySmoothing"]
+        let keys = [
+            "highScore", "lowScore", "minIoU", "centerGate", "gateGrowthPerSecond", "confirmFrames", "coastSeconds",
+            "visitTimeoutSeconds", "reentryDistance", "velocitySmoothing",
+        ]
         guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
         if let f = fields["highScore"], let v = reader.number(f, in: 0...1) { t.highScore = v }
         if let f = fields["lowScore"], let v = reader.number(f, in: 0...1) { t.lowScore = v }
@@ -293,12 +348,17 @@ private struct PipelineParser {
         if let f = fields["reentryDistance"], let v = reader.number(f, in: 0...10) { t.reentryDistance = v }
         if let f = fields["velocitySmoothing"], let v = reader.number(f, in: 0...1) { t.velocitySmoothing = v }
         if t.visitTimeoutSeconds < t.coastSeconds {
-            reader.report(field, "visitTimeoutSeconds (\(t.visitTimeoutSeconds)) must be at least coastSeconds (\(t.coastSeconds))")
+            reader.report(
+                field,
+                "visitTimeoutSeconds (\(t.visitTimeoutSeconds)) must be at least coastSeconds (\(t.coastSeconds))")
         }
     }
 
     func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
-        let keys = ["enabled", "model", "minFaceSize", "minDetectionScore", "timeConstantSeconds", "minConfidence", "minSamples", "maxPerSecond"]
+        let keys = [
+            "enabled", "model", "minFaceSize", "minDetectionScore", "timeConstantSeconds", "minConfidence",
+            "minSamples", "maxPerSecond",
+        ]
         guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
         var e = definition.visitors.emotion
         if let f = fields["enabled"], let v = reader.bool(f) { definition.emotionEnabled = v }
@@ -308,7 +368,9 @@ private struct PipelineParser {
         }
         if let f = fields["minFaceSize"], let v = reader.number(f, in: 0...4096) { e.minFaceSize = v }
         if let f = fields["minDetectionScore"], let v = reader.number(f, in: 0...1) { e.minDetectionScore = v }
-        if let f = fields["timeConstantSeconds"], let v = reader.number(f, in: 0.01...3600) { e.timeConstantSeconds = v }
+        if let f = fields["timeConstantSeconds"], let v = reader.number(f, in: 0.01...3600) {
+            e.timeConstantSeconds = v
+        }
         if let f = fields["minConfidence"], let v = reader.number(f, in: 0...1) { e.minConfidence = v }
         if let f = fields["minSamples"], let v = reader.integer(f, in: 1...10000) { e.minSamples = v }
         if let f = fields["maxPerSecond"], let v = reader.number(f, in: 0...1000) { e.maxPerSecond = v }
@@ -318,7 +380,10 @@ private struct PipelineParser {
 
 extension PipelineParser {
     func server(_ field: Field, _ server: inout PipelineDefinition.ServerSettings) {
-        let keys: Set<String> = ["host", "port", "tokenFile", "tokenEnvironment", "corsOrigins", "heartbeatSeconds", "retryMilliseconds", "clientBufferEvents"]
+        let keys: Set<String> = [
+            "host", "port", "tokenFile", "tokenEnvironment", "corsOrigins", "heartbeatSeconds", "retryMilliseconds",
+            "clientBufferEvents",
+        ]
         guard let fields = reader.mapping(field, keys: keys) else { return }
         if let f = fields["host"], let v = reader.string(f) { server.host = v }
         if let f = fields["port"], let v = reader.integer(f, in: 0...65_535) { server.port = v }
@@ -327,16 +392,25 @@ extension PipelineParser {
         if let f = fields["corsOrigins"], let list = reader.sequence(f) {
             server.corsOrigins = list.compactMap { item in
                 guard let origin = reader.string(item) else { return nil }
-                guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", url.host != nil, url.path.isEmpty else {
-                    reader.report(item, "\"\(origin)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)")
+                guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", url.host != nil,
+                    url.path.isEmpty
+                else {
+                    reader.report(
+                        item,
+                        "\"\(origin)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
+                    )
                     return nil
                 }
                 return origin
             }
         }
         if let f = fields["heartbeatSeconds"], let v = reader.number(f, in: 1...300) { server.heartbeatSeconds = v }
-        if let f = fields["retryMilliseconds"], let v = reader.integer(f, in: 100...600_000) { server.retryMilliseconds = v }
-        if let f = fields["clientBufferEvents"], let v = reader.integer(f, in: 16...1_000_000) { server.clientBufferEvents = v }
+        if let f = fields["retryMilliseconds"], let v = reader.integer(f, in: 100...600_000) {
+            server.retryMilliseconds = v
+        }
+        if let f = fields["clientBufferEvents"], let v = reader.integer(f, in: 16...1_000_000) {
+            server.clientBufferEvents = v
+        }
     }
 
     /// A path as written, resolved against the pipeline file's folder unless absolute.
@@ -353,7 +427,9 @@ extension PipelineParser {
                 if let text = r.node.string, let seconds = named[text] {
                     policy.pseudonyms.rotationSeconds = seconds
                 } else if r.node.float != nil || r.node.int != nil {
-                    if let seconds = reader.number(r, in: 60...31_622_400) { policy.pseudonyms.rotationSeconds = seconds }
+                    if let seconds = reader.number(r, in: 60...31_622_400) {
+                        policy.pseudonyms.rotationSeconds = seconds
+                    }
                 } else {
                     reader.report(r, "expected hourly, daily, weekly or a number of seconds (60 or more)")
                 }
@@ -362,19 +438,31 @@ extension PipelineParser {
                 policy.pseudonyms.keyFile = resolve(path)
             }
         }
-        if let f = fields["timestampResolution"], let v = reader.number(f, in: 0...3600) { policy.timestampResolution = v }
+        if let f = fields["timestampResolution"], let v = reader.number(f, in: 0...3600) {
+            policy.timestampResolution = v
+        }
         if let f = fields["minGroupSize"], let v = reader.integer(f, in: 1...1000) { policy.minGroupSize = v }
         if let f = fields["retention"], let r = reader.mapping(f, keys: ["days", "checkEveryMinutes"]) {
-            if let d = r["days"], let v = reader.number(d, in: 0.01...3650) { policy.retention.maxAgeSeconds = v * 86_400 }
-            if let c = r["checkEveryMinutes"], let v = reader.number(c, in: 1...1440) { policy.retention.intervalSeconds = v * 60 }
+            if let d = r["days"], let v = reader.number(d, in: 0.01...3650) {
+                policy.retention.maxAgeSeconds = v * 86_400
+            }
+            if let c = r["checkEveryMinutes"], let v = reader.number(c, in: 1...1440) {
+                policy.retention.intervalSeconds = v * 60
+            }
         }
-        if let f = fields["outputs"], let outputs = reader.mapping(f, keys: Set(PrivacyPolicy.Output.allCases.map(\.rawValue))) {
+        if let f = fields["outputs"],
+            let outputs = reader.mapping(f, keys: Set(PrivacyPolicy.Output.allCases.map(\.rawValue)))
+        {
             for (name, output) in outputs {
                 policy.outputs[PrivacyPolicy.Output(rawValue: name)!] = allowlist(output)
             }
         }
-        if let f = fields["review"], let r = reader.mapping(f, keys: ["mask", "scale", "followTracks", "growthPerSecond"]) {
-            if let m = r["mask"], let v = reader.choice(m, MaskStyle.allCases.map(\.rawValue)) { policy.review.mask = .init(rawValue: v)! }
+        if let f = fields["review"],
+            let r = reader.mapping(f, keys: ["mask", "scale", "followTracks", "growthPerSecond"])
+        {
+            if let m = r["mask"], let v = reader.choice(m, MaskStyle.allCases.map(\.rawValue)) {
+                policy.review.mask = .init(rawValue: v)!
+            }
             if let m = r["scale"], let v = reader.number(m, in: 1...4) { policy.review.scale = v }
             if let m = r["followTracks"], let v = reader.bool(m) { policy.review.followTracks = v }
             if let m = r["growthPerSecond"], let v = reader.number(m, in: 0...10) { policy.review.growthPerSecond = v }
@@ -415,7 +503,8 @@ enum PolygonCheck {
         guard v.count >= 3 else { return "a polygon needs at least 3 points, found \(v.count)" }
         var twiceArea = 0.0
         for i in v.indices {
-            let a = v[i], b = v[(i + 1) % v.count]
+            let a = v[i]
+            let b = v[(i + 1) % v.count]
             twiceArea += a.x * b.y - b.x * a.y
         }
         guard abs(twiceArea) > 1e-9 else { return "degenerate polygon: its points enclose no area" }
@@ -431,8 +520,13 @@ enum PolygonCheck {
     }
 
     private static func segmentsCross(_ p1: Point, _ p2: Point, _ q1: Point, _ q2: Point) -> Bool {
-        func orientation(_ a: Point, _ b: Point, _ c: Point) -> Double { (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x) }
-        let d1 = orientation(q1, q2, p1), d2 = orientation(q1, q2, p2), d3 = orientation(p1, p2, q1), d4 = orientation(p1, p2, q2)
+        func orientation(_ a: Point, _ b: Point, _ c: Point) -> Double {
+            (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x)
+        }
+        let d1 = orientation(q1, q2, p1)
+        let d2 = orientation(q1, q2, p2)
+        let d3 = orientation(p1, p2, q1)
+        let d4 = orientation(p1, p2, q2)
         return ((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0))
     }
 }

@@ -21,7 +21,9 @@ public struct MaskLeakScore: Sendable, Codable, Equatable {
     }
 
     /// Compares a review video with the footage it was made from, frame by frame.
-    public static func measure(original: String, review: String, truth: GroundTruth, bound: Double = 0.25, minVisible: Double = 0.5)
+    public static func measure(
+        original: String, review: String, truth: GroundTruth, bound: Double = 0.25, minVisible: Double = 0.5
+    )
         throws(VisionError) -> MaskLeakScore
     {
         let source = try VideoFileSource(path: original)
@@ -41,7 +43,8 @@ public struct MaskLeakScore: Sendable, Codable, Equatable {
                 score.worstRatio = max(score.worstRatio, ratio)
                 if ratio > bound {
                     score.leaked += 1
-                    score.leaks.append(Leak(frame: frame.index, visitor: face.visitor, ratio: (ratio * 1000).rounded() / 1000))
+                    score.leaks.append(
+                        Leak(frame: frame.index, visitor: face.visitor, ratio: (ratio * 1000).rounded() / 1000))
                 }
             }
         }
@@ -51,7 +54,9 @@ public struct MaskLeakScore: Sendable, Codable, Equatable {
     /// The inner 80 % of a face box (outlines drawn around a mask must not count as detail), less the largest
     /// part hidden by scenery: the detail of a pillar says nothing about a face.
     static func visibleRegion(of face: Box, occluders: [Box]) -> Box? {
-        var region = Box(x: face.x + face.width * 0.1, y: face.y + face.height * 0.1, width: face.width * 0.8, height: face.height * 0.8)
+        var region = Box(
+            x: face.x + face.width * 0.1, y: face.y + face.height * 0.1, width: face.width * 0.8,
+            height: face.height * 0.8)
         for occluder in occluders {
             // Grown by the outline the renderer draws around it.
             let o = Box(x: occluder.x - 3, y: occluder.y - 3, width: occluder.width + 6, height: occluder.height + 6)

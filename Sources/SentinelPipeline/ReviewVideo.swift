@@ -12,7 +12,10 @@ public final class ReviewVideo {
     private let writer: VideoWriter
     private let zones: [PipelineDefinition.ZoneSpec]
 
-    public init(path: String, fps: Double, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec], settings: ReviewSettings)
+    public init(
+        path: String, fps: Double, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec],
+        settings: ReviewSettings
+    )
         throws(VisionError)
     {
         self.settings = settings
@@ -40,7 +43,8 @@ public final class ReviewVideo {
             let polygon = zone.definition(width: image.width, height: image.height).polygon
             try image.drawPolygon(polygon, color: zoneColour, thickness: 1)
             if let corner = polygon.vertices.min(by: { ($0.y, $0.x) < ($1.y, $1.x) }) {
-                try image.drawText(zone.name, at: Point(x: corner.x + 4, y: corner.y + 16), scale: 0.5, color: zoneColour)
+                try image.drawText(
+                    zone.name, at: Point(x: corner.x + 4, y: corner.y + 16), scale: 0.5, color: zoneColour)
             }
         }
         for region in maskedRegions(frame) { try image.mask(region, style: settings.mask) }
@@ -49,7 +53,9 @@ public final class ReviewVideo {
             let colour = face.predicted ? Color(red: 160, green: 160, blue: 160) : Color(red: 0, green: 220, blue: 0)
             let region = grown(face.box, unseen: face.unseenSeconds)
             try image.drawRectangle(region, color: colour, thickness: 1)
-            try image.drawText(String(face.label.prefix(8)), at: Point(x: region.x, y: max(12, region.y - 4)), scale: 0.45, color: colour)
+            try image.drawText(
+                String(face.label.prefix(8)), at: Point(x: region.x, y: max(12, region.y - 4)), scale: 0.45,
+                color: colour)
         }
         try writer.write(image)
     }

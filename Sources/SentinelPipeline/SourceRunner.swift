@@ -55,10 +55,15 @@ public final class SourceRunner {
         /// The frame with each visit's id replaced by its pseudonym.
         public func masked(by mask: inout PrivacyMask) throws(PrivacyError) -> MaskedFrame {
             var faces: [MaskedFrame.Face] = []
-            for (faceId, box) in observed { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: 0)) }
-            for (faceId, box, unseen) in predicted { faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: unseen)) }
+            for (faceId, box) in observed {
+                faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: 0))
+            }
+            for (faceId, box, unseen) in predicted {
+                faces.append(.init(label: try mask.pseudonym(of: faceId), box: box, unseenSeconds: unseen))
+            }
             return MaskedFrame(
-                index: index, time: time, image: image, detections: detections, faces: faces, timings: timings, analysed: analysed,
+                index: index, time: time, image: image, detections: detections, faces: faces, timings: timings,
+                analysed: analysed,
                 capturedAt: capturedAt)
         }
     }
@@ -110,7 +115,8 @@ public final class SourceRunner {
     /// `capture` it loses nothing; with it (`sentinel run`) it drops the oldest frame when analysis is behind, but for a
     /// recording read as fast as possible, and a live source that cannot be opened yet is retried.
     public init(
-        definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, input: String? = nil,
+        definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
+        input: String? = nil,
         pace: Pacing? = nil, origin: Date? = nil, capture: Capture? = nil, logger: Logger
     ) throws {
         self.definition = definition
@@ -120,9 +126,13 @@ public final class SourceRunner {
         self.logger = logger
         do {
             let detectorPath = try models.path(of: definition.detectorModel ?? definition.detector.defaultModel)
-            detector = try OpenCVFaceDetector(kind: definition.detector, modelPath: detectorPath, settings: definition.detectorSettings)
-            classifier = definition.emotionEnabled
-                ? try FaceClassifier(modelPath: try models.path(of: definition.emotionModel), format: .miniXception, labels: Emotion.allCases.map(\.rawValue))
+            detector = try OpenCVFaceDetector(
+                kind: definition.detector, modelPath: detectorPath, settings: definition.detectorSettings)
+            classifier =
+                definition.emotionEnabled
+                ? try FaceClassifier(
+                    modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
+                    labels: Emotion.allCases.map(\.rawValue))
                 : nil
         } catch let error as ModelError {
             throw VisionError(.model, error.message)
@@ -131,10 +141,12 @@ public final class SourceRunner {
         let pacing = pace ?? source.pace
         var onStatus: @Sendable (LiveSource.Status) -> Void = { _ in }
         if let capture { onStatus = capture.onStatus }
-        let opened = try spec.open(pacing: pacing, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger, onStatus: onStatus)
+        let opened = try spec.open(
+            pacing: pacing, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger, onStatus: onStatus)
         let isLive: Bool = if case .live = spec { true } else { false }
         let lossless = capture == nil || (!isLive && pacing == .fastest)
-        edge = CaptureEdge(opened, capacity: capture?.capacity ?? 2, policy: lossless ? .block : .dropOldest, shutdown: capture?.stop)
+        edge = CaptureEdge(
+            opened, capacity: capture?.capacity ?? 2, policy: lossless ? .block : .dropOldest, shutdown: capture?.stop)
         ticksWhenIdle = capture != nil && isLive
         switch opened.unpaced {
         case let file as VideoFileSource: declared = (file.nominalFPS, file.declaredFrameCount, file)
@@ -146,7 +158,9 @@ public final class SourceRunner {
             self.origin = origin
         case (nil, .file(let path)), (nil, .folder(let path)):
             // A recording's events are placed at its file time, so every replay gives the same dates.
-            self.origin = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+            self.origin =
+                (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date)
+                ?? Date(timeIntervalSince1970: 0)
         case (nil, .live):
             self.origin = Date()
         }
@@ -166,12 +180,15 @@ public final class SourceRunner {
     /// passes `mask` first; `onEvent` gets each output's copy, `onFrame` the frame with pseudonymous labels.
     public func run(
         mask: inout PrivacyMask, onEvent: ([PrivacyPolicy.Output: MaskedEvent]) throws -> Void,
-        onFrame: ((MaskedFrame) throws -> Void)? = nil, onIdle: (MediaTime) throws -> Void = { _ in }, stop: StopFlag = StopFlag()
+        onFrame: ((MaskedFrame) throws -> Void)? = nil, onIdle: (MediaTime) throws -> Void = { _ in },
+        stop: StopFlag = StopFlag()
     ) throws {
         try evaluate(
             onEvent: { event in
                 let masked = try mask.mask(event)
-                if let published = masked[.events] { logger.debug("visitor event", metadata: published.logMetadata.mapValues { .string($0) }) }
+                if let published = masked[.events] {
+                    logger.debug("visitor event", metadata: published.logMetadata.mapValues { .string($0) })
+                }
                 try onEvent(masked)
             },
             onFrame: { frame in try onFrame?(frame.masked(by: &mask)) }, onIdle: onIdle, stop: stop)
@@ -207,14 +224,17 @@ public final class SourceRunner {
                 case .idle:
                     guard let last, stage != nil else { continue }
                     let time = last.time + MediaTime(seconds: (ContinuousClock.now - last.capturedAt).seconds)
-                    for event in stage!.process(time: time, detections: [], classify: { _ in nil }).events { try onEvent(event) }
+                    for event in stage!.process(time: time, detections: [], classify: { _ in nil }).events {
+                        try onEvent(event)
+                    }
                     try onIdle(time)
                     continue
                 }
                 if let capturedAt = frame.capturedAt { last = (frame.time, capturedAt) }
                 if stage == nil {
                     let zones = source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) }
-                    stage = VisitorStage(sourceID: source.id, origin: origin, zones: zones, settings: definition.visitors)
+                    stage = VisitorStage(
+                        sourceID: source.id, origin: origin, zones: zones, settings: definition.visitors)
                 }
                 let clock = ContinuousClock()
                 let start = clock.now
@@ -223,7 +243,8 @@ public final class SourceRunner {
                     try onFrame(
                         FrameResult(
                             index: frame.index, time: frame.time, image: frame.image, detections: [], observed: [],
-                            carried: carried.carried, predicted: carried.predicted, timings: StageTimings(detect: .zero, visitors: clock.now - start),
+                            carried: carried.carried, predicted: carried.predicted,
+                            timings: StageTimings(detect: .zero, visitors: clock.now - start),
                             analysed: false, capturedAt: frame.capturedAt))
                     continue
                 }
@@ -239,7 +260,8 @@ public final class SourceRunner {
                 try onFrame(
                     FrameResult(
                         index: frame.index, time: frame.time, image: frame.image, detections: detections.map(\.box),
-                        observed: result.observed, carried: [], predicted: result.predicted, timings: timings, analysed: true,
+                        observed: result.observed, carried: [], predicted: result.predicted, timings: timings,
+                        analysed: true,
                         capturedAt: frame.capturedAt))
                 for event in result.events { try onEvent(event) }
             }

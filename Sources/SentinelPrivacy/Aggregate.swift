@@ -36,7 +36,9 @@ public enum Aggregate<Value: Sendable & Equatable & Codable>: Sendable, Equatabl
         if try container.decodeIfPresent(Bool.self, forKey: .suppressed) == true {
             self = .suppressed
         } else {
-            self = .value(try container.decode(Value.self, forKey: .value), visitors: try container.decode(Int.self, forKey: .visitors))
+            self = .value(
+                try container.decode(Value.self, forKey: .value),
+                visitors: try container.decode(Int.self, forKey: .visitors))
         }
     }
 }
@@ -69,7 +71,8 @@ public struct Occupancy: Sendable {
             present[visitor.faceId] = nil
         } else {
             present[visitor.faceId] = Visitor(
-                zone: visitor.zone.map { ZoneID(sourceId: visitor.sourceId, name: $0) }, emotion: visitor.emotion.flatMap { $0 == "unknown" ? nil : $0 })
+                zone: visitor.zone.map { ZoneID(sourceId: visitor.sourceId, name: $0) },
+                emotion: visitor.emotion.flatMap { $0 == "unknown" ? nil : $0 })
         }
     }
 
@@ -84,15 +87,17 @@ public struct Occupancy: Sendable {
         for visitor in present.values { if let zone = visitor.zone { counts[zone, default: 0] += 1 } }
         var published = counts.filter { $0.value >= minGroupSize }
         if total >= minGroupSize {
-            while case let unexplained = total - published.values.reduce(0, +), unexplained > 0, unexplained < minGroupSize,
+            while case let unexplained = total - published.values.reduce(0, +), unexplained > 0,
+                unexplained < minGroupSize,
                 let smallest = published.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
             {
                 published[smallest.key] = nil
             }
         }
-        let zoneFigures = Dictionary(uniqueKeysWithValues: counts.map { name, count in
-            (name, published[name] != nil ? Aggregate.value(count, visitors: count) : .suppressed)
-        })
+        let zoneFigures = Dictionary(
+            uniqueKeysWithValues: counts.map { name, count in
+                (name, published[name] != nil ? Aggregate.value(count, visitors: count) : .suppressed)
+            })
         let labelled = present.values.compactMap(\.emotion)
         var mix: [String: Double] = [:]
         for label in labelled { mix[label, default: 0] += 1 }

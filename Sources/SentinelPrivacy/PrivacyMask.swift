@@ -11,7 +11,9 @@ public struct MaskedEvent: Sendable {
 
     /// What a log line may say about the event: the pseudonym, the type and the zone, nothing else.
     public var logMetadata: [String: String] {
-        var metadata = ["face.id": event.visitor.faceId, "event.type": event.type.rawValue, "source.id": event.visitor.sourceId]
+        var metadata = [
+            "face.id": event.visitor.faceId, "event.type": event.type.rawValue, "source.id": event.visitor.sourceId,
+        ]
         if let zone = event.stay?.zone ?? event.visitor.zone { metadata["zone.id"] = zone }
         return metadata
     }
@@ -125,7 +127,9 @@ enum Base32 {
     private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
 
     static func encode(_ bytes: some Collection<UInt8>) -> String {
-        var text = "", buffer = 0, bits = 0
+        var text = ""
+        var buffer = 0
+        var bits = 0
         for byte in bytes {
             buffer = (buffer << 8) | Int(byte)
             bits += 8

@@ -8,7 +8,8 @@ public struct PrivacyPolicy: Sendable, Equatable {
     /// such as dwell stay exact: on their own they cannot be joined with footage.
     public var timestampResolution: Double = 1
     /// Fields each output may carry, beyond the core ones every event has.
-    public var outputs: [Output: Set<PublishedField>] = Dictionary(uniqueKeysWithValues: Output.allCases.map { ($0, PublishedField.defaults) })
+    public var outputs: [Output: Set<PublishedField>] = Dictionary(
+        uniqueKeysWithValues: Output.allCases.map { ($0, PublishedField.defaults) })
     /// Aggregates over fewer distinct visitors than this are published as suppressed, with no value.
     public var minGroupSize = 3
     public var retention = RetentionPolicy()

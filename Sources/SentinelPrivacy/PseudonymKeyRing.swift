@@ -14,11 +14,15 @@ public final class PseudonymKeyRing: @unchecked Sendable {
     private let lock = NSLock()
     private var keys: [Int64: SymmetricKey] = [:]
 
-    public init(settings: PseudonymSettings = PseudonymSettings(), clock: @escaping @Sendable () -> Date = { Date() }) throws(PrivacyError) {
+    public init(settings: PseudonymSettings = PseudonymSettings(), clock: @escaping @Sendable () -> Date = { Date() })
+        throws(PrivacyError)
+    {
         self.settings = settings
         self.clock = clock
         let epoch = epoch(at: clock())
-        if let path = settings.keyFile, let stored = try Self.read(path, rotationSeconds: settings.rotationSeconds), stored.epoch == epoch {
+        if let path = settings.keyFile, let stored = try Self.read(path, rotationSeconds: settings.rotationSeconds),
+            stored.epoch == epoch
+        {
             keys[epoch] = stored.key
         } else {
             try rotate(to: epoch)
@@ -65,7 +69,9 @@ public final class PseudonymKeyRing: @unchecked Sendable {
 
     private func rotate(to epoch: Int64) throws(PrivacyError) {
         let key = SymmetricKey(size: .bits256)
-        if let path = settings.keyFile { try Self.write(path, epoch: epoch, key: key, rotationSeconds: settings.rotationSeconds) }
+        if let path = settings.keyFile {
+            try Self.write(path, epoch: epoch, key: key, rotationSeconds: settings.rotationSeconds)
+        }
         lock.lock()
         keys[epoch] = key
         lock.unlock()
@@ -77,7 +83,9 @@ public final class PseudonymKeyRing: @unchecked Sendable {
         var key: String
     }
 
-    private static func read(_ path: String, rotationSeconds: Double) throws(PrivacyError) -> (epoch: Int64, key: SymmetricKey)? {
+    private static func read(_ path: String, rotationSeconds: Double) throws(PrivacyError) -> (
+        epoch: Int64, key: SymmetricKey
+    )? {
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT { return nil }
@@ -86,12 +94,15 @@ public final class PseudonymKeyRing: @unchecked Sendable {
         guard info.st_mode & 0o077 == 0 else {
             throw PrivacyError(
                 .keyFile,
-                "pseudonym key file \(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 on it or delete it")
+                "pseudonym key file \(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 on it or delete it"
+            )
         }
-        guard let data = FileManager.default.contents(atPath: path), let stored = try? JSONDecoder().decode(Stored.self, from: data),
+        guard let data = FileManager.default.contents(atPath: path),
+            let stored = try? JSONDecoder().decode(Stored.self, from: data),
             let bytes = Data(base64Encoded: stored.key), bytes.count == 32
         else {
-            throw PrivacyError(.keyFile, "pseudonym key file \(path) is not a Sentinel key file; delete it and a new one is made")
+            throw PrivacyError(
+                .keyFile, "pseudonym key file \(path) is not a Sentinel key file; delete it and a new one is made")
         }
         // A file written under another rotation period belongs to a different schedule: start afresh.
         guard stored.rotationSeconds == rotationSeconds else { return nil }
@@ -99,14 +110,18 @@ public final class PseudonymKeyRing: @unchecked Sendable {
     }
 
     /// Writes the key to a 0600 file beside `path` and renames it over, so a crash never leaves half a key.
-    private static func write(_ path: String, epoch: Int64, key: SymmetricKey, rotationSeconds: Double) throws(PrivacyError) {
+    private static func write(_ path: String, epoch: Int64, key: SymmetricKey, rotationSeconds: Double)
+        throws(PrivacyError)
+    {
         let text = key.withUnsafeBytes { Data($0).base64EncodedString() }
-        let data = (try? JSONEncoder().encode(Stored(epoch: epoch, rotationSeconds: rotationSeconds, key: text))) ?? Data()
+        let data =
+            (try? JSONEncoder().encode(Stored(epoch: epoch, rotationSeconds: rotationSeconds, key: text))) ?? Data()
         let temporary = path + ".new"
         unlink(temporary)  // O_CREAT keeps an existing file's mode
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else {
-            throw PrivacyError(.keyFile, "cannot write pseudonym key file \(temporary): \(String(cString: strerror(errno)))")
+            throw PrivacyError(
+                .keyFile, "cannot write pseudonym key file \(temporary): \(String(cString: strerror(errno)))")
         }
         let written = data.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0

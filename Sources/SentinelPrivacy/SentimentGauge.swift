@@ -22,13 +22,14 @@ public struct GaugeReading: Sendable, Equatable, Codable {
 
         public init(score: Int) {
             self.score = score
-            label = switch score {
-            case ..<20: "cold"
-            case ..<40: "cool"
-            case ..<60: "neutral"
-            case ..<80: "warm"
-            default: "hot"
-            }
+            label =
+                switch score {
+                case ..<20: "cold"
+                case ..<40: "cool"
+                case ..<60: "neutral"
+                case ..<80: "warm"
+                default: "hot"
+                }
         }
     }
 
@@ -91,14 +92,17 @@ public struct SentimentGauge: Sendable {
         // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
         let dwell = min(max(visitor.dwellSeconds ?? 0, 1), settings.windowSeconds)
         votes[visitor.faceId] = Vote(
-            time: event.time, valence: valence, weight: confidence * dwell, source: visitor.sourceId, zone: visitor.zone)
+            time: event.time, valence: valence, weight: confidence * dwell, source: visitor.sourceId, zone: visitor.zone
+        )
     }
 
     /// The reading at `now`, if one is due: when its figures changed since the last published one, or
     /// `publishEverySeconds` after it.
     public mutating func tick(now: Date) -> GaugeReading? {
         let reading = self.reading(now: now)
-        if let last = lastPublished, reading.sameFigures(as: last), now.timeIntervalSince(last.time) < settings.publishEverySeconds {
+        if let last = lastPublished, reading.sameFigures(as: last),
+            now.timeIntervalSince(last.time) < settings.publishEverySeconds
+        {
             return nil
         }
         lastPublished = reading
@@ -114,16 +118,19 @@ public struct SentimentGauge: Sendable {
             guard total > 0 else { return .suppressed }
             let mean = votes.reduce(0) { $0 + $1.weight * $1.valence } / total
             let score = Int(((mean + 1) * 50).rounded())
-            return Aggregate(GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count, minGroupSize: minGroupSize)
+            return Aggregate(
+                GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count, minGroupSize: minGroupSize)
         }
         var sources: [String: Aggregate<GaugeReading.Level>] = [:]
         for source in sourceIDs { sources[source] = level(votes.values.filter { $0.source == source }) }
         var zones: [String: [String: Aggregate<GaugeReading.Level>]] = [:]
         for zone in zoneIDs {
-            zones[zone.sourceId, default: [:]][zone.name] = level(votes.values.filter { $0.source == zone.sourceId && $0.zone == zone.name })
+            zones[zone.sourceId, default: [:]][zone.name] = level(
+                votes.values.filter { $0.source == zone.sourceId && $0.zone == zone.name })
         }
         let stale = lastSeen.map { now.timeIntervalSince($0) > settings.staleAfterSeconds } ?? true
         return GaugeReading(
-            time: now, overall: level(votes.values), sources: sources, zones: zones, stale: stale, windowSeconds: settings.windowSeconds)
+            time: now, overall: level(votes.values), sources: sources, zones: zones, stale: stale,
+            windowSeconds: settings.windowSeconds)
     }
 }

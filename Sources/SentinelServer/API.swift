@@ -25,7 +25,8 @@ public struct HTTPAPI: Sendable {
     }
 
     public init(
-        definition: PipelineDefinition, store: EventStore, live: LiveState, broadcaster: Broadcaster, telemetry: Telemetry,
+        definition: PipelineDefinition, store: EventStore, live: LiveState, broadcaster: Broadcaster,
+        telemetry: Telemetry,
         token: String?, logger: Logger
     ) {
         self.store = store
@@ -33,7 +34,9 @@ public struct HTTPAPI: Sendable {
         self.broadcaster = broadcaster
         self.telemetry = telemetry
         settings = definition.server
-        zones = definition.sources.flatMap { source in source.zones.map { ZoneInfo(name: $0.name, sourceId: source.id, emotion: $0.emotion) } }
+        zones = definition.sources.flatMap { source in
+            source.zones.map { ZoneInfo(name: $0.name, sourceId: source.id, emotion: $0.emotion) }
+        }
         self.token = token
         self.logger = logger
     }
@@ -49,12 +52,15 @@ public struct HTTPAPI: Sendable {
         router.get("/api/zones") { _, _ in zoneCounts() }
         router.get("/healthz") { _, _ in health() }
         router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
         }
         router.get("/openapi.json") { _, _ in try APIResponse.json(Data(contentsOf: Resource.url("openapi.json"))) }
         router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: Resource.url("dashboard.html")))))
+            Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: Resource.url("dashboard.html")))))
         }
         return router
     }
@@ -70,12 +76,17 @@ public struct HTTPAPI: Sendable {
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
         let subscription = broadcaster.subscribe(filter, capacity: settings.clientBufferEvents)
-        let store = store, broadcaster = broadcaster, settings = settings, logger = logger
+        let store = store
+        let broadcaster = broadcaster
+        let settings = settings
+        let logger = logger
         let body = ResponseBody { writer in
             defer { broadcaster.unsubscribe(subscription) }
             // A client that goes away ends its stream at once, not at the next write.
             try await request.body.consumeWithInboundCloseHandler { _ in
-                try await Self.stream(subscription, resume: resume, filter: filter, store: store, settings: settings, logger: logger, to: &writer)
+                try await Self.stream(
+                    subscription, resume: resume, filter: filter, store: store, settings: settings, logger: logger,
+                    to: &writer)
             } onInboundClosed: {
                 subscription.continuation.finish()
             }
@@ -83,7 +94,10 @@ public struct HTTPAPI: Sendable {
         }
         return Response(
             status: .ok,
-            headers: [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no"],
+            headers: [
+                .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
+                HTTPField.Name("X-Accel-Buffering")!: "no",
+            ],
             body: body)
     }
 
@@ -123,10 +137,14 @@ public struct HTTPAPI: Sendable {
             }
             if subscription.droppedMessages > 0 {
                 logger.warning("SSE client cut off: too slow", metadata: ["lastEventId": "\(lastSent)"])
-                try await writer.write(ByteBuffer(string: ServerSentEvents.control(ServerSentEvents.cutoffType, [
-                    "reason": "slow consumer: more than \(settings.clientBufferEvents) messages queued",
-                    "lastEventId": "\(lastSent)",
-                ])))
+                try await writer.write(
+                    ByteBuffer(
+                        string: ServerSentEvents.control(
+                            ServerSentEvents.cutoffType,
+                            [
+                                "reason": "slow consumer: more than \(settings.clientBufferEvents) messages queued",
+                                "lastEventId": "\(lastSent)",
+                            ])))
             }
         }
     }
@@ -137,18 +155,22 @@ public struct HTTPAPI: Sendable {
         if let id = Int64(requested), id >= bounds.floor, id <= bounds.last { return (nil, id) }
         let expired = Int64(requested).map { $0 >= 0 && $0 < bounds.floor } ?? false
         let start = expired ? bounds.floor : bounds.last
-        let notice = ServerSentEvents.control(ServerSentEvents.resetType, [
-            "reason": expired ? "expired" : "unknown",
-            "message": expired
-                ? "events up to \(bounds.floor) were deleted by retention; continuing from the oldest kept"
-                : "no event \(requested) in this log; continuing with new events",
-            "requestedId": requested, "resumeAfter": "\(start)",
-        ])
+        let notice = ServerSentEvents.control(
+            ServerSentEvents.resetType,
+            [
+                "reason": expired ? "expired" : "unknown",
+                "message": expired
+                    ? "events up to \(bounds.floor) were deleted by retention; continuing from the oldest kept"
+                    : "no event \(requested) in this log; continuing with new events",
+                "requestedId": requested, "resumeAfter": "\(start)",
+            ])
         return (notice, start)
     }
 
     /// Sends the logged events after `id` that match `filter`; returns the last id read.
-    static func replay(after id: Int64, filter: EventFilter, store: EventStore, writer: inout any ResponseBodyWriter) async throws -> Int64 {
+    static func replay(after id: Int64, filter: EventFilter, store: EventStore, writer: inout any ResponseBodyWriter)
+        async throws -> Int64
+    {
         var cursor = id
         while true {
             let page = try store.events(after: cursor, limit: 500)
@@ -171,25 +193,37 @@ public struct HTTPAPI: Sendable {
         let query = request.uri.queryParameters
         let decoder = JSONDecoder.sentinel()
         guard query["from"] != nil || query["to"] != nil else {
-            return try APIResponse.encode(VisitorList(visitors: try live.currentVisitors.map { try decoder.decode(VisitorRecord.self, from: $0) }))
+            return try APIResponse.encode(
+                VisitorList(visitors: try live.currentVisitors.map { try decoder.decode(VisitorRecord.self, from: $0) })
+            )
         }
         func date(_ name: String, _ fallback: Date) throws -> Date {
             guard let text = query[Substring(name)] else { return fallback }
-            guard let date = ISO8601.date(from: String(text)) else { throw APIResponse.badRequest("\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z") }
+            guard let date = ISO8601.date(from: String(text)) else {
+                throw APIResponse.badRequest("\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
+            }
             return date
         }
-        let from = try date("from", .distantPast), to = try date("to", .distantFuture)
-        let limit = try query["limit"].map { text in
-            guard let n = Int(text), (1...1000).contains(n) else { throw APIResponse.badRequest("limit=\(text) must be 1 to 1000") }
-            return n
-        } ?? 100
+        let from = try date("from", .distantPast)
+        let to = try date("to", .distantFuture)
+        let limit =
+            try query["limit"].map { text in
+                guard let n = Int(text), (1...1000).contains(n) else {
+                    throw APIResponse.badRequest("limit=\(text) must be 1 to 1000")
+                }
+                return n
+            } ?? 100
         let cursor = try query["cursor"].map { text in
-            guard let n = Int64(text) else { throw APIResponse.badRequest("cursor=\(text) is not a cursor this API returned") }
+            guard let n = Int64(text) else {
+                throw APIResponse.badRequest("cursor=\(text) is not a cursor this API returned")
+            }
             return n
         }
         let page = try store.visits(from: from, to: to, after: cursor, limit: limit)
-        return try APIResponse.encode(VisitorList(
-            visitors: try page.records.map { try decoder.decode(VisitorRecord.self, from: $0) }, nextCursor: page.next.map(String.init)))
+        return try APIResponse.encode(
+            VisitorList(
+                visitors: try page.records.map { try decoder.decode(VisitorRecord.self, from: $0) },
+                nextCursor: page.next.map(String.init)))
     }
 
     struct VisitorDetail: Codable {
@@ -200,10 +234,13 @@ public struct HTTPAPI: Sendable {
 
     func visitor(_ faceId: String) throws -> Response {
         guard let visit = try store.visit(faceId) else {
-            return APIResponse.error(.notFound, "no visitor \(faceId) (ids rotate, and visits older than retention are deleted)")
+            return APIResponse.error(
+                .notFound, "no visitor \(faceId) (ids rotate, and visits older than retention are deleted)")
         }
-        return try APIResponse.encode(VisitorDetail(
-            visitor: try JSONDecoder.sentinel().decode(VisitorRecord.self, from: visit.record), exitReason: visit.exitReason, stays: visit.stays))
+        return try APIResponse.encode(
+            VisitorDetail(
+                visitor: try JSONDecoder.sentinel().decode(VisitorRecord.self, from: visit.record),
+                exitReason: visit.exitReason, stays: visit.stays))
     }
 
     struct Sentiment: Codable {
@@ -213,10 +250,13 @@ public struct HTTPAPI: Sendable {
 
     func sentiment(_ request: Request) throws -> Response {
         let text = request.uri.queryParameters["minutes"]
-        let minutes = try text.map { text in
-            guard let m = Double(text), m > 0, m <= 7 * 24 * 60 else { throw APIResponse.badRequest("minutes=\(text) must be more than 0 and at most 10080") }
-            return m
-        } ?? 60
+        let minutes =
+            try text.map { text in
+                guard let m = Double(text), m > 0, m <= 7 * 24 * 60 else {
+                    throw APIResponse.badRequest("minutes=\(text) must be more than 0 and at most 10080")
+                }
+                return m
+            } ?? 60
         let decoder = JSONDecoder.sentinel()
         let series = try store.gaugeReadings(since: Date().addingTimeInterval(-minutes * 60), limit: 1000)
             .map { try decoder.decode(GaugeReading.self, from: $0) }
@@ -243,7 +283,8 @@ public struct HTTPAPI: Sendable {
                 name: zone.name, sourceId: zone.sourceId, emotion: zone.emotion,
                 visitors: snapshot.zones[ZoneID(sourceId: zone.sourceId, name: zone.name)] ?? .suppressed)
         }
-        return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions))) ?? APIResponse.error(.internalServerError, "")
+        return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions)))
+            ?? APIResponse.error(.internalServerError, "")
     }
 
     struct Health: Codable {
@@ -288,7 +329,8 @@ public struct HTTPAPI: Sendable {
         let healthy = database.writable && sources.allSatisfy(\.up)
         let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
         let body = Health(status: status, sources: sources, database: database)
-        return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable)) ?? APIResponse.error(.internalServerError, "")
+        return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable))
+            ?? APIResponse.error(.internalServerError, "")
     }
 }
 
@@ -299,7 +341,9 @@ enum APIResponse {
     }
 
     static func json(_ data: Data, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     static func encode(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
@@ -315,7 +359,9 @@ enum APIResponse {
     struct BadRequest: HTTPResponseError {
         let message: String
         var status: HTTPResponse.Status { .badRequest }
-        func response(from request: Request, context: some RequestContext) throws -> Response { APIResponse.error(.badRequest, message) }
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            APIResponse.error(.badRequest, message)
+        }
     }
 }
 

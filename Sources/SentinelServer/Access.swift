@@ -7,8 +7,12 @@ import Hummingbird
 struct BearerAuthentication<Context: RequestContext>: RouterMiddleware {
     let token: String?
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let token, request.uri.path != "/healthz", request.method != .options else { return try await next(request, context) }
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let token, request.uri.path != "/healthz", request.method != .options else {
+            return try await next(request, context)
+        }
         var presented: Substring?
         if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
             presented = header.dropFirst("Bearer ".count)
@@ -17,7 +21,9 @@ struct BearerAuthentication<Context: RequestContext>: RouterMiddleware {
         }
         guard let presented, constantTimeEqual(Array(presented.utf8), Array(token.utf8)) else {
             var response = APIResponse.error(
-                .unauthorized, presented == nil ? "a bearer token is required (Authorization: Bearer ...)" : "the bearer token is not valid")
+                .unauthorized,
+                presented == nil
+                    ? "a bearer token is required (Authorization: Bearer ...)" : "the bearer token is not valid")
             response.headers[.wwwAuthenticate] = "Bearer realm=\"sentinel\""
             return response
         }
@@ -37,7 +43,9 @@ struct BearerAuthentication<Context: RequestContext>: RouterMiddleware {
 struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
     let origins: Set<String>
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard let origin = request.headers[.origin], origins.contains(origin) else {
             return try await next(request, context)
         }
@@ -64,7 +72,8 @@ public enum AccessToken {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw ServiceError("cannot read the token file \(file) (server.tokenFile)")
             }
-            let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            let token =
+                text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             guard token.count >= 16 else { throw ServiceError("the token in \(file) is shorter than 16 characters") }
             return token
         }

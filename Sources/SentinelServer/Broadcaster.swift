@@ -21,7 +21,9 @@ public struct EventFilter: Sendable, Equatable {
         if event.type == Publication.gaugeType { return true }
         if let sources, !sources.contains(event.streamId) { return false }
         if let zones {
-            guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else { return false }
+            guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else {
+                return false
+            }
         }
         return true
     }

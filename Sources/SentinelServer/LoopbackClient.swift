@@ -15,14 +15,16 @@ public enum LoopbackClient {
     /// GETs `path`, calling `onChunk` with each piece of the body until it returns false, the body ends, or `timeout`
     /// passes (the connection is then closed: a stream that never ends cannot hang its reader).
     public static func get(
-        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60),
+        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [],
+        timeout: TimeAmount = .seconds(60),
         onHead: (Head) async throws -> Void = { _ in }, onChunk: (ByteBuffer) async throws -> Bool
     ) async throws {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
+                        wrappingChannelSynchronously: channel)
                 }
             }
         let underlying = channel.channel
@@ -31,12 +33,14 @@ public enum LoopbackClient {
         try await channel.executeThenClose { inbound, outbound in
             var fields = HTTPHeaders([("Host", "\(host):\(port)")])
             for (name, value) in headers { fields.add(name: name, value: value) }
-            try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: fields)))
+            try await outbound.write(
+                .head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: fields)))
             try await outbound.write(.end(nil))
             for try await part in inbound {
                 switch part {
                 case .head(let head):
-                    try await onHead(Head(status: Int(head.status.code), headers: head.headers.map { ($0.name, $0.value) }))
+                    try await onHead(
+                        Head(status: Int(head.status.code), headers: head.headers.map { ($0.name, $0.value) }))
                 case .body(let buffer):
                     if try await !onChunk(buffer) { return }
                 case .end:
@@ -47,13 +51,17 @@ public enum LoopbackClient {
     }
 
     /// GETs `path` and returns the status, headers and whole body.
-    public static func fetch(host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = []) async throws -> (Head, Data) {
+    public static func fetch(host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [])
+        async throws -> (Head, Data)
+    {
         var head = Head(status: 0, headers: [])
         var body = Data()
-        try await get(host: host, port: port, path: path, headers: headers, timeout: .seconds(30), onHead: { head = $0 }) { chunk in
-            body.append(contentsOf: chunk.readableBytesView)
-            return true
-        }
+        try await get(
+            host: host, port: port, path: path, headers: headers, timeout: .seconds(30), onHead: { head = $0 },
+            onChunk: { chunk in
+                body.append(contentsOf: chunk.readableBytesView)
+                return true
+            })
         return (head, body)
     }
 }

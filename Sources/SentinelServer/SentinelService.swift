@@ -47,28 +47,34 @@ public struct SentinelService: Sendable {
         if !server.isLoopback, token == nil {
             throw ServiceError(
                 "server.host \(server.host) accepts connections from other machines, so a bearer token is required: "
-                    + "set server.tokenFile in \(definition.file) or the environment variable \(server.tokenEnvironment)")
+                    + "set server.tokenFile in \(definition.file) or the environment variable \(server.tokenEnvironment)"
+            )
         }
         var definition = definition
         definition.server = server
         let port = server.port
         store = try EventStore(path: options.databasePath ?? definition.store.path)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
-        let telemetry = Telemetry(), live = LiveState(sourceIDs: started.map(\.id), minGroupSize: definition.privacy.minGroupSize)
+        let telemetry = Telemetry()
+        let live = LiveState(sourceIDs: started.map(\.id), minGroupSize: definition.privacy.minGroupSize)
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
         let hub = Hub(
             gauge: SentimentGauge(
-                settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize, sources: definition.sources.map(\.id),
+                settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize,
+                sources: definition.sources.map(\.id),
                 zones: definition.zoneIDs),
             policy: definition.privacy, bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
         self.hub = hub
         let writer = StoreWriter(
-            store: store, hub: hub, broadcaster: broadcaster, live: live, retention: definition.privacy.retention, telemetry: telemetry,
+            store: store, hub: hub, broadcaster: broadcaster, live: live, retention: definition.privacy.retention,
+            telemetry: telemetry,
             logger: logger)
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
-        let api = HTTPAPI(definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry, token: token, logger: logger)
+        let api = HTTPAPI(
+            definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,
+            token: token, logger: logger)
         let app = Application(
             router: api.router(),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: "sentinel"),
@@ -76,14 +82,18 @@ public struct SentinelService: Sendable {
             logger: logger)
         let sources = started.map { source in
             SourceService(
-                definition: definition, source: source, models: models, pace: options.pace, loop: options.loop, keys: keys, hub: hub,
+                definition: definition, source: source, models: models, pace: options.pace, loop: options.loop,
+                keys: keys, hub: hub,
                 live: live, telemetry: telemetry, logger: logger)
         }
         // Started in this order, stopped in reverse: sources first, then the writer, then the server. A source
         // that ends (a recording played once) leaves the rest running.
         typealias Entry = ServiceGroupConfiguration.ServiceConfiguration
-        let services: [Entry] = [Entry(service: app), Entry(service: writer)]
-            + sources.map { Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore) }
+        let services: [Entry] =
+            [Entry(service: app), Entry(service: writer)]
+            + sources.map {
+                Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)
+            }
         group = ServiceGroup(
             configuration: .init(
                 services: services,
@@ -100,7 +110,9 @@ public struct SentinelService: Sendable {
         definition: PipelineDefinition, models: ModelStore, options: Options, logger: Logger
     ) async throws -> (service: SentinelService, port: Int, task: Task<Void, any Error>) {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
-        let service = try SentinelService(definition: definition, models: models, options: options, logger: logger) { listening.yield($0) }
+        let service = try SentinelService(definition: definition, models: models, options: options, logger: logger) {
+            listening.yield($0)
+        }
         let task = Task {
             defer { listening.finish() }
             try await service.run()

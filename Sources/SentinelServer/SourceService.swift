@@ -1,5 +1,5 @@
-import Foundation
 import CoreMetrics
+import Foundation
 import Logging
 import Metrics
 import SentinelCore
@@ -27,7 +27,8 @@ public final class SourceService: Service, @unchecked Sendable {
     private let stopFlag = StopFlag()
 
     public init(
-        definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, pace: Pacing?, loop: Bool,
+        definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, pace: Pacing?,
+        loop: Bool,
         keys: PseudonymKeyRing, hub: Hub, live: LiveState, telemetry: Telemetry, logger: Logger
     ) {
         self.definition = definition
@@ -78,7 +79,11 @@ public final class SourceService: Service, @unchecked Sendable {
     /// Runs the source until it ends (or forever, looping a recording) or until shutdown.
     private func runSource() {
         var metrics = SourceMetrics(telemetry: telemetry, source: source.id)
-        let hub = hub, live = live, source = source, definition = definition, logger = logger
+        let hub = hub
+        let live = live
+        let source = source
+        let definition = definition
+        let logger = logger
         let capture = SourceRunner.Capture(stop: stopFlag) { status in
             live.updateSource(source.id) { health in
                 switch status {
@@ -99,7 +104,8 @@ public final class SourceService: Service, @unchecked Sendable {
             do {
                 // In a service, a recording is played as if live: placed on the wall clock when it starts.
                 let runner = try SourceRunner(
-                    definition: definition, source: source, models: models, pace: pace, origin: Date(), capture: capture, logger: logger)
+                    definition: definition, source: source, models: models, pace: pace, origin: Date(),
+                    capture: capture, logger: logger)
                 logger.info("source started", metadata: ["input": "\(runner.sourceName)"])
                 var mask = PrivacyMask(policy: definition.privacy, keys: keys)
                 var watch = RateWatch()
@@ -109,7 +115,11 @@ public final class SourceService: Service, @unchecked Sendable {
                     onEvent: { masked in hub.submit(masked, capturedAt: capturedAt) },
                     onFrame: { frame in
                         capturedAt = frame.capturedAt
-                        let lag = frame.capturedAt.map { (ContinuousClock.now - $0).seconds - frame.timings.detect.seconds - frame.timings.visitors.seconds } ?? 0
+                        let lag =
+                            frame.capturedAt.map {
+                                (ContinuousClock.now - $0).seconds - frame.timings.detect.seconds
+                                    - frame.timings.visitors.seconds
+                            } ?? 0
                         hub.tick(time: runner.origin.addingTimeInterval(frame.time.seconds))
                         if frame.analysed {
                             metrics.detect.record(duration: frame.timings.detect)
@@ -123,8 +133,10 @@ public final class SourceService: Service, @unchecked Sendable {
                             $0.lastFrameAt = Date()
                             $0.fps = watch.fps
                             $0.lagSeconds = (max(lag, 0) * 1000).rounded() / 1000
-                            $0.frames = LiveState.FrameCounts(captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
-                            $0.message = behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
+                            $0.frames = LiveState.FrameCounts(
+                                captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
+                            $0.message =
+                                behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
                         }
                     },
                     onIdle: { time in hub.tick(time: runner.origin.addingTimeInterval(time.seconds)) },
@@ -185,7 +197,8 @@ struct RateWatch {
         samples.append((now, counts))
         samples.removeAll { now - $0.time > .seconds(5) }
         let first = samples.first!.counts
-        let captured = counts.captured - first.captured, dropped = counts.dropped - first.dropped
+        let captured = counts.captured - first.captured
+        let dropped = counts.dropped - first.dropped
         return lag > 1 || (captured > 0 && Double(dropped) > 0.1 * Double(captured))
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import CoreMetrics
+import Foundation
 import Logging
 import Metrics
 import SentinelPrivacy
@@ -21,7 +21,10 @@ public final class StoreWriter: Service, @unchecked Sendable {
     private var failure: StoreError?
     static let batchLimit = 500
 
-    public init(store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, retention: RetentionPolicy, telemetry: Telemetry, logger: Logger) {
+    public init(
+        store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, retention: RetentionPolicy,
+        telemetry: Telemetry, logger: Logger
+    ) {
         self.store = store
         self.hub = hub
         self.broadcaster = broadcaster
@@ -58,7 +61,9 @@ public final class StoreWriter: Service, @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(200 << attempt))
         }
         if hub.waiting > 0 {
-            logger.error("events not stored at shutdown", metadata: ["count": "\(hub.waiting)", "reason": "\(failure.map(\.message) ?? "")"])
+            logger.error(
+                "events not stored at shutdown",
+                metadata: ["count": "\(hub.waiting)", "reason": "\(failure.map(\.message) ?? "")"])
         }
         broadcaster.close()
     }
@@ -72,7 +77,10 @@ public final class StoreWriter: Service, @unchecked Sendable {
                 logged = try await store.append(batch.map(\.publication))
             } catch {
                 hub.putBack(batch)
-                if failure?.kind != error.kind { logger.error("cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"]) }
+                if failure?.kind != error.kind {
+                    logger.error(
+                        "cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
+                }
                 failure = error
                 live.updateDatabase {
                     $0.writable = false
@@ -82,7 +90,9 @@ public final class StoreWriter: Service, @unchecked Sendable {
             }
             telemetry.storeLatency.recordInterval(since: start)
             if failure != nil {
-                logger.notice("the store is writable again; flushing the events kept in memory", metadata: ["waiting": "\(hub.waiting + batch.count)"])
+                logger.notice(
+                    "the store is writable again; flushing the events kept in memory",
+                    metadata: ["waiting": "\(hub.waiting + batch.count)"])
                 failure = nil
             }
             live.updateDatabase {
@@ -93,7 +103,9 @@ public final class StoreWriter: Service, @unchecked Sendable {
             let published = ContinuousClock.now
             broadcaster.publish(logged)
             telemetry.publishLatency.recordInterval(since: published)
-            for case let captured? in batch.map(\.capturedAt) { telemetry.captureToPublish.recordInterval(since: captured) }
+            for case let captured? in batch.map(\.capturedAt) {
+                telemetry.captureToPublish.recordInterval(since: captured)
+            }
             telemetry.eventsPublished.increment(by: logged.count)
         }
         runRetention()

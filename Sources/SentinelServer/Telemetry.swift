@@ -1,5 +1,5 @@
-import Foundation
 import CoreMetrics
+import Foundation
 import Metrics
 import Prometheus
 
@@ -12,20 +12,27 @@ public final class Telemetry: Sendable {
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
-            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25),
             .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5),
         ]
         self.factory = factory
         sseSubscribers = CoreMetrics.Gauge(label: "sentinel_sse_subscribers", factory: factory)
-        storeQueueDepth = CoreMetrics.Gauge(label: "sentinel_queue_depth", dimensions: [("queue", "store")], factory: factory)
+        storeQueueDepth = CoreMetrics.Gauge(
+            label: "sentinel_queue_depth", dimensions: [("queue", "store")], factory: factory)
         eventsPublished = CoreMetrics.Counter(label: "sentinel_events_published_total", factory: factory)
-        droppedByStoreBuffer = CoreMetrics.Counter(label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
-        droppedBySlowClient = CoreMetrics.Counter(label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
+        droppedByStoreBuffer = CoreMetrics.Counter(
+            label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
+        droppedBySlowClient = CoreMetrics.Counter(
+            label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
         storeLatency = CoreMetrics.Timer(
-            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds, factory: factory)
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
+            factory: factory)
         publishLatency = CoreMetrics.Timer(
-            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "publish")], preferredDisplayUnit: .seconds, factory: factory)
-        captureToPublish = CoreMetrics.Timer(label: "sentinel_capture_to_publish_seconds", preferredDisplayUnit: .seconds, factory: factory)
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "publish")],
+            preferredDisplayUnit: .seconds, factory: factory)
+        captureToPublish = CoreMetrics.Timer(
+            label: "sentinel_capture_to_publish_seconds", preferredDisplayUnit: .seconds, factory: factory)
     }
 
     /// SSE clients connected now.
@@ -45,7 +52,9 @@ public final class Telemetry: Sendable {
 
     /// Latency of one pipeline stage per frame (or per batch, for the store and the fan-out).
     public func stage(_ name: String) -> CoreMetrics.Timer {
-        CoreMetrics.Timer(label: "sentinel_stage_duration_seconds", dimensions: [("stage", name)], preferredDisplayUnit: .seconds, factory: factory)
+        CoreMetrics.Timer(
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", name)], preferredDisplayUnit: .seconds,
+            factory: factory)
     }
 
     /// Frames per second one source analysed, over the last second.
@@ -55,9 +64,12 @@ public final class Telemetry: Sendable {
 
     /// Frames one source's capture edge received, handed to analysis, and dropped because analysis was behind: exact
     /// counts, not estimates.
-    public func frames(source: String) -> (captured: CoreMetrics.Counter, analysed: CoreMetrics.Counter, dropped: CoreMetrics.Counter) {
+    public func frames(source: String) -> (
+        captured: CoreMetrics.Counter, analysed: CoreMetrics.Counter, dropped: CoreMetrics.Counter
+    ) {
         func counter(_ name: String) -> CoreMetrics.Counter {
-            CoreMetrics.Counter(label: "sentinel_frames_\(name)_total", dimensions: [("source", source)], factory: factory)
+            CoreMetrics.Counter(
+                label: "sentinel_frames_\(name)_total", dimensions: [("source", source)], factory: factory)
         }
         return (counter("captured"), counter("analysed"), counter("dropped"))
     }

@@ -50,7 +50,8 @@ public final class EventStore: Sendable {
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
             try pool.write { db in
-                try db.execute(sql: "UPDATE visits SET state = 'exited', exitReason = 'interrupted' WHERE state != 'exited'")
+                try db.execute(
+                    sql: "UPDATE visits SET state = 'exited', exitReason = 'interrupted' WHERE state != 'exited'")
             }
         } catch {
             throw StoreError(error, path: path)
@@ -120,8 +121,11 @@ public final class EventStore: Sendable {
                 let encoder = JSONEncoder.sentinel()
                 var sequences: [String: Int64] = [:]
                 func next(_ stream: String) throws -> Int64 {
-                    let last = try sequences[stream]
-                        ?? Int64.fetchOne(db, sql: "SELECT MAX(sequenceNumber) FROM events WHERE streamId = ?", arguments: [stream]) ?? 0
+                    let last =
+                        try sequences[stream]
+                        ?? Int64.fetchOne(
+                            db, sql: "SELECT MAX(sequenceNumber) FROM events WHERE streamId = ?", arguments: [stream])
+                        ?? 0
                     sequences[stream] = last + 1
                     return last + 1
                 }
@@ -139,17 +143,23 @@ public final class EventStore: Sendable {
                     case .gauge(let reading):
                         row = LoggedEvent(
                             id: 0, sequenceNumber: try next(Publication.gaugeStream), streamId: Publication.gaugeStream,
-                            type: Publication.gaugeType, time: reading.time, zone: nil, payload: try encoder.encode(reading))
+                            type: Publication.gaugeType, time: reading.time, zone: nil,
+                            payload: try encoder.encode(reading))
                     }
                     try db.execute(
-                        sql: "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)",
-                        arguments: [row.streamId, row.sequenceNumber, row.type, row.time.timeIntervalSince1970, row.zone,
-                                    String(decoding: row.payload, as: UTF8.self)])
+                        sql:
+                            "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                        arguments: [
+                            row.streamId, row.sequenceNumber, row.type, row.time.timeIntervalSince1970, row.zone,
+                            String(decoding: row.payload, as: UTF8.self),
+                        ])
                     row.id = db.lastInsertedRowID
                     if case .gauge = publication {
                         try db.execute(
                             sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)",
-                            arguments: [row.id, row.time.timeIntervalSince1970, String(decoding: row.payload, as: UTF8.self)])
+                            arguments: [
+                                row.id, row.time.timeIntervalSince1970, String(decoding: row.payload, as: UTF8.self),
+                            ])
                     }
                     logged.append(row)
                 }
@@ -172,9 +182,11 @@ public final class EventStore: Sendable {
                 ON CONFLICT(faceId) DO UPDATE SET state = excluded.state, zone = excluded.zone,
                     lastSeen = excluded.lastSeen, exitReason = excluded.exitReason, record = excluded.record
                 """,
-            arguments: [visitor.faceId, visitor.sourceId, visitor.state, visitor.zone,
-                        (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason,
-                        String(decoding: record, as: UTF8.self)])
+            arguments: [
+                visitor.faceId, visitor.sourceId, visitor.state, visitor.zone,
+                (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason,
+                String(decoding: record, as: UTF8.self),
+            ])
         guard let stay = event.stay else { return }
         switch event.type {
         case .zoneEntered:
@@ -183,8 +195,11 @@ public final class EventStore: Sendable {
                 arguments: [visitor.faceId, stay.zone, stay.enteredAt.timeIntervalSince1970])
         case .zoneExited:
             try db.execute(
-                sql: "UPDATE zoneStays SET exitedAt = ?, dwellSeconds = ? WHERE faceId = ? AND zone = ? AND exitedAt IS NULL",
-                arguments: [(stay.exitedAt ?? event.time).timeIntervalSince1970, stay.dwellSeconds, visitor.faceId, stay.zone])
+                sql:
+                    "UPDATE zoneStays SET exitedAt = ?, dwellSeconds = ? WHERE faceId = ? AND zone = ? AND exitedAt IS NULL",
+                arguments: [
+                    (stay.exitedAt ?? event.time).timeIntervalSince1970, stay.dwellSeconds, visitor.faceId, stay.zone,
+                ])
         default:
             break
         }
@@ -194,7 +209,9 @@ public final class EventStore: Sendable {
     public func events(after id: Int64, limit: Int) throws(StoreError) -> [LoggedEvent] {
         try read { db in
             try Row.fetchAll(
-                db, sql: "SELECT id, sequenceNumber, streamId, type, time, zone, payload FROM events WHERE id > ? ORDER BY id LIMIT ?",
+                db,
+                sql:
+                    "SELECT id, sequenceNumber, streamId, type, time, zone, payload FROM events WHERE id > ? ORDER BY id LIMIT ?",
                 arguments: [id, limit]
             ).map(Self.loggedEvent)
         }
@@ -225,15 +242,20 @@ public final class EventStore: Sendable {
 
     public func visit(_ faceId: String) throws(StoreError) -> Visit? {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT record, exitReason FROM visits WHERE faceId = ?", arguments: [faceId]) else {
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT record, exitReason FROM visits WHERE faceId = ?", arguments: [faceId])
+            else {
                 return nil
             }
             let stays = try Row.fetchAll(
-                db, sql: "SELECT zone, enteredAt, exitedAt, dwellSeconds FROM zoneStays WHERE faceId = ? ORDER BY id", arguments: [faceId]
+                db, sql: "SELECT zone, enteredAt, exitedAt, dwellSeconds FROM zoneStays WHERE faceId = ? ORDER BY id",
+                arguments: [faceId]
             ).map { row in
                 Visit.Stay(
                     zone: row["zone"], enteredAt: Date(timeIntervalSince1970: row["enteredAt"]),
-                    exitedAt: (row["exitedAt"] as Double?).map(Date.init(timeIntervalSince1970:)), dwellSeconds: row["dwellSeconds"])
+                    exitedAt: (row["exitedAt"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    dwellSeconds: row["dwellSeconds"])
             }
             return Visit(record: Data((row["record"] as String).utf8), exitReason: row["exitReason"], stays: stays)
         }
@@ -241,7 +263,9 @@ public final class EventStore: Sendable {
 
     /// Visits that overlap `from..<to`, in order of first sighting, a page at a time: pass the returned cursor back
     /// for the next page (nil when there is none).
-    public func visits(from: Date, to: Date, after cursor: Int64?, limit: Int) throws(StoreError) -> (records: [Data], next: Int64?) {
+    public func visits(from: Date, to: Date, after cursor: Int64?, limit: Int) throws(StoreError) -> (
+        records: [Data], next: Int64?
+    ) {
         try read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -259,7 +283,9 @@ public final class EventStore: Sendable {
     public func gaugeReadings(since: Date, limit: Int) throws(StoreError) -> [Data] {
         try read { db in
             try String.fetchAll(
-                db, sql: "SELECT reading FROM (SELECT time, reading FROM gaugeReadings WHERE time >= ? ORDER BY time DESC LIMIT ?) ORDER BY time",
+                db,
+                sql:
+                    "SELECT reading FROM (SELECT time, reading FROM gaugeReadings WHERE time >= ? ORDER BY time DESC LIMIT ?) ORDER BY time",
                 arguments: [since.timeIntervalSince1970, limit]
             ).map { Data($0.utf8) }
         }
@@ -281,7 +307,8 @@ public final class EventStore: Sendable {
     private static func loggedEvent(_ row: Row) -> LoggedEvent {
         LoggedEvent(
             id: row["id"], sequenceNumber: row["sequenceNumber"], streamId: row["streamId"], type: row["type"],
-            time: Date(timeIntervalSince1970: row["time"]), zone: row["zone"], payload: Data((row["payload"] as String).utf8))
+            time: Date(timeIntervalSince1970: row["time"]), zone: row["zone"],
+            payload: Data((row["payload"] as String).utf8))
     }
 }
 
@@ -296,7 +323,9 @@ extension EventStore: RetentionTarget {
                 deleted += db.changesCount
                 try db.execute(sql: "DELETE FROM events WHERE time < ?", arguments: [time])
                 deleted += db.changesCount
-                try db.execute(sql: "DELETE FROM zoneStays WHERE faceId IN (SELECT faceId FROM visits WHERE lastSeen < ?)", arguments: [time])
+                try db.execute(
+                    sql: "DELETE FROM zoneStays WHERE faceId IN (SELECT faceId FROM visits WHERE lastSeen < ?)",
+                    arguments: [time])
                 deleted += db.changesCount
                 try db.execute(sql: "DELETE FROM visits WHERE lastSeen < ?", arguments: [time])
                 deleted += db.changesCount
@@ -340,10 +369,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             message = "database \(path) is locked by another process or connection"
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
             kind = .cannotOpen
-            message = "database \(path) cannot be opened: \(error.message ?? "\(error.resultCode)") (does its folder exist and is it writable?)"
+            message =
+                "database \(path) cannot be opened: \(error.message ?? "\(error.resultCode)") (does its folder exist and is it writable?)"
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
             kind = .corrupt
-            message = "database \(path) is damaged or not a Sentinel database: \(error.message ?? "\(error.resultCode)")"
+            message =
+                "database \(path) is damaged or not a Sentinel database: \(error.message ?? "\(error.resultCode)")"
         default:
             kind = .other
             message = "database \(path): \(error.message ?? "\(error.resultCode)")"

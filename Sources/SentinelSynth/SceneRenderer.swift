@@ -30,7 +30,11 @@ public struct SceneRenderer {
         let writer = try VideoWriter(path: video.path, fps: spec.fps, width: width, height: height)
         let frameCount = Int((spec.duration * spec.fps).rounded())
         let frameBox = Box(x: 0, y: 0, width: Double(width), height: Double(height))
-        let occluders = spec.occluders.map { Box(x: $0[0] * Double(width), y: $0[1] * Double(height), width: $0[2] * Double(width), height: $0[3] * Double(height)) }
+        let occluders = spec.occluders.map {
+            Box(
+                x: $0[0] * Double(width), y: $0[1] * Double(height), width: $0[2] * Double(width),
+                height: $0[3] * Double(height))
+        }
         var frames: [GroundTruth.Frame] = []
         for index in 0..<frameCount {
             let seconds = Double(index) / spec.fps
@@ -39,13 +43,15 @@ public struct SceneRenderer {
                 visitor.position(at: seconds).map { placement(of: visitor, at: $0, width: width, height: height) }
             }.sorted { $0.face.height < $1.face.height }
             for p in present {
-                let body = Box(x: p.face.center.x - p.face.width * 1.2, y: p.face.maxY + p.face.height * 0.1,
-                               width: p.face.width * 2.4, height: p.face.height * 3.2)
+                let body = Box(
+                    x: p.face.center.x - p.face.width * 1.2, y: p.face.maxY + p.face.height * 0.1,
+                    width: p.face.width * 2.4, height: p.face.height * 3.2)
                 let c = p.visitor.color.map { UInt8(clamping: $0) }
                 try image.drawEllipse(in: body, color: Color(red: c[0], green: c[1], blue: c[2]))
             }
             for p in present {
-                try image.composite(photos[p.visitor.face]!, from: p.sourceHead, into: p.head, mirrored: p.visitor.mirror ?? false)
+                try image.composite(
+                    photos[p.visitor.face]!, from: p.sourceHead, into: p.head, mirrored: p.visitor.mirror ?? false)
             }
             for box in occluders {
                 try image.drawRectangle(box, color: Color(red: 120, green: 110, blue: 100), thickness: -1)
@@ -58,7 +64,9 @@ public struct SceneRenderer {
                 // What hides this face: scenery, and the heads drawn after it.
                 let covers = occluders + present[(i + 1)...].map(\.head)
                 let hidden = coveredArea(of: visible, by: covers)
-                faces.append(GroundTruth.Face(visitor: p.visitor.id, box: visible, visible: (visible.area - hidden) / p.face.area))
+                faces.append(
+                    GroundTruth.Face(
+                        visitor: p.visitor.id, box: visible, visible: (visible.area - hidden) / p.face.area))
             }
             frames.append(GroundTruth.Frame(index: index, time: MediaTime(seconds: seconds), faces: faces))
         }
@@ -66,7 +74,10 @@ public struct SceneRenderer {
         let truth = GroundTruth(
             recording: video.lastPathComponent, width: width, height: height, fps: spec.fps,
             zones: spec.zones.map { zone in
-                GroundTruth.Zone(name: zone.name, polygon: Polygon(zone.polygon.map { Point(x: $0[0], y: $0[1]) }).scaled(width: Double(width), height: Double(height)))
+                GroundTruth.Zone(
+                    name: zone.name,
+                    polygon: Polygon(zone.polygon.map { Point(x: $0[0], y: $0[1]) }).scaled(
+                        width: Double(width), height: Double(height)))
             },
             frames: frames, visitors: visits(frames: frames, width: width, height: height), occluders: occluders)
         let encoder = JSONEncoder()
@@ -95,7 +106,8 @@ public struct SceneRenderer {
         let photoFace = Box(x: photo.face[0], y: photo.face[1], width: photo.face[2], height: photo.face[3])
         let scale = visitor.size * Double(height) / photoFace.height
         let face = Box(
-            x: centre.x * Double(width) - photoFace.width * scale / 2, y: centre.y * Double(height) - photoFace.height * scale / 2,
+            x: centre.x * Double(width) - photoFace.width * scale / 2,
+            y: centre.y * Double(height) - photoFace.height * scale / 2,
             width: photoFace.width * scale, height: photoFace.height * scale)
         let grow = Self.headScale
         let sourceHead = Box(
@@ -115,26 +127,34 @@ public struct SceneRenderer {
         let interval = MediaTime(seconds: 1 / spec.fps)
         return spec.visitors.compactMap { visitor in
             let visible = frames.map { frame in frame.faces.first { $0.visitor == visitor.id && !$0.isOccluded } }
-            guard let first = visible.firstIndex(where: { $0 != nil }), let last = visible.lastIndex(where: { $0 != nil }) else { return nil }
+            guard let first = visible.firstIndex(where: { $0 != nil }),
+                let last = visible.lastIndex(where: { $0 != nil })
+            else { return nil }
             var stays: [GroundTruth.Stay] = []
             for zone in spec.zones {
                 let polygon = Polygon(zone.polygon.map { Point(x: $0[0] * Double(width), y: $0[1] * Double(height)) })
                 var entered: MediaTime?
                 for frame in frames {
                     // The unclipped face centre: where the visitor is, even with part of the face out of frame.
-                    let inside = (first...last).contains(frame.index) && visitor.position(at: frame.time.seconds).map {
-                        polygon.contains(Point(x: $0.x * Double(width), y: $0.y * Double(height)))
-                    } == true
+                    let inside =
+                        (first...last).contains(frame.index)
+                        && visitor.position(at: frame.time.seconds).map {
+                            polygon.contains(Point(x: $0.x * Double(width), y: $0.y * Double(height)))
+                        } == true
                     if inside, entered == nil { entered = frame.time }
                     if !inside, let start = entered {
                         stays.append(GroundTruth.Stay(zone: zone.name, entered: start, exited: frame.time))
                         entered = nil
                     }
                 }
-                if let start = entered { stays.append(GroundTruth.Stay(zone: zone.name, entered: start, exited: frames[last].time + interval)) }
+                if let start = entered {
+                    stays.append(
+                        GroundTruth.Stay(zone: zone.name, entered: start, exited: frames[last].time + interval))
+                }
             }
             stays.sort { $0.entered < $1.entered }
-            return GroundTruth.Visitor(id: visitor.id, firstSeen: frames[first].time, lastSeen: frames[last].time, stays: stays)
+            return GroundTruth.Visitor(
+                id: visitor.id, firstSeen: frames[first].time, lastSeen: frames[last].time, stays: stays)
         }
     }
 
@@ -152,8 +172,12 @@ func coveredArea(of box: Box, by covers: [Box]) -> Double {
     var covered = 0
     for i in 0..<steps {
         for j in 0..<steps {
-            let p = Point(x: box.x + (Double(i) + 0.5) * box.width / Double(steps), y: box.y + (Double(j) + 0.5) * box.height / Double(steps))
-            if relevant.contains(where: { p.x >= $0.x && p.x < $0.maxX && p.y >= $0.y && p.y < $0.maxY }) { covered += 1 }
+            let p = Point(
+                x: box.x + (Double(i) + 0.5) * box.width / Double(steps),
+                y: box.y + (Double(j) + 0.5) * box.height / Double(steps))
+            if relevant.contains(where: { p.x >= $0.x && p.x < $0.maxX && p.y >= $0.y && p.y < $0.maxY }) {
+                covered += 1
+            }
         }
     }
     return box.area * Double(covered) / Double(steps * steps)

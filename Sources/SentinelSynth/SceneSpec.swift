@@ -78,7 +78,8 @@ public struct SceneSpec: Codable, Sendable, Equatable {
         for (name, photo) in faces where photo.face.count != 4 || photo.face[2] <= 0 || photo.face[3] <= 0 {
             problems.append("faces.\(name).face: must be [x, y, width, height] with positive size")
         }
-        for (i, zone) in zones.enumerated() where zone.polygon.count < 3 || zone.polygon.contains(where: { $0.count != 2 }) {
+        for (i, zone) in zones.enumerated()
+        where zone.polygon.count < 3 || zone.polygon.contains(where: { $0.count != 2 }) {
             problems.append("zones[\(i)].polygon: needs at least three [x, y] points")
         }
         for (i, box) in occluders.enumerated() where box.count != 4 {
@@ -86,11 +87,16 @@ public struct SceneSpec: Codable, Sendable, Equatable {
         }
         for (i, visitor) in visitors.enumerated() {
             if faces[visitor.face] == nil { problems.append("visitors[\(i)].face: no face named \(visitor.face)") }
-            if !(visitor.size > 0 && visitor.size < 1) { problems.append("visitors[\(i)].size: must be between 0 and 1") }
+            if !(visitor.size > 0 && visitor.size < 1) {
+                problems.append("visitors[\(i)].size: must be between 0 and 1")
+            }
             if visitor.color.count != 3 { problems.append("visitors[\(i)].color: must be [r, g, b]") }
             if visitor.path.count < 2 { problems.append("visitors[\(i)].path: needs at least two keyframes") }
             for (k, key) in visitor.path.enumerated() {
-                if key.count != 3 { problems.append("visitors[\(i)].path[\(k)]: must be [seconds, x, y]"); continue }
+                if key.count != 3 {
+                    problems.append("visitors[\(i)].path[\(k)]: must be [seconds, x, y]")
+                    continue
+                }
                 if k > 0, visitor.path[k - 1].count == 3, key[0] < visitor.path[k - 1][0] {
                     problems.append("visitors[\(i)].path[\(k)]: time \(key[0]) comes before the previous keyframe")
                 }

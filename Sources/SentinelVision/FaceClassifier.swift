@@ -22,7 +22,8 @@ public struct CropFormat: Sendable, Equatable, Codable {
     }
 
     /// The FER2013 mini-Xception emotion model: grey 64x64 scaled to [-1, 1].
-    public static let miniXception = CropFormat(width: 64, height: 64, grey: true, scale: 2 / 255, mean: 127.5, margin: 0.1)
+    public static let miniXception = CropFormat(
+        width: 64, height: 64, grey: true, scale: 2 / 255, mean: 127.5, margin: 0.1)
 }
 
 /// An ONNX network run on a square crop around a face, giving one value per label.

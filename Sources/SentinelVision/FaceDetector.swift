@@ -55,7 +55,9 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
     /// faces scoring 0.63-0.85 in an all-black frame.
     public var blankThreshold: Double
 
-    public init(longestSide: Int, scoreThreshold: Double, nmsThreshold: Double, minFaceSize: Double, blankThreshold: Double = 4) {
+    public init(
+        longestSide: Int, scoreThreshold: Double, nmsThreshold: Double, minFaceSize: Double, blankThreshold: Double = 4
+    ) {
         self.longestSide = longestSide
         self.scoreThreshold = scoreThreshold
         self.nmsThreshold = nmsThreshold
@@ -111,9 +113,13 @@ public final class OpenCVFaceDetector: FaceDetector {
         return buffer.prefix(Int(count)).map { face in
             let landmarks = withUnsafeBytes(of: face.landmarks) { Array($0.bindMemory(to: Float.self)) }
             return Detection(
-                box: Box(x: Double(face.box.x), y: Double(face.box.y), width: Double(face.box.width), height: Double(face.box.height)),
+                box: Box(
+                    x: Double(face.box.x), y: Double(face.box.y), width: Double(face.box.width),
+                    height: Double(face.box.height)),
                 score: Double(face.score),
-                landmarks: (0..<Int(face.landmark_count)).map { Point(x: Double(landmarks[2 * $0]), y: Double(landmarks[2 * $0 + 1])) })
+                landmarks: (0..<Int(face.landmark_count)).map {
+                    Point(x: Double(landmarks[2 * $0]), y: Double(landmarks[2 * $0 + 1]))
+                })
         }
     }
 }

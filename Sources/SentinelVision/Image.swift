@@ -42,7 +42,8 @@ public final class Image: @unchecked Sendable {
 
     /// Mean and standard deviation of the grey image at a coarse scale.
     public func greyStatistics() throws(VisionError) -> (mean: Double, standardDeviation: Double) {
-        var mean = 0.0, deviation = 0.0
+        var mean = 0.0
+        var deviation = 0.0
         try bridge { snl_image_grey_stats(handle, &mean, &deviation, $0) }
         return (mean, deviation)
     }
@@ -89,7 +90,8 @@ public final class Image: @unchecked Sendable {
         _ source: Image, from sourceRegion: Box, into region: Box, feather: Double = 0.15, mirrored: Bool = false
     ) throws(VisionError) {
         try bridge {
-            snl_image_composite(handle, region.raw, source.handle, sourceRegion.raw, Float(feather), mirrored ? 1 : 0, $0)
+            snl_image_composite(
+                handle, region.raw, source.handle, sourceRegion.raw, Float(feather), mirrored ? 1 : 0, $0)
         }
     }
 
@@ -98,9 +100,13 @@ public final class Image: @unchecked Sendable {
     }
 
     /// Draws a polygon's outline, or fills it when `filled`; a colour with alpha below 255 blends.
-    public func drawPolygon(_ polygon: Polygon, color: Color, thickness: Int = 2, filled: Bool = false) throws(VisionError) {
+    public func drawPolygon(_ polygon: Polygon, color: Color, thickness: Int = 2, filled: Bool = false)
+        throws(VisionError)
+    {
         let flat = polygon.vertices.flatMap { [Float($0.x), Float($0.y)] }
-        try bridge { snl_draw_polygon(handle, flat, Int32(polygon.vertices.count), color.raw, filled ? -1 : Int32(thickness), $0) }
+        try bridge {
+            snl_draw_polygon(handle, flat, Int32(polygon.vertices.count), color.raw, filled ? -1 : Int32(thickness), $0)
+        }
     }
 
     public func drawEllipse(in box: Box, color: Color, filled: Bool = true) throws(VisionError) {

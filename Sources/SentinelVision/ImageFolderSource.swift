@@ -27,7 +27,8 @@ public final class ImageFolderSource: FrameSource {
         files = names.filter { Self.extensions.contains(($0 as NSString).pathExtension.lowercased()) }.sorted()
             .map { url.appendingPathComponent($0).path }
         guard !files.isEmpty else {
-            throw VisionError(.open, "image folder \(path) holds no images (\(Self.extensions.sorted().joined(separator: ", ")))")
+            throw VisionError(
+                .open, "image folder \(path) holds no images (\(Self.extensions.sorted().joined(separator: ", ")))")
         }
         name = path
         self.fps = fps

@@ -119,8 +119,10 @@ public final class LiveSource: FrameSource {
                 lastError = error.message
                 logger.warning(
                     "live source open failed",
-                    metadata: ["source": "\(name)", "attempt": "\(attempt)", "retryIn": "\(backoff.delay(attempt: attempt))",
-                               "error": "\(error.message)"])
+                    metadata: [
+                        "source": "\(name)", "attempt": "\(attempt)", "retryIn": "\(backoff.delay(attempt: attempt))",
+                        "error": "\(error.message)",
+                    ])
             }
         }
         return nil

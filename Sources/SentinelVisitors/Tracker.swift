@@ -102,15 +102,20 @@ public struct Tracker: Sendable {
         let coasting = tracks.indices.filter { (time - tracks[$0].lastSeen).seconds <= settings.coastSeconds }
         let parked = tracks.indices.filter { (time - tracks[$0].lastSeen).seconds > settings.coastSeconds }
         let high = detections.indices.filter { detections[$0].score >= settings.highScore }
-        let low = detections.indices.filter { detections[$0].score >= settings.lowScore && detections[$0].score < settings.highScore }
+        let low = detections.indices.filter {
+            detections[$0].score >= settings.lowScore && detections[$0].score < settings.highScore
+        }
 
         var matches: [(track: Int, detection: Int)] = []
-        var freeTracks = Set(coasting), freeHigh = Set(high)
+        var freeTracks = Set(coasting)
+        var freeHigh = Set(high)
         // A face that reappears where a confirmed track was hidden (behind another visitor, for longer than coasting
         // lasts) competes here on equal terms, by IoU with that track's last box: otherwise the visitor who hid it,
         // still coasting nearby, would take its detection and the two visits would swap.
         let hidden = Set(parked.filter { tracks[$0].confirmed })
-        for (t, d) in associate(Array(freeTracks) + hidden, high, detections, at: time, distanceGate: settings.centerGate, hidden: hidden) {
+        for (t, d) in associate(
+            Array(freeTracks) + hidden, high, detections, at: time, distanceGate: settings.centerGate, hidden: hidden)
+        {
             matches.append((t, d))
             freeTracks.remove(t)
             freeHigh.remove(d)
@@ -123,7 +128,10 @@ public struct Tracker: Sendable {
         // A face reappearing near where a confirmed track was lost continues that visit.
         let matchedHidden = Set(matches.map(\.track))
         let parkedConfirmed = parked.filter { tracks[$0].confirmed && !matchedHidden.contains($0) }
-        for (t, d) in associate(parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance, reentry: true) {
+        for (t, d) in associate(
+            parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance,
+            reentry: true)
+        {
             matches.append((t, d))
             freeHigh.remove(d)
         }
@@ -156,7 +164,8 @@ public struct Tracker: Sendable {
         }
         tracks = keep
         for d in freeHigh.sorted() {
-            var track = Track(id: nextID, box: detections[d].box, firstSeen: time, lastSeen: time, score: detections[d].score)
+            var track = Track(
+                id: nextID, box: detections[d].box, firstSeen: time, lastSeen: time, score: detections[d].score)
             track.tentative = [(time, detections[d].box)]
             track.recentSides = [(time, max(detections[d].box.width, detections[d].box.height))]
             nextID += 1
@@ -179,7 +188,8 @@ public struct Tracker: Sendable {
 
     /// `hidden` tracks are matched only where a detection overlaps their last box by `hiddenIoU` or more.
     private func associate(
-        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double, reentry: Bool = false,
+        _ candidates: [Int], _ pool: [Int], _ detections: [Detection], at time: MediaTime, distanceGate: Double,
+        reentry: Bool = false,
         hidden: Set<Int> = []
     ) -> [(Int, Int)] {
         var pairs: [(cost: Double, track: Int, detection: Int)] = []
@@ -209,7 +219,9 @@ public struct Tracker: Sendable {
             }
         }
         pairs.sort { ($0.cost, $0.track, $0.detection) < ($1.cost, $1.track, $1.detection) }
-        var usedTracks = Set<Int>(), usedDetections = Set<Int>(), result: [(Int, Int)] = []
+        var usedTracks = Set<Int>()
+        var usedDetections = Set<Int>()
+        var result: [(Int, Int)] = []
         for pair in pairs where !usedTracks.contains(pair.track) && !usedDetections.contains(pair.detection) {
             usedTracks.insert(pair.track)
             usedDetections.insert(pair.detection)
@@ -221,9 +233,12 @@ public struct Tracker: Sendable {
     private func correct(_ track: inout Track, with detection: Detection, at time: MediaTime) {
         let dt = (time - track.lastSeen).seconds
         if dt > 0 {
-            let a = settings.velocitySmoothing, old = track.box, new = detection.box
+            let a = settings.velocitySmoothing
+            let old = track.box
+            let new = detection.box
             let measured = (x: (new.center.x - old.center.x) / dt, y: (new.center.y - old.center.y) / dt)
-            track.velocity = track.hits == 1
+            track.velocity =
+                track.hits == 1
                 ? measured : (a * measured.x + (1 - a) * track.velocity.x, a * measured.y + (1 - a) * track.velocity.y)
         }
         track.box = detection.box

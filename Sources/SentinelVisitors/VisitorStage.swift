@@ -70,7 +70,8 @@ public struct VisitorStage: Sendable {
         public var carried: [(faceId: String, box: Box)] = []
     }
 
-    public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings()) {
+    public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings())
+    {
         self.sourceID = sourceID
         self.origin = origin
         self.zones = zones
@@ -99,10 +100,13 @@ public struct VisitorStage: Sendable {
             visitCount += 1
             var visit = Visit(
                 number: visitCount, firstSeen: track.firstSeen, lastSeen: track.firstSeen,
-                presence: ZonePresence(zones: zones), emotion: EmotionSmoother(settings: settings.emotion), lastUpdate: time,
+                presence: ZonePresence(zones: zones), emotion: EmotionSmoother(settings: settings.emotion),
+                lastUpdate: time,
                 box: track.box, score: track.score)
             // Feed the frames seen while the track was tentative, all but the current one (fed below).
-            for seen in track.tentative.dropLast() { _ = visit.presence.observe(settings.point(of: seen.box), at: seen.time) }
+            for seen in track.tentative.dropLast() {
+                _ = visit.presence.observe(settings.point(of: seen.box), at: seen.time)
+            }
             visits[track.id] = visit
             events.append(event(.entered, visit, at: time, state: "active"))
         }
@@ -118,7 +122,8 @@ public struct VisitorStage: Sendable {
             let side = min(detection.box.width, detection.box.height)
             let rate = settings.emotion.maxPerSecond
             let due = rate <= 0 || visit.lastClassified.map { (time - $0).seconds >= 1 / rate - 1e-6 } ?? true
-            if due, visit.presence.allowsEmotion(at: settings.point(of: detection.box)), side >= settings.emotion.minFaceSize,
+            if due, visit.presence.allowsEmotion(at: settings.point(of: detection.box)),
+                side >= settings.emotion.minFaceSize,
                 detection.score >= settings.emotion.minDetectionScore, let distribution = try classify(detection.box)
             {
                 visit.emotion.add(distribution, at: time)
@@ -133,7 +138,8 @@ public struct VisitorStage: Sendable {
         }
         for track in update.missing where (time - track.lastSeen).seconds <= settings.tracker.coastSeconds {
             guard let visit = visits[track.id] else { continue }
-            output.predicted.append((internalID(visit.number), track.box.union(track.predicted(at: time)), (time - track.lastSeen).seconds))
+            output.predicted.append(
+                (internalID(visit.number), track.box.union(track.predicted(at: time)), (time - track.lastSeen).seconds))
         }
         for track in update.ended {
             events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: "lost")
@@ -148,7 +154,8 @@ public struct VisitorStage: Sendable {
     /// skipping detection on a frame and carrying the tracks gives the same events as not having the frame.
     public func carry(time: MediaTime) -> FrameOutput {
         var output = FrameOutput()
-        for track in tracker.tracks where track.confirmed && (time - track.lastSeen).seconds <= settings.tracker.coastSeconds {
+        for track in tracker.tracks
+        where track.confirmed && (time - track.lastSeen).seconds <= settings.tracker.coastSeconds {
             guard let visit = visits[track.id] else { continue }
             let unseen = max((time - track.lastSeen).seconds, 1e-6)
             let position = track.predicted(at: time)
@@ -166,7 +173,8 @@ public struct VisitorStage: Sendable {
         }
     }
 
-    private mutating func end(_ track: Track, at time: MediaTime, closing: MediaTime, reason: String) -> [VisitorEvent] {
+    private mutating func end(_ track: Track, at time: MediaTime, closing: MediaTime, reason: String) -> [VisitorEvent]
+    {
         guard var visit = visits.removeValue(forKey: track.id) else { return [] }
         var events = visit.presence.leaveAll(at: closing).map { zoneEvent($0, visit, at: time, state: "lost") }
         visit.lastUpdate = time
@@ -186,22 +194,32 @@ public struct VisitorStage: Sendable {
 
     private func record(_ visit: Visit, state: String, now: MediaTime) -> VisitorRecord {
         let (emotion, confidence) = visit.emotion.dominant
-        let distribution = visit.emotion.distribution.isEmpty
-            ? [:] : Dictionary(uniqueKeysWithValues: zip(Emotion.allCases.map(\.rawValue), visit.emotion.distribution.map { ($0 * 1000).rounded() / 1000 }))
+        let distribution =
+            visit.emotion.distribution.isEmpty
+            ? [:]
+            : Dictionary(
+                uniqueKeysWithValues: zip(
+                    Emotion.allCases.map(\.rawValue), visit.emotion.distribution.map { ($0 * 1000).rounded() / 1000 }))
         return VisitorRecord(
-            faceId: internalID(visit.number), sourceId: sourceID, zone: state == "exited" ? nil : visit.presence.currentZone, state: state,
+            faceId: internalID(visit.number), sourceId: sourceID,
+            zone: state == "exited" ? nil : visit.presence.currentZone, state: state,
             zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
-            dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen), lastSeen: wall(visit.lastSeen),
+            dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen),
+            lastSeen: wall(visit.lastSeen),
             emotion: emotion?.rawValue ?? "unknown", emotionConfidence: (confidence * 1000).rounded() / 1000,
             emotionDistribution: distribution, valence: (visit.emotion.valence * 1000).rounded() / 1000, box: visit.box,
             detectionScore: (visit.score * 1000).rounded() / 1000)
     }
 
     private func event(_ kind: VisitorEvent.Kind, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {
-        VisitorEvent(type: kind, time: wall(time), visitor: record(visit, state: state, now: visit.lastSeen), mediaTime: time.seconds)
+        VisitorEvent(
+            type: kind, time: wall(time), visitor: record(visit, state: state, now: visit.lastSeen),
+            mediaTime: time.seconds)
     }
 
-    private func zoneEvent(_ change: ZonePresence.Change, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {
+    private func zoneEvent(_ change: ZonePresence.Change, _ visit: Visit, at time: MediaTime, state: String)
+        -> VisitorEvent
+    {
         switch change {
         case .entered(let stay):
             var e = event(.zoneEntered, visit, at: time, state: state)
@@ -210,7 +228,9 @@ public struct VisitorStage: Sendable {
         case .exited(let stay):
             var e = event(.zoneExited, visit, at: time, state: state)
             let exited = stay.exited ?? time
-            e.stay = .init(zone: stay.zone, enteredAt: wall(stay.entered), exitedAt: wall(exited), dwellSeconds: (exited - stay.entered).seconds)
+            e.stay = .init(
+                zone: stay.zone, enteredAt: wall(stay.entered), exitedAt: wall(exited),
+                dwellSeconds: (exited - stay.entered).seconds)
             return e
         }
     }

@@ -12,7 +12,10 @@ public struct ZoneDefinition: Sendable, Equatable {
     /// Whether emotion is measured in this zone (off for staff areas).
     public var emotion: Bool
 
-    public init(name: String, polygon: Polygon, inertia: Hysteresis = .seconds(0.3), grace: Hysteresis = .seconds(0.5), emotion: Bool = true) {
+    public init(
+        name: String, polygon: Polygon, inertia: Hysteresis = .seconds(0.3), grace: Hysteresis = .seconds(0.5),
+        emotion: Bool = true
+    ) {
         self.name = name
         self.polygon = polygon
         self.inertia = inertia
@@ -118,7 +121,9 @@ public struct ZonePresence: Sendable {
 
     /// The zone entered most recently among those the visitor is in.
     public var currentZone: String? {
-        zones.indices.filter { states[$0].inside }.max { states[$0].lastEntered < states[$1].lastEntered }.map { zones[$0].name }
+        zones.indices.filter { states[$0].inside }.max { states[$0].lastEntered < states[$1].lastEntered }.map {
+            zones[$0].name
+        }
     }
 
     /// Whether emotion may be measured for a visitor at `point`. Strict on purpose: not inside any zone that turns
@@ -129,7 +134,8 @@ public struct ZonePresence: Sendable {
 
     /// Seconds in each zone entered so far, open stays counted up to `now`, in order of first entry.
     public func dwell(now: MediaTime) -> [(zone: String, seconds: Double)] {
-        var order: [String] = [], totals: [String: Int64] = [:]
+        var order: [String] = []
+        var totals: [String: Int64] = [:]
         for stay in stays {
             if totals[stay.zone] == nil { order.append(stay.zone) }
             totals[stay.zone, default: 0] += ((stay.exited ?? max(now, stay.entered)) - stay.entered).microseconds

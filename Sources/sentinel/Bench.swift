@@ -5,7 +5,8 @@ import SentinelVision
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, and SSE fan-out.",
+        abstract:
+            "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, and SSE fan-out.",
         subcommands: [BenchDetect.self, BenchPipeline.self, BenchSSE.self], defaultSubcommand: BenchDetect.self)
 }
 
@@ -34,18 +35,27 @@ struct BenchDetect: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: loop) else {
             throw ValidationError("\(loop) not found: build the package first (swift build -c release)")
         }
-        print("recording                  stage              frames  Sentinel fps   C++ fps   ratio   faces (Sentinel / C++)")
+        print(
+            "recording                  stage              frames  Sentinel fps   C++ fps   ratio   faces (Sentinel / C++)"
+        )
         for recording in recordings {
-            guard FileManager.default.fileExists(atPath: recording) else { throw ValidationError("\(recording): no such file") }
+            guard FileManager.default.fileExists(atPath: recording) else {
+                throw ValidationError("\(recording): no such file")
+            }
             var stages: [(String, DetectorKind?, String)] = [("decode", nil, "")]
             for kind in DetectorKind.allCases {
-                if let path = try? store.path(of: kind.defaultModel) { stages.append(("decode+\(kind.rawValue)", kind, path)) }
+                if let path = try? store.path(of: kind.defaultModel) {
+                    stages.append(("decode+\(kind.rawValue)", kind, path))
+                }
             }
             for (label, kind, modelPath) in stages {
                 let settings = DetectorSettings.defaults(for: kind ?? .centerface)
-                let detector = try kind.map { try OpenCVFaceDetector(kind: $0, modelPath: modelPath, settings: settings) }
+                let detector = try kind.map {
+                    try OpenCVFaceDetector(kind: $0, modelPath: modelPath, settings: settings)
+                }
                 let source = try VideoFileSource(path: recording)
-                var count = 0, faces = 0
+                var count = 0
+                var faces = 0
                 let clock = ContinuousClock()
                 let start = clock.now
                 while count < frames, let frame = try source.next() {
@@ -53,14 +63,21 @@ struct BenchDetect: ParsableCommand {
                     count += 1
                 }
                 let swiftFPS = Double(count) / (clock.now - start).seconds
-                let reference = try runLoop(loop, [recording, kind?.rawValue ?? "none", modelPath.isEmpty ? "-" : modelPath,
-                    "\(settings.longestSide)", "\(settings.scoreThreshold)", "\(settings.nmsThreshold)",
-                    "\(settings.minFaceSize)", "\(settings.blankThreshold)", "\(frames)"])
+                let reference = try runLoop(
+                    loop,
+                    [
+                        recording, kind?.rawValue ?? "none", modelPath.isEmpty ? "-" : modelPath,
+                        "\(settings.longestSide)", "\(settings.scoreThreshold)", "\(settings.nmsThreshold)",
+                        "\(settings.minFaceSize)", "\(settings.blankThreshold)", "\(frames)",
+                    ])
                 let cxxFPS = Double(reference.frames) / reference.seconds
                 let name = URL(fileURLWithPath: recording).lastPathComponent
-                print(name.padding(toLength: 26, withPad: " ", startingAt: 0) + " "
-                    + label.padding(toLength: 18, withPad: " ", startingAt: 0)
-                    + String(format: "%7d %13.1f %9.1f %7.2f   %d / %d", count, swiftFPS, cxxFPS, swiftFPS / cxxFPS, faces, reference.faces))
+                print(
+                    name.padding(toLength: 26, withPad: " ", startingAt: 0) + " "
+                        + label.padding(toLength: 18, withPad: " ", startingAt: 0)
+                        + String(
+                            format: "%7d %13.1f %9.1f %7.2f   %d / %d", count, swiftFPS, cxxFPS, swiftFPS / cxxFPS,
+                            faces, reference.faces))
             }
         }
     }

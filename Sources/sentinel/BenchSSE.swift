@@ -35,12 +35,15 @@ struct BenchSSE: AsyncParsableCommand {
             try await Clients(port: port, count: subscribers[0], events: Int(rate * seconds), rate: rate).run()
             return
         }
-        print("subscribers  events  rate/s   p50 ms   p99 ms   max ms   lost (clients keeping up)  cut off  server RSS MB  server CPU %")
+        print(
+            "subscribers  events  rate/s   p50 ms   p99 ms   max ms   lost (clients keeping up)  cut off  server RSS MB  server CPU %"
+        )
         for count in subscribers { try await measure(subscribers: count) }
     }
 
     private func measure(subscribers count: Int) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sentinel-bench-sse-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sentinel-bench-sse-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let definition = try PipelineDefinition.parse(
@@ -65,14 +68,20 @@ struct BenchSSE: AsyncParsableCommand {
         let events = Int(rate * seconds)
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = ["bench", "sse", "--clients-of", "\(port)", "--subscribers", "\(count)", "--rate", "\(rate)", "--seconds", "\(seconds)"]
-        let input = Pipe(), output = Pipe()
+        child.arguments = [
+            "bench", "sse", "--clients-of", "\(port)", "--subscribers", "\(count)", "--rate", "\(rate)", "--seconds",
+            "\(seconds)",
+        ]
+        let input = Pipe()
+        let output = Pipe()
         child.standardInput = input
         child.standardOutput = output
         try child.run()
         let deadline = Date().addingTimeInterval(60)
         while service.broadcaster.subscriberCount < count {
-            guard Date() < deadline, child.isRunning else { throw ValidationError("only \(service.broadcaster.subscriberCount) of \(count) subscribers connected") }
+            guard Date() < deadline, child.isRunning else {
+                throw ValidationError("only \(service.broadcaster.subscriberCount) of \(count) subscribers connected")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
 
@@ -84,7 +93,8 @@ struct BenchSSE: AsyncParsableCommand {
             if due > Date() { try await Task.sleep(for: .seconds(due.timeIntervalSinceNow)) }
             let visitor = VisitorRecord(
                 faceId: "showroom#0#\(k % 12)", sourceId: "showroom", zone: "display", state: "active",
-                zones: [.init(zone: "display", dwellSeconds: Double(k) / rate)], dwellSeconds: Double(k) / rate, firstSeen: start,
+                zones: [.init(zone: "display", dwellSeconds: Double(k) / rate)], dwellSeconds: Double(k) / rate,
+                firstSeen: start,
                 lastSeen: due, emotion: "happy", emotionConfidence: 0.9, valence: 1)
             service.hub.submit(try mask.mask(VisitorEvent(type: .updated, time: due, visitor: visitor)))
         }
@@ -100,8 +110,11 @@ struct BenchSSE: AsyncParsableCommand {
             throw ValidationError("the subscriber process failed: \(report)")
         }
         let cpu = (after.cpuSeconds - before.cpuSeconds) / after.wall.timeIntervalSince(before.wall) * 100
-        print(String(format: "%11d %7d %7.0f %8.2f %8.2f %8.2f   %24d %8d %14.1f %13.1f",
-                     count, events, rate, result.p50, result.p99, result.max, result.lost, result.cutOff, atEnd.residentMegabytes, cpu))
+        print(
+            String(
+                format: "%11d %7d %7.0f %8.2f %8.2f %8.2f   %24d %8d %14.1f %13.1f",
+                count, events, rate, result.p50, result.p99, result.max, result.lost, result.cutOff,
+                atEnd.residentMegabytes, cpu))
     }
 }
 
@@ -132,20 +145,28 @@ struct Clients {
             for try await arrivals in group { all.append(arrivals) }
             return all
         }
-        guard let line = readLine(), let start = Double(line) else { throw ValidationError("no start time on standard input") }
+        guard let line = readLine(), let start = Double(line) else {
+            throw ValidationError("no start time on standard input")
+        }
         var latencies: [Double] = []
-        var lost = 0, cut = 0
+        var lost = 0
+        var cut = 0
         for arrivals in results {
             if arrivals.last?.isNaN == true {
                 cut += 1
                 continue
             }
             lost += events - arrivals.count
-            for (k, arrival) in arrivals.enumerated() { latencies.append((arrival - (start + Double(k) / rate)) * 1000) }
+            for (k, arrival) in arrivals.enumerated() {
+                latencies.append((arrival - (start + Double(k) / rate)) * 1000)
+            }
         }
         latencies.sort()
-        func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        let report = Report(p50: percentile(0.5), p99: percentile(0.99), max: latencies.last ?? .nan, lost: lost, cutOff: cut)
+        func percentile(_ p: Double) -> Double {
+            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+        }
+        let report = Report(
+            p50: percentile(0.5), p99: percentile(0.99), max: latencies.last ?? .nan, lost: lost, cutOff: cut)
         FileHandle.standardOutput.write(try JSONEncoder().encode(report))
     }
 
@@ -153,7 +174,8 @@ struct Clients {
     func receive() async throws -> [Double] {
         var parser = EventStreamParser()
         var arrivals: [Double] = []
-        try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(Int64(Double(events) / rate) + 120)) { chunk in
+        try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(Int64(Double(events) / rate) + 120))
+        { chunk in
             let now = Date().timeIntervalSince1970
             for message in parser.feed(String(buffer: chunk)) {
                 if message.id != nil { arrivals.append(now) }
@@ -174,10 +196,13 @@ struct ProcessUsage {
     static func now() -> ProcessUsage {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+                usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         // The second field of statm: resident pages.
         let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
         let pages = statm.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
-        return ProcessUsage(wall: Date(), cpuSeconds: cpu, residentMegabytes: pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576)
+        return ProcessUsage(
+            wall: Date(), cpuSeconds: cpu, residentMegabytes: pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576)
     }
 }

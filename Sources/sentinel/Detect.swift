@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SentinelCore
 import SentinelVision
-import Logging
 
 struct Detect: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,7 +37,8 @@ struct Detect: ParsableCommand {
         var count = 0
         while count < (maxFrames ?? .max), let frame = try frames.next() {
             let faces = try detector.detect(frame.image)
-            let line = FrameDetections(frame: frame.index, time: frame.time, faces: faces.map(FrameDetections.Face.init))
+            let line = FrameDetections(
+                frame: frame.index, time: frame.time, faces: faces.map(FrameDetections.Face.init))
             FileHandle.standardOutput.write(try encoder.encode(line) + Data("\n".utf8))
             count += 1
         }
@@ -60,7 +61,8 @@ struct FrameDetections: Codable {
             func round(_ value: Double, _ places: Double) -> Double { (value * places).rounded() / places }
             box = [detection.box.x, detection.box.y, detection.box.width, detection.box.height].map { round($0, 10) }
             score = round(detection.score, 1000)
-            landmarks = detection.landmarks.isEmpty ? nil : detection.landmarks.map { [round($0.x, 10), round($0.y, 10)] }
+            landmarks =
+                detection.landmarks.isEmpty ? nil : detection.landmarks.map { [round($0.x, 10), round($0.y, 10)] }
         }
     }
 }

@@ -42,7 +42,8 @@ struct Eval: ParsableCommand {
             var results: [String: TrackingScore] = [:]
             for recording in recordings {
                 let truth = try JSONDecoder().decode(
-                    GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+                    GroundTruth.self,
+                    from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
                 for kind in detectors.isEmpty ? [definition.detector] : detectors {
                     if kind != definition.detector {
                         definition.detector = kind
@@ -62,7 +63,9 @@ struct Eval: ParsableCommand {
             }
         }
 
-        static func score(_ definition: PipelineDefinition, recording: String, truth: GroundTruth, store: ModelStore) throws -> TrackingScore {
+        static func score(_ definition: PipelineDefinition, recording: String, truth: GroundTruth, store: ModelStore)
+            throws -> TrackingScore
+        {
             let runner = try SourceRunner(
                 definition: definition, source: definition.sources[0], models: store, input: recording, pace: .fastest,
                 logger: makeLogger("sentinel.eval"))
@@ -74,12 +77,24 @@ struct Eval: ParsableCommand {
 
         static func print(_ name: String, _ s: TrackingScore) {
             Swift.print(name)
-            Swift.print(String(format: "  tracked faces  precision %.3f  recall %.3f  (%d of %d drawn, %d false)", s.precision, s.recall, s.matches, s.truthBoxes, s.falsePositives))
-            Swift.print(String(format: "  identity       IDF1 %.3f  MOTA %.3f  ID switches %d  fragments %d", s.idf1, s.mota, s.idSwitches, s.fragments))
-            Swift.print(String(format: "  zone timing    entry error mean %.2f s max %.2f s; exit error mean %.2f s max %.2f s; %d missed, %d extra stays",
-                               s.meanEntryError, s.maxEntryError, s.meanExitError, s.maxExitError, s.missedStays, s.extraStays))
+            Swift.print(
+                String(
+                    format: "  tracked faces  precision %.3f  recall %.3f  (%d of %d drawn, %d false)", s.precision,
+                    s.recall, s.matches, s.truthBoxes, s.falsePositives))
+            Swift.print(
+                String(
+                    format: "  identity       IDF1 %.3f  MOTA %.3f  ID switches %d  fragments %d", s.idf1, s.mota,
+                    s.idSwitches, s.fragments))
+            Swift.print(
+                String(
+                    format:
+                        "  zone timing    entry error mean %.2f s max %.2f s; exit error mean %.2f s max %.2f s; %d missed, %d extra stays",
+                    s.meanEntryError, s.maxEntryError, s.meanExitError, s.maxExitError, s.missedStays, s.extraStays))
             for v in s.visitors {
-                Swift.print(String(format: "  %@  dwell true %.2f s  measured %.2f s  error %.2f s  visits %@", v.visitor, v.trueDwell, v.measuredDwell, v.dwellError, v.visits.joined(separator: ",")))
+                Swift.print(
+                    String(
+                        format: "  %@  dwell true %.2f s  measured %.2f s  error %.2f s  visits %@", v.visitor,
+                        v.trueDwell, v.measuredDwell, v.dwellError, v.visits.joined(separator: ",")))
             }
         }
     }
@@ -110,18 +125,25 @@ struct Eval: ParsableCommand {
 
         func run() throws {
             let store = try models.store()
-            let kinds = detectors.isEmpty
+            let kinds =
+                detectors.isEmpty
                 ? DetectorKind.allCases.filter { (try? store.path(of: $0.defaultModel)) != nil }
                 : detectors
             var paths = recordings
             if paths.isEmpty {
                 let folder = URL(fileURLWithPath: "Recordings/out")
-                paths = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".mp4") }
-                    .sorted().map { folder.appendingPathComponent($0).path }
-                guard !paths.isEmpty else { throw ValidationError("no recordings in Recordings/out: run `make recordings` first") }
+                paths = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter {
+                    $0.hasSuffix(".mp4")
+                }
+                .sorted().map { folder.appendingPathComponent($0).path }
+                guard !paths.isEmpty else {
+                    throw ValidationError("no recordings in Recordings/out: run `make recordings` first")
+                }
             }
             var rows: [Row] = []
-            print("recording                        detector     frames   faces  found  false  missed  precision  recall  mean IoU   fps")
+            print(
+                "recording                        detector     frames   faces  found  false  missed  precision  recall  mean IoU   fps"
+            )
             for path in paths {
                 let truthURL = SceneRenderer.truthURL(for: URL(fileURLWithPath: path))
                 let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: truthURL))
@@ -140,10 +162,11 @@ struct Eval: ParsableCommand {
                         }
                     }
                     let fps = Double(perFrame.count) / (clock.now - start).seconds
-                    let row = Row(recording: URL(fileURLWithPath: path).lastPathComponent, detector: kind.rawValue,
-                                  score: truth == nil ? nil : score, frames: perFrame.count,
-                                  detectionsPerFrame: Double(perFrame.reduce(0, +)) / Double(max(1, perFrame.count)),
-                                  framesWithFaces: perFrame.filter { $0 > 0 }.count, fps: fps)
+                    let row = Row(
+                        recording: URL(fileURLWithPath: path).lastPathComponent, detector: kind.rawValue,
+                        score: truth == nil ? nil : score, frames: perFrame.count,
+                        detectionsPerFrame: Double(perFrame.reduce(0, +)) / Double(max(1, perFrame.count)),
+                        framesWithFaces: perFrame.filter { $0 > 0 }.count, fps: fps)
                     print(row.line)
                     rows.append(row)
                 }
@@ -158,7 +181,8 @@ struct Eval: ParsableCommand {
 
     struct Masking: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Count the face-frames a review video leaves recognisable, with and without tracker-predicted masks.",
+            abstract:
+                "Count the face-frames a review video leaves recognisable, with and without tracker-predicted masks.",
             discussion: """
                 Replays the recording twice through the pipeline's privacy.review settings, once masking where the \
                 tracker predicts faces and once masking detections only, and compares every drawn face's detail \
@@ -181,31 +205,44 @@ struct Eval: ParsableCommand {
 
         func run() throws {
             let definition = try loadPipeline(pipeline, models: models)
-            let truth = try JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+            let truth = try JSONDecoder().decode(
+                GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
             let folder = URL(fileURLWithPath: keep ?? NSTemporaryDirectory() + "sentinel-masking-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { if keep == nil { try? FileManager.default.removeItem(at: folder) } }
             for follow in [true, false] {
                 var settings = definition.privacy.review
                 settings.followTracks = follow
-                let path = folder.appendingPathComponent(follow ? "review-following-tracks.avi" : "review-detections-only.avi").path
+                let path = folder.appendingPathComponent(
+                    follow ? "review-following-tracks.avi" : "review-detections-only.avi"
+                ).path
                 let runner = try SourceRunner(
-                    definition: definition, source: definition.sources[0], models: try models.store(), input: recording, pace: .fastest,
+                    definition: definition, source: definition.sources[0], models: try models.store(), input: recording,
+                    pace: .fastest,
                     logger: makeLogger("sentinel.eval"))
                 var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
                 var review: ReviewVideo?
-                try runner.run(mask: &mask, onEvent: { _ in }, onFrame: { frame in
-                    if review == nil {
-                        review = try ReviewVideo(path: path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height, zones: runner.source.zones, settings: settings)
-                    }
-                    try review?.write(frame)
-                })
+                try runner.run(
+                    mask: &mask, onEvent: { _ in },
+                    onFrame: { frame in
+                        if review == nil {
+                            review = try ReviewVideo(
+                                path: path, fps: runner.nominalFPS, width: frame.image.width,
+                                height: frame.image.height, zones: runner.source.zones, settings: settings)
+                        }
+                        try review?.write(frame)
+                    })
                 review?.finish()
                 let score = try MaskLeakScore.measure(original: recording, review: path, truth: truth, bound: bound)
-                print(String(format: "%@ %@ scale %.2f: %d of %d face-frames leaked (worst detail ratio %.3f)",
-                             follow ? "masks following tracks:" : "masks on detections only:", settings.mask.rawValue, settings.scale,
-                             score.leaked, score.faceFrames, score.worstRatio))
-                for leak in score.leaks.prefix(20) { print("  frame \(leak.frame) \(leak.visitor) ratio \(leak.ratio)") }
+                print(
+                    String(
+                        format: "%@ %@ scale %.2f: %d of %d face-frames leaked (worst detail ratio %.3f)",
+                        follow ? "masks following tracks:" : "masks on detections only:", settings.mask.rawValue,
+                        settings.scale,
+                        score.leaked, score.faceFrames, score.worstRatio))
+                for leak in score.leaks.prefix(20) {
+                    print("  frame \(leak.frame) \(leak.visitor) ratio \(leak.ratio)")
+                }
             }
         }
     }
@@ -220,8 +257,12 @@ struct Eval: ParsableCommand {
         var fps: Double
 
         var line: String {
-            func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-            func lpad(_ s: String, _ n: Int) -> String { s.count >= n ? s : String(repeating: " ", count: n - s.count) + s }
+            func pad(_ s: String, _ n: Int) -> String {
+                s.count >= n ? s : s + String(repeating: " ", count: n - s.count)
+            }
+            func lpad(_ s: String, _ n: Int) -> String {
+                s.count >= n ? s : String(repeating: " ", count: n - s.count) + s
+            }
             let head = pad(recording, 32) + " " + pad(detector, 10) + lpad("\(frames)", 8)
             guard let s = score else {
                 return head + "  (no ground truth) \(String(format: "%.2f", detectionsPerFrame)) faces/frame, "

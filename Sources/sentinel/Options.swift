@@ -31,7 +31,8 @@ struct DetectorOptions: ParsableArguments {
         try Self.make(detector, model: model, settings: tuning.settings(for: detector), store: store)
     }
 
-    static func make(_ kind: DetectorKind, model: String? = nil, settings: DetectorSettings? = nil, store: ModelStore) throws
+    static func make(_ kind: DetectorKind, model: String? = nil, settings: DetectorSettings? = nil, store: ModelStore)
+        throws
         -> OpenCVFaceDetector
     {
         let path: String

@@ -30,7 +30,10 @@ struct Replay: ParsableCommand {
     @Option(name: .shortAndLong, help: "Write events to this file instead of standard output.")
     var output: String?
 
-    @Option(help: "Also write a review video here (.mp4 or .avi): zones and pseudonymous labels drawn, every face masked as the pipeline's privacy.review says.")
+    @Option(
+        help:
+            "Also write a review video here (.mp4 or .avi): zones and pseudonymous labels drawn, every face masked as the pipeline's privacy.review says."
+    )
     var annotate: String?
 
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
@@ -42,13 +45,19 @@ struct Replay: ParsableCommand {
         let definition = try loadPipeline(pipeline, models: models)
         let chosen = try pickSource(definition, source)
         let logger = makeLogger("sentinel.replay", verbose: verbose)
-        let runner = try SourceRunner(definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace, logger: logger)
-        let sink = try output.map { path -> FileHandle in
-            _ = FileManager.default.createFile(atPath: path, contents: nil)
-            guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot write \(path)") }
-            return handle
-        } ?? FileHandle.standardOutput
-        var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+        let runner = try SourceRunner(
+            definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace,
+            logger: logger)
+        let sink =
+            try output.map { path -> FileHandle in
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
+                guard let handle = FileHandle(forWritingAtPath: path) else {
+                    throw ValidationError("cannot write \(path)")
+                }
+                return handle
+            } ?? FileHandle.standardOutput
+        var mask = PrivacyMask(
+            policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
         var review: ReviewVideo?
         var progress = ProgressBar(total: runner.expectedFrames)
         try runner.run(
@@ -72,7 +81,8 @@ struct Replay: ParsableCommand {
 func pickSource(_ definition: PipelineDefinition, _ id: String?) throws -> PipelineDefinition.SourceDefinition {
     guard let id else { return definition.sources[0] }
     guard let source = definition.sources.first(where: { $0.id == id }) else {
-        throw ValidationError("no source \(id) in \(definition.file); sources: \(definition.sources.map(\.id).joined(separator: ", "))")
+        throw ValidationError(
+            "no source \(id) in \(definition.file); sources: \(definition.sources.map(\.id).joined(separator: ", "))")
     }
     return source
 }
@@ -110,7 +120,9 @@ struct ProgressBar {
             let width = 30
             let filled = Int(done * Double(width))
             let eta = fps > 0 ? Double(total - frames) / fps : 0
-            line += "/\(total) [" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
+            line +=
+                "/\(total) [" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                + "]"
                 + String(format: " %3.0f%%  %.1f fps  ETA %.0fs ", done * 100, fps, max(0, eta))
         } else {
             line += String(format: " frames  %.1f fps ", fps)

@@ -50,16 +50,20 @@ struct Run: AsyncParsableCommand {
         let host = host ?? definition.server.host
         let service: SentinelService
         do {
-            service = try SentinelService(definition: definition, models: try models.store(), options: options, logger: logger) { port in
+            service = try SentinelService(
+                definition: definition, models: try models.store(), options: options, logger: logger
+            ) { port in
                 let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-                FileHandle.standardOutput.write(Data("""
-                    Sentinel is serving \(definition.file) on \(base)
-                      live events:  curl -N \(base)/events
-                      dashboard:    open \(base)/ in a browser
-                      REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz
-                    Ctrl-C stops.
+                FileHandle.standardOutput.write(
+                    Data(
+                        """
+                        Sentinel is serving \(definition.file) on \(base)
+                          live events:  curl -N \(base)/events
+                          dashboard:    open \(base)/ in a browser
+                          REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz
+                        Ctrl-C stops.
 
-                    """.utf8))
+                        """.utf8))
             }
         } catch let error as ServiceError {
             throw ValidationError(error.description)

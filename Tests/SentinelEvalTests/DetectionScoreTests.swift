@@ -10,7 +10,9 @@ struct DetectionScoreTests {
     @Test("a detection overlapping a face counts once; a second on the same face is a false positive")
     func duplicates() {
         var score = DetectionScore()
-        score.add(truth: [a], detections: [Box(x: 5, y: 5, width: 100, height: 100), Box(x: 0, y: 0, width: 100, height: 100)])
+        score.add(
+            truth: [a],
+            detections: [Box(x: 5, y: 5, width: 100, height: 100), Box(x: 0, y: 0, width: 100, height: 100)])
         #expect(score.truePositives == 1 && score.falsePositives == 1 && score.falseNegatives == 0)
         #expect(score.meanIoU == 1)
     }
@@ -18,7 +20,9 @@ struct DetectionScoreTests {
     @Test("a missed face is a false negative; a detection on nothing a false positive")
     func missesAndFalseAlarms() {
         var score = DetectionScore()
-        score.add(truth: [a, b], detections: [Box(x: 0, y: 0, width: 100, height: 100), Box(x: 500, y: 500, width: 50, height: 50)])
+        score.add(
+            truth: [a, b],
+            detections: [Box(x: 0, y: 0, width: 100, height: 100), Box(x: 500, y: 500, width: 50, height: 50)])
         #expect(score.truePositives == 1 && score.falsePositives == 1 && score.falseNegatives == 1)
         #expect(score.precision == 0.5 && score.recall == 0.5)
     }
@@ -33,7 +37,8 @@ struct DetectionScoreTests {
     @Test("a hidden face counts neither way")
     func hiddenFaces() {
         let hidden = GroundTruth.Face(visitor: "h", box: a.box, visible: 0.2)
-        var found = DetectionScore(), missed = DetectionScore()
+        var found = DetectionScore()
+        var missed = DetectionScore()
         found.add(truth: [hidden], detections: [a.box])
         missed.add(truth: [hidden], detections: [])
         #expect(found == missed)
@@ -44,8 +49,9 @@ struct DetectionScoreTests {
     func greedyByIoU() {
         var score = DetectionScore()
         let near = Box(x: 0, y: 0, width: 100, height: 100)
-        score.add(truth: [a, GroundTruth.Face(visitor: "c", box: Box(x: 30, y: 0, width: 100, height: 100), visible: 1)],
-                  detections: [Box(x: 28, y: 0, width: 100, height: 100), near])
+        score.add(
+            truth: [a, GroundTruth.Face(visitor: "c", box: Box(x: 30, y: 0, width: 100, height: 100), visible: 1)],
+            detections: [Box(x: 28, y: 0, width: 100, height: 100), near])
         #expect(score.truePositives == 2)
     }
 }

@@ -8,11 +8,15 @@ struct ModelStoreTests {
     @Test("the repository's manifest loads and names each detector's and the emotion model")
     func manifestLoads() throws {
         let names = Set(Fixtures.store.manifest.models.map(\.name))
-        #expect(names.isSuperset(of: ["haar-frontalface", "lbp-frontalface", "centerface", "retinaface", "yunet", "emotion"]))
+        #expect(
+            names.isSuperset(of: [
+                "haar-frontalface", "lbp-frontalface", "centerface", "retinaface", "yunet", "emotion",
+            ]))
     }
 
-    @Test("every model a registry carries is ready after make setup, checksum verified",
-          arguments: ["haar-frontalface", "lbp-frontalface", "centerface", "retinaface", "emotion"])
+    @Test(
+        "every model a registry carries is ready after make setup, checksum verified",
+        arguments: ["haar-frontalface", "lbp-frontalface", "centerface", "retinaface", "emotion"])
     func registryModelsReady(name: String) throws {
         let entry = try #require(Fixtures.store.manifest.entry(named: name))
         #expect(Fixtures.store.state(of: entry) == .ready, "run `make setup`")
@@ -21,7 +25,9 @@ struct ModelStoreTests {
     /// A store over a copy of the manifest, with its own empty cache.
     func scratchStore() throws -> ModelStore {
         let folder = try Fixtures.temporaryFolder()
-        try FileManager.default.copyItem(at: Fixtures.root.appendingPathComponent("Models/models.yml"), to: folder.appendingPathComponent("models.yml"))
+        try FileManager.default.copyItem(
+            at: Fixtures.root.appendingPathComponent("Models/models.yml"),
+            to: folder.appendingPathComponent("models.yml"))
         return try ModelStore(root: folder.path)
     }
 
@@ -66,16 +72,19 @@ struct ModelStoreTests {
         #expect(error.message.contains("model x needs exactly one"))
     }
 
-    @Test("set-up copies YuNet from a lookIn folder when a verified copy is there",
-          .enabled(if: Fixtures.hasShared, "../shared is absent: no copy of YuNet to find"))
+    @Test(
+        "set-up copies YuNet from a lookIn folder when a verified copy is there",
+        .enabled(if: Fixtures.hasShared, "../shared is absent: no copy of YuNet to find"))
     func yunetFromLookIn() throws {
         let store = try scratchStore()
         // The scratch manifest sits elsewhere, so point its lookIn at ../shared/models by absolute path.
         let file = store.root.appendingPathComponent("models.yml")
         let text = try String(contentsOf: file, encoding: .utf8)
         #expect(text.contains("lookIn: [../../shared/models]"))
-        try text.replacingOccurrences(of: "lookIn: [../../shared/models]", with: "lookIn: [\(Fixtures.shared.path)/models]")
-            .write(to: file, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(
+            of: "lookIn: [../../shared/models]", with: "lookIn: [\(Fixtures.shared.path)/models]"
+        )
+        .write(to: file, atomically: true, encoding: .utf8)
         let reloaded = try ModelStore(root: store.root.path)
         let failures = reloaded.setup(logger: .init(label: "test")).filter { $0.name == "yunet" }
         #expect(failures.isEmpty, "\(failures)")

@@ -8,7 +8,9 @@ import Testing
 @Suite("Pipeline files: every problem with its line and field")
 struct PipelineValidationTests {
     /// A valid pipeline with `zones` and `extra` spliced in.
-    func pipeline(zones: String = "      - { name: a, polygon: [[0, 0], [0.5, 0], [0.5, 0.5]] }", extra: String = "") -> String {
+    func pipeline(zones: String = "      - { name: a, polygon: [[0, 0], [0.5, 0], [0.5, 0.5]] }", extra: String = "")
+        -> String
+    {
         """
         version: 1
         sources:
@@ -31,7 +33,8 @@ struct PipelineValidationTests {
 
     @Test("the repository's showroom pipeline is valid on a set-up machine")
     func showroomIsValid() throws {
-        let definition = try PipelineDefinition.load(Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        let definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         #expect(definition.sources.map(\.id) == ["showroom"])
         #expect(definition.sources[0].zones.map(\.name) == ["entrance", "display", "counter"])
         #expect(definition.sources[0].zones[2].emotion == false)
@@ -42,17 +45,20 @@ struct PipelineValidationTests {
 
     @Test("privacy settings are read: rotation, key file beside the pipeline, allow and deny per output")
     func privacySettings() throws {
-        let text = pipeline(extra: """
-            privacy:
-              pseudonyms: { rotate: hourly, keyFile: keys/pseudonym.key }
-              timestampResolution: 0
-              minGroupSize: 5
-              retention: { days: 7, checkEveryMinutes: 15 }
-              outputs: { store: { allow: [visitor.box], deny: [visitor.valence] } }
-              review: { mask: pixelate, scale: 2, followTracks: false }
-            """)
+        let text = pipeline(
+            extra: """
+                privacy:
+                  pseudonyms: { rotate: hourly, keyFile: keys/pseudonym.key }
+                  timestampResolution: 0
+                  minGroupSize: 5
+                  retention: { days: 7, checkEveryMinutes: 15 }
+                  outputs: { store: { allow: [visitor.box], deny: [visitor.valence] } }
+                  review: { mask: pixelate, scale: 2, followTracks: false }
+                """)
         let policy = try PipelineDefinition.parse(text, file: "/etc/sentinel/p.yml").privacy
-        #expect(policy.pseudonyms.rotationSeconds == 3_600 && policy.pseudonyms.keyFile == "/etc/sentinel/keys/pseudonym.key")
+        #expect(
+            policy.pseudonyms.rotationSeconds == 3_600
+                && policy.pseudonyms.keyFile == "/etc/sentinel/keys/pseudonym.key")
         #expect(policy.timestampResolution == 0 && policy.minGroupSize == 5)
         #expect(policy.retention.maxAgeSeconds == 7 * 86_400 && policy.retention.intervalSeconds == 900)
         #expect(policy.outputs[.store] == PublishedField.defaults.union([.box]).subtracting([.valence]))
@@ -63,39 +69,87 @@ struct PipelineValidationTests {
     @Test("a minimal pipeline gets the documented defaults")
     func defaults() throws {
         let definition = try PipelineDefinition.parse(pipeline(), file: "p.yml")
-        #expect(definition.detector == .retinaface && definition.detectorSettings.longestSide == 320 && definition.emotionEnabled)
-        #expect(definition.sources[0].zones[0].inertia == .seconds(0.3) && definition.sources[0].zones[0].grace == .seconds(0.5))
+        #expect(
+            definition.detector == .retinaface && definition.detectorSettings.longestSide == 320
+                && definition.emotionEnabled)
+        #expect(
+            definition.sources[0].zones[0].inertia == .seconds(0.3)
+                && definition.sources[0].zones[0].grace == .seconds(0.5))
         #expect(definition.sources[0].resolvedInput == URL(fileURLWithPath: "clip.mp4").standardizedFileURL.path)
     }
 
-    @Test("each mistake yields its precise message", arguments: [
-        ("", "detector: { kind: scrfd }", "p.yml:7:19: detector.kind: \"scrfd\" is not one of cascade, centerface, yunet, retinaface"),
-        ("", "detector: { score: high }", "p.yml:7:20: detector.score: expected a number"),
-        ("", "detector: { score: 1.5 }", "p.yml:7:20: detector.score: 1.5 is out of range 0...1"),
-        ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
-        ("", "output: stdout", "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, gauge, privacy, server, sources, store, tracker, version"),
-        ("", "privacy: { outputs: { events: { allow: [visitor.face] } } }", "p.yml:7:41: privacy.outputs.events.allow[0]: unknown field \"visitor.face\"; fields are stay, reason, visitor.zones, visitor.dwellSeconds, visitor.firstSeen, visitor.lastSeen, visitor.emotion, visitor.emotionConfidence, visitor.valence, visitor.emotionDistribution, visitor.box, visitor.detectionScore, mediaTime"),
-        ("", "privacy: { outputs: { store: { deny: [visitor.faceId] } } }", "p.yml:7:39: privacy.outputs.store.deny[0]: \"visitor.faceId\" is a core field: every event carries it"),
-        ("", "privacy: { outputs: { sse: {} } }", "p.yml:7:23: privacy.outputs.sse: unknown key \"sse\"; expected one of events, store"),
-        ("", "privacy: { pseudonyms: { rotate: monthly } }", "p.yml:7:34: privacy.pseudonyms.rotate: expected hourly, daily, weekly or a number of seconds (60 or more)"),
-        ("", "privacy: { review: { mask: mosaic } }", "p.yml:7:28: privacy.review.mask: \"mosaic\" is not one of blur, pixelate, solid"),
-        ("", "server: { port: 99999 }", "p.yml:7:17: server.port: 99999 is out of range 0...65535"),
-        ("", "server: { corsOrigins: [dashboard.example.com] }", "p.yml:7:25: server.corsOrigins[0]: \"dashboard.example.com\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"),
-        ("", "gauge: { windowSecs: 300 }", "p.yml:7:10: gauge.windowSecs: unknown key \"windowSecs\"; expected one of publishEverySeconds, staleAfterSeconds, windowSeconds"),
-        ("      - { name: a, polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.6]] }", "",
-         "p.yml:6:29: sources[0].zones[0].polygon: self-intersecting polygon: edge 2 crosses edge 4"),
-        ("      - { name: a, polygon: [[0, 0], [0.5, 0.5], [1, 1]] }", "",
-         "p.yml:6:29: sources[0].zones[0].polygon: degenerate polygon: its points enclose no area"),
-        ("      - { name: a, polygon: [[0, 0], [1, 0]] }", "",
-         "p.yml:6:29: sources[0].zones[0].polygon: a polygon needs at least 3 points, found 2"),
-        ("      - { name: a, polygon: [[0, 0], [1.5, 0], [1, 1]] }", "",
-         "p.yml:6:38: sources[0].zones[0].polygon[1]: point [1.5, 0.0] is outside the frame (normalized coordinates run from 0 to 1)"),
-        ("      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]], inertia: { seconds: 1, frames: 2 } }", "",
-         "p.yml:6:64: sources[0].zones[0].inertia: give either seconds or frames"),
-        ("      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]], colour: red }", "",
-         "p.yml:6:55: sources[0].zones[0].colour: unknown key \"colour\"; expected one of emotion, grace, inertia, name, polygon, units"),
-        ("      - { polygon: [[0, 0], [1, 0], [1, 1]] }", "", "p.yml:6:9: sources[0].zones[0].name: missing required key \"name\""),
-    ])
+    @Test(
+        "each mistake yields its precise message",
+        arguments: [
+            (
+                "", "detector: { kind: scrfd }",
+                "p.yml:7:19: detector.kind: \"scrfd\" is not one of cascade, centerface, yunet, retinaface"
+            ),
+            ("", "detector: { score: high }", "p.yml:7:20: detector.score: expected a number"),
+            ("", "detector: { score: 1.5 }", "p.yml:7:20: detector.score: 1.5 is out of range 0...1"),
+            ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
+            (
+                "", "output: stdout",
+                "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, gauge, privacy, server, sources, store, tracker, version"
+            ),
+            (
+                "", "privacy: { outputs: { events: { allow: [visitor.face] } } }",
+                "p.yml:7:41: privacy.outputs.events.allow[0]: unknown field \"visitor.face\"; fields are stay, reason, visitor.zones, visitor.dwellSeconds, visitor.firstSeen, visitor.lastSeen, visitor.emotion, visitor.emotionConfidence, visitor.valence, visitor.emotionDistribution, visitor.box, visitor.detectionScore, mediaTime"
+            ),
+            (
+                "", "privacy: { outputs: { store: { deny: [visitor.faceId] } } }",
+                "p.yml:7:39: privacy.outputs.store.deny[0]: \"visitor.faceId\" is a core field: every event carries it"
+            ),
+            (
+                "", "privacy: { outputs: { sse: {} } }",
+                "p.yml:7:23: privacy.outputs.sse: unknown key \"sse\"; expected one of events, store"
+            ),
+            (
+                "", "privacy: { pseudonyms: { rotate: monthly } }",
+                "p.yml:7:34: privacy.pseudonyms.rotate: expected hourly, daily, weekly or a number of seconds (60 or more)"
+            ),
+            (
+                "", "privacy: { review: { mask: mosaic } }",
+                "p.yml:7:28: privacy.review.mask: \"mosaic\" is not one of blur, pixelate, solid"
+            ),
+            ("", "server: { port: 99999 }", "p.yml:7:17: server.port: 99999 is out of range 0...65535"),
+            (
+                "", "server: { corsOrigins: [dashboard.example.com] }",
+                "p.yml:7:25: server.corsOrigins[0]: \"dashboard.example.com\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
+            ),
+            (
+                "", "gauge: { windowSecs: 300 }",
+                "p.yml:7:10: gauge.windowSecs: unknown key \"windowSecs\"; expected one of publishEverySeconds, staleAfterSeconds, windowSeconds"
+            ),
+            (
+                "      - { name: a, polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.6]] }", "",
+                "p.yml:6:29: sources[0].zones[0].polygon: self-intersecting polygon: edge 2 crosses edge 4"
+            ),
+            (
+                "      - { name: a, polygon: [[0, 0], [0.5, 0.5], [1, 1]] }", "",
+                "p.yml:6:29: sources[0].zones[0].polygon: degenerate polygon: its points enclose no area"
+            ),
+            (
+                "      - { name: a, polygon: [[0, 0], [1, 0]] }", "",
+                "p.yml:6:29: sources[0].zones[0].polygon: a polygon needs at least 3 points, found 2"
+            ),
+            (
+                "      - { name: a, polygon: [[0, 0], [1.5, 0], [1, 1]] }", "",
+                "p.yml:6:38: sources[0].zones[0].polygon[1]: point [1.5, 0.0] is outside the frame (normalized coordinates run from 0 to 1)"
+            ),
+            (
+                "      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]], inertia: { seconds: 1, frames: 2 } }", "",
+                "p.yml:6:64: sources[0].zones[0].inertia: give either seconds or frames"
+            ),
+            (
+                "      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]], colour: red }", "",
+                "p.yml:6:55: sources[0].zones[0].colour: unknown key \"colour\"; expected one of emotion, grace, inertia, name, polygon, units"
+            ),
+            (
+                "      - { polygon: [[0, 0], [1, 0], [1, 1]] }", "",
+                "p.yml:6:9: sources[0].zones[0].name: missing required key \"name\""
+            ),
+        ])
     func preciseMessages(zones: String, extra: String, expected: String) {
         let text = zones.isEmpty ? pipeline(extra: extra) : pipeline(zones: zones, extra: extra)
         #expect(problems(text) == [expected])
@@ -103,8 +157,10 @@ struct PipelineValidationTests {
 
     @Test("every problem in a file is reported at once, in file order")
     func allProblemsAtOnce() {
-        let text = pipeline(zones: "      - { name: a, polygon: [[0, 0], [2, 0], [1, 1]] }\n      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]] }",
-                            extra: "detector: { kind: x, nms: -1 }\ntracker: { lowScore: 0.9, highScore: 0.5 }")
+        let text = pipeline(
+            zones:
+                "      - { name: a, polygon: [[0, 0], [2, 0], [1, 1]] }\n      - { name: a, polygon: [[0, 0], [1, 0], [1, 1]] }",
+            extra: "detector: { kind: x, nms: -1 }\ntracker: { lowScore: 0.9, highScore: 0.5 }")
         let found = problems(text)
         #expect(found.count == 5, "\(found)")
         #expect(found.first?.hasPrefix("p.yml:6:38: sources[0].zones[0].polygon[1]") == true)
@@ -121,7 +177,9 @@ struct PipelineValidationTests {
     @Test("missing models, missing inputs and pixel zones outside the frame are found on this machine")
     func environment() throws {
         let folder = try Fixtures.temporaryFolder()
-        try FileManager.default.copyItem(at: Fixtures.root.appendingPathComponent("Models/models.yml"), to: folder.appendingPathComponent("models.yml"))
+        try FileManager.default.copyItem(
+            at: Fixtures.root.appendingPathComponent("Models/models.yml"),
+            to: folder.appendingPathComponent("models.yml"))
         let empty = try ModelStore(root: folder.path)
         let text = """
             version: 1
@@ -135,9 +193,16 @@ struct PipelineValidationTests {
             """
         let definition = try PipelineDefinition.parse(text, file: "p.yml")
         let found = definition.environmentProblems(models: empty).map(\.description)
-        #expect(found.contains { $0.hasPrefix("p.yml: detector: model retinaface is missing") && $0.contains("sentinel models setup") })
+        #expect(
+            found.contains {
+                $0.hasPrefix("p.yml: detector: model retinaface is missing") && $0.contains("sentinel models setup")
+            })
         #expect(found.contains { $0.hasPrefix("p.yml: emotion: model emotion is missing") })
         #expect(found.contains { $0.hasPrefix("p.yml:8:12: sources[1].input: no such file") })
-        #expect(found.contains { $0.hasPrefix("p.yml:6:9: sources[0].zones[0].polygon: zone big: point [700.0, 0.0] is outside the 640x480 frame") })
+        #expect(
+            found.contains {
+                $0.hasPrefix(
+                    "p.yml:6:9: sources[0].zones[0].polygon: zone big: point [700.0, 0.0] is outside the 640x480 frame")
+            })
     }
 }

@@ -13,7 +13,11 @@ struct PrivacyLeakTests {
         let folder = try Fixtures.temporaryFolder()
         let events = folder.appendingPathComponent("events.jsonl")
         let (status, _, logs) = try Fixtures.run(
-            Fixtures.sentinel, ["replay", run.recording, "-o", events.path, "--annotate", folder.appendingPathComponent("review.avi").path, "--verbose"])
+            Fixtures.sentinel,
+            [
+                "replay", run.recording, "-o", events.path, "--annotate",
+                folder.appendingPathComponent("review.avi").path, "--verbose",
+            ])
         #expect(status == 0, "\(logs)")
         let published = try String(contentsOf: events, encoding: .utf8)
 
@@ -38,9 +42,13 @@ struct PrivacyLeakTests {
         var policy = PrivacyPolicy()
         policy.outputs[.events]!.insert(.box)
         var mask = PrivacyMask(policy: policy, keys: try PseudonymKeyRing())
-        let text = try run.events.prefix(5).map { String(decoding: try mask.mask($0)[.events]!.json, as: UTF8.self) }.joined(separator: "\n")
+        let text = try run.events.prefix(5).map { String(decoding: try mask.mask($0)[.events]!.json, as: UTF8.self) }
+            .joined(separator: "\n")
         #expect(LeakScanner(internalIDs: []).leaks(in: text).contains("box field"))
-        #expect(LeakScanner(internalIDs: []).leaks(in: String(decoding: try JSONEncoder.sentinel().encode(run.events[0]), as: UTF8.self)).contains("internal id pattern"))
+        #expect(
+            LeakScanner(internalIDs: []).leaks(
+                in: String(decoding: try JSONEncoder.sentinel().encode(run.events[0]), as: UTF8.self)
+            ).contains("internal id pattern"))
     }
 
     /// The recording's own faces against themselves: every face-frame counts as leaked, so the measure can fail.
@@ -48,9 +56,13 @@ struct PrivacyLeakTests {
     func reviewVideoMasksEveryFace() throws {
         let run = try SampleRun.shared.get()
         let truth = try #require(run.truth)
-        let following = try MaskLeakScore.measure(original: run.recording, review: run.reviewFollowingTracks, truth: truth)
-        let detectionsOnly = try MaskLeakScore.measure(original: run.recording, review: run.reviewDetectionsOnly, truth: truth)
-        print("review video leaks: following tracks \(following.leaked)/\(following.faceFrames) (worst ratio \(following.worstRatio)); detections only \(detectionsOnly.leaked)/\(detectionsOnly.faceFrames) (worst \(detectionsOnly.worstRatio))")
+        let following = try MaskLeakScore.measure(
+            original: run.recording, review: run.reviewFollowingTracks, truth: truth)
+        let detectionsOnly = try MaskLeakScore.measure(
+            original: run.recording, review: run.reviewDetectionsOnly, truth: truth)
+        print(
+            "review video leaks: following tracks \(following.leaked)/\(following.faceFrames) (worst ratio \(following.worstRatio)); detections only \(detectionsOnly.leaked)/\(detectionsOnly.faceFrames) (worst \(detectionsOnly.worstRatio))"
+        )
         #expect(following.faceFrames >= 1000)
         #expect(following.leaked == 0, "\(following.leaks.prefix(10))")
         #expect(detectionsOnly.leaked >= following.leaked)

@@ -23,10 +23,14 @@ struct SampleRun: Sendable {
     var reviewDetectionsOnly = ""
 
     static let shared: Result<SampleRun, any Error> = Result {
-        let definition = try PipelineDefinition.load(Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        let definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         let recording = Fixtures.recording()
-        let runner = try SourceRunner(definition: definition, source: definition.sources[0], models: Fixtures.store, input: recording, logger: Logger(label: "test"))
-        let truth = try JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+        let runner = try SourceRunner(
+            definition: definition, source: definition.sources[0], models: Fixtures.store, input: recording,
+            logger: Logger(label: "test"))
+        let truth = try JSONDecoder().decode(
+            GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
         var run = SampleRun(recording: recording, truth: truth)
         var observed: [Int: [(faceId: String, box: Box)]] = [:]
         var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
@@ -36,19 +40,26 @@ struct SampleRun: Sendable {
         var detectionsOnly = definition.privacy.review
         detectionsOnly.followTracks = false
         var reviews: [ReviewVideo] = []
-        try runner.evaluate(onEvent: { event in
-            run.events.append(event)
-            run.lines.append(try mask.mask(event)[.events]!.json)
-        }, onFrame: { frame in
-            observed[frame.index] = frame.tracked
-            if reviews.isEmpty {
-                reviews = try [(run.reviewFollowingTracks, definition.privacy.review), (run.reviewDetectionsOnly, detectionsOnly)].map {
-                    try ReviewVideo(path: $0, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height, zones: runner.source.zones, settings: $1)
+        try runner.evaluate(
+            onEvent: { event in
+                run.events.append(event)
+                run.lines.append(try mask.mask(event)[.events]!.json)
+            },
+            onFrame: { frame in
+                observed[frame.index] = frame.tracked
+                if reviews.isEmpty {
+                    reviews = try [
+                        (run.reviewFollowingTracks, definition.privacy.review),
+                        (run.reviewDetectionsOnly, detectionsOnly),
+                    ].map {
+                        try ReviewVideo(
+                            path: $0, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
+                            zones: runner.source.zones, settings: $1)
+                    }
                 }
-            }
-            let masked = try frame.masked(by: &mask)
-            for review in reviews { try review.write(masked) }
-        })
+                let masked = try frame.masked(by: &mask)
+                for review in reviews { try review.write(masked) }
+            })
         for review in reviews { review.finish() }
         run.score = TrackingScore.evaluate(truth: truth, observed: observed, events: run.events, origin: runner.origin)
         return run
@@ -63,10 +74,12 @@ struct ReplayTests {
         #expect(Set(run.events.map(\.type)) == Set(VisitorEvent.Kind.allCases))
         let file = try Fixtures.temporaryFolder().appendingPathComponent("events.jsonl")
         try run.lines.map { $0 + Data("\n".utf8) }.reduce(Data(), +).write(to: file)
-        let (status, text, _) = try Fixtures.run(URL(fileURLWithPath: "/usr/bin/python3"), [
-            Fixtures.root.appendingPathComponent("Schemas/validate.py").path,
-            Fixtures.root.appendingPathComponent("Schemas/visitor-events.v1.json").path, file.path,
-        ])
+        let (status, text, _) = try Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                Fixtures.root.appendingPathComponent("Schemas/validate.py").path,
+                Fixtures.root.appendingPathComponent("Schemas/visitor-events.v1.json").path, file.path,
+            ])
         #expect(status == 0, "\(text)")
         #expect(text.contains("\(run.lines.count) events, 0 invalid"))
     }
@@ -84,7 +97,9 @@ struct ReplayTests {
     @Test("each visitor's dwell is within 0.6 s of the truth")
     func dwell() throws {
         for visitor in try SampleRun.shared.get().score.visitors {
-            #expect(visitor.dwellError <= 0.6, "\(visitor.visitor): true \(visitor.trueDwell) s, measured \(visitor.measuredDwell) s")
+            #expect(
+                visitor.dwellError <= 0.6,
+                "\(visitor.visitor): true \(visitor.trueDwell) s, measured \(visitor.measuredDwell) s")
         }
     }
 
@@ -92,17 +107,26 @@ struct ReplayTests {
     func zoneTiming() throws {
         let score = try SampleRun.shared.get().score
         #expect(score.missedStays == 0 && score.extraStays == 0)
-        #expect(score.meanEntryError <= 0.2 && score.maxEntryError <= 0.5, "entry \(score.meanEntryError) / \(score.maxEntryError)")
-        #expect(score.meanExitError <= 0.2 && score.maxExitError <= 0.5, "exit \(score.meanExitError) / \(score.maxExitError)")
+        #expect(
+            score.meanEntryError <= 0.2 && score.maxEntryError <= 0.5,
+            "entry \(score.meanEntryError) / \(score.maxEntryError)")
+        #expect(
+            score.meanExitError <= 0.2 && score.maxExitError <= 0.5,
+            "exit \(score.meanExitError) / \(score.maxExitError)")
     }
 
     @Test("no emotion is measured at the counter, where staff work (emotion: false)")
     func staffZoneHasNoEmotion() throws {
         let run = try SampleRun.shared.get()
         // While a visitor who came in at the counter is still there, nothing is measured.
-        let counterOnly = run.events.filter { $0.visitor.zone == "counter" && $0.visitor.zones?.map(\.zone) == ["counter"] }
+        let counterOnly = run.events.filter {
+            $0.visitor.zone == "counter" && $0.visitor.zones?.map(\.zone) == ["counter"]
+        }
         #expect(counterOnly.count >= 3)
-        #expect(counterOnly.allSatisfy { $0.visitor.emotion == "unknown" && ($0.visitor.emotionDistribution ?? [:]).isEmpty })
+        #expect(
+            counterOnly.allSatisfy {
+                $0.visitor.emotion == "unknown" && ($0.visitor.emotionDistribution ?? [:]).isEmpty
+            })
     }
 }
 
@@ -114,14 +138,19 @@ struct ReplaySpeedTests {
         spec.duration = 8
         let folder = try Fixtures.temporaryFolder()
         let video = folder.appendingPathComponent("short.avi")
-        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(width: 320, height: 240, video: video)
-        var definition = try PipelineDefinition.load(Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(
+            width: 320, height: 240, video: video)
+        var definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         // The same key for both runs, as a key file gives a restart within one key period.
         definition.privacy.pseudonyms.keyFile = folder.appendingPathComponent("pseudonym.key").path
         definition.privacy.timestampResolution = 0
         func replay(_ pace: Pacing) throws -> (Data, Duration) {
-            let runner = try SourceRunner(definition: definition, source: definition.sources[0], models: Fixtures.store, input: video.path, pace: pace, logger: Logger(label: "test"))
-            var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+            let runner = try SourceRunner(
+                definition: definition, source: definition.sources[0], models: Fixtures.store, input: video.path,
+                pace: pace, logger: Logger(label: "test"))
+            var mask = PrivacyMask(
+                policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
             var out = Data()
             let clock = ContinuousClock()
             let start = clock.now

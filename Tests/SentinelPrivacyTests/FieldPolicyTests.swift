@@ -10,7 +10,9 @@ struct FieldPolicyTests {
         try #require(JSONSerialization.jsonObject(with: masked.json) as? [String: Any])
     }
 
-    @Test("by default no box, detector score, media time or emotion distribution is published, and times are whole seconds")
+    @Test(
+        "by default no box, detector score, media time or emotion distribution is published, and times are whole seconds"
+    )
     func strictDefaults() throws {
         var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
         for output in PrivacyPolicy.Output.allCases {
@@ -40,7 +42,9 @@ struct FieldPolicyTests {
         let events = try json(try #require(masked[.events]))
         #expect((store["visitor"] as? [String: Any])?["box"] != nil && store["mediaTime"] as? Double == 12.4)
         #expect((store["visitor"] as? [String: Any])?["valence"] == nil)
-        #expect((events["visitor"] as? [String: Any])?["box"] == nil && (events["visitor"] as? [String: Any])?["valence"] != nil)
+        #expect(
+            (events["visitor"] as? [String: Any])?["box"] == nil
+                && (events["visitor"] as? [String: Any])?["valence"] != nil)
         #expect(events["time"] as? String == "2023-11-14T22:13:20.123Z")
     }
 
@@ -70,10 +74,14 @@ struct AggregateTests {
         return occupancy
     }
 
-    @Test("a zone count, the total and the emotion mix are suppressed at k-1 visitors and published at k", arguments: [2, 3, 5])
+    @Test(
+        "a zone count, the total and the emotion mix are suppressed at k-1 visitors and published at k",
+        arguments: [2, 3, 5])
     func suppression(k: Int) throws {
         let below = try occupancy(k - 1, zones: ["display"], k: k).snapshot(zones: [cam("display"), cam("counter")])
-        #expect(below.visitors == .suppressed && below.zones[cam("display")] == .suppressed && below.emotions == .suppressed)
+        #expect(
+            below.visitors == .suppressed && below.zones[cam("display")] == .suppressed && below.emotions == .suppressed
+        )
         #expect(below.zones[cam("counter")] == .suppressed)
         let at = try occupancy(k, zones: ["display"], k: k).snapshot(zones: [cam("display"), cam("counter")])
         #expect(at.visitors == .value(k, visitors: k) && at.zones[cam("display")] == .value(k, visitors: k))
@@ -85,14 +93,19 @@ struct AggregateTests {
     @Test("a small zone cannot be recovered by subtracting the published zones from the total")
     func complementarySuppression() throws {
         // 4 visitors: 3 at the display, 1 at the counter. Publishing total 4 and display 3 would reveal the 1.
-        let snapshot = try occupancy(4, zones: ["display", "display", "display", "counter"]).snapshot(zones: [cam("display"), cam("counter")])
+        let snapshot = try occupancy(4, zones: ["display", "display", "display", "counter"]).snapshot(zones: [
+            cam("display"), cam("counter"),
+        ])
         #expect(snapshot.visitors == .value(4, visitors: 4))
         #expect(snapshot.zones[cam("counter")] == .suppressed && snapshot.zones[cam("display")] == .suppressed)
         // 6 visitors: 3 and 3 are both publishable; nothing is left to infer.
         let even = try occupancy(6, zones: ["display", "counter"]).snapshot(zones: [cam("display"), cam("counter")])
-        #expect(even.zones[cam("display")] == .value(3, visitors: 3) && even.zones[cam("counter")] == .value(3, visitors: 3))
+        #expect(
+            even.zones[cam("display")] == .value(3, visitors: 3) && even.zones[cam("counter")] == .value(3, visitors: 3)
+        )
         // 7 visitors, 3 + 3 in zones and 1 in none: the 1 unexplained visitor could be pointed at, so hide one zone.
-        let stray = try occupancy(7, zones: ["display", "counter", "display", "counter", "display", "counter", nil]).snapshot(zones: [cam("display"), cam("counter")])
+        let stray = try occupancy(7, zones: ["display", "counter", "display", "counter", "display", "counter", nil])
+            .snapshot(zones: [cam("display"), cam("counter")])
         #expect([stray.zones[cam("display")], stray.zones[cam("counter")]].filter { $0 == .suppressed }.count >= 1)
     }
 }
@@ -113,7 +126,8 @@ struct RetentionTests {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let limit = 30 * 86_400.0
         var records = Records(times: [
-            now.addingTimeInterval(-limit - 86_400), now.addingTimeInterval(-limit - 0.001), now.addingTimeInterval(-limit),
+            now.addingTimeInterval(-limit - 86_400), now.addingTimeInterval(-limit - 0.001),
+            now.addingTimeInterval(-limit),
             now.addingTimeInterval(-limit + 0.001), now.addingTimeInterval(-60), now,
         ])
         var job = RetentionJob(policy: RetentionPolicy())

@@ -11,15 +11,20 @@ final class ManualClock: @unchecked Sendable {
     var read: @Sendable () -> Date { { [unowned self] in self.now } }
 }
 
-func visitorEvent(_ type: VisitorEvent.Kind, id: String, at time: Date = Date(timeIntervalSince1970: 1_700_000_000.123)) -> VisitorEvent {
+func visitorEvent(_ type: VisitorEvent.Kind, id: String, at time: Date = Date(timeIntervalSince1970: 1_700_000_000.123))
+    -> VisitorEvent
+{
     VisitorEvent(
         type: type, time: time,
         visitor: VisitorRecord(
             faceId: id, sourceId: "cam", zone: "display", state: type == .exited ? "exited" : "active",
-            zones: [.init(zone: "display", dwellSeconds: 2.5)], dwellSeconds: 4.25, firstSeen: time.addingTimeInterval(-4.25),
-            lastSeen: time, emotion: "happy", emotionConfidence: 0.8, emotionDistribution: ["happy": 0.8, "neutral": 0.2],
+            zones: [.init(zone: "display", dwellSeconds: 2.5)], dwellSeconds: 4.25,
+            firstSeen: time.addingTimeInterval(-4.25),
+            lastSeen: time, emotion: "happy", emotionConfidence: 0.8,
+            emotionDistribution: ["happy": 0.8, "neutral": 0.2],
             valence: 0.8, box: Box(x: 101.5, y: 52, width: 64, height: 70), detectionScore: 0.93),
-        stay: .init(zone: "display", enteredAt: time.addingTimeInterval(-2.5)), reason: type == .exited ? "lost" : nil, mediaTime: 12.4)
+        stay: .init(zone: "display", enteredAt: time.addingTimeInterval(-2.5)), reason: type == .exited ? "lost" : nil,
+        mediaTime: 12.4)
 }
 
 @Suite("Pseudonymous ids")
@@ -87,23 +92,28 @@ struct PseudonymTests {
         var settings = PseudonymSettings()
         settings.keyFile = folder.appendingPathComponent("pseudonym.key").path
         let clock = ManualClock(start)
-        var first = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing(settings: settings, clock: clock.read))
+        var first = PrivacyMask(
+            policy: PrivacyPolicy(), keys: try PseudonymKeyRing(settings: settings, clock: clock.read))
         let id = try first.pseudonym(of: "cam#1#1")
         let mode = try FileManager.default.attributesOfItem(atPath: settings.keyFile!)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
         clock.now += 3_600
-        var restarted = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing(settings: settings, clock: clock.read))
+        var restarted = PrivacyMask(
+            policy: PrivacyPolicy(), keys: try PseudonymKeyRing(settings: settings, clock: clock.read))
         #expect(try restarted.pseudonym(of: "cam#1#1") == id)
 
         let before = try Data(contentsOf: URL(fileURLWithPath: settings.keyFile!))
         clock.now += day
-        var rotated = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing(settings: settings, clock: clock.read))
+        var rotated = PrivacyMask(
+            policy: PrivacyPolicy(), keys: try PseudonymKeyRing(settings: settings, clock: clock.read))
         #expect(try rotated.pseudonym(of: "cam#1#1") != id)
         #expect(try Data(contentsOf: URL(fileURLWithPath: settings.keyFile!)) != before)
 
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: settings.keyFile!)
         let error = #expect(throws: PrivacyError.self) { try PseudonymKeyRing(settings: settings, clock: clock.read) }
-        #expect(error?.message.contains("pseudonym.key is readable by others (mode 644)") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("pseudonym.key is readable by others (mode 644)") == true,
+            "\(String(describing: error))")
     }
 }

@@ -19,7 +19,8 @@ struct SentimentGaugeTests {
 
     /// A masked `visitor.updated` as the gauge sees it.
     func vote(
-        _ id: String, at second: Double, valence: Double, confidence: Double = 1, dwell: Double = 10, zone: String? = "display",
+        _ id: String, at second: Double, valence: Double, confidence: Double = 1, dwell: Double = 10,
+        zone: String? = "display",
         emotion: String = "happy"
     ) -> VisitorEvent {
         VisitorEvent(
@@ -118,9 +119,12 @@ struct SentimentGaugeTests {
         #expect(g.tick(now: start.addingTimeInterval(32)) != nil)
     }
 
-    @Test("scores have words: cold, cool, neutral, warm, hot", arguments: [
-        (0, "cold"), (19, "cold"), (20, "cool"), (39, "cool"), (40, "neutral"), (59, "neutral"), (60, "warm"), (79, "warm"), (80, "hot"), (100, "hot"),
-    ])
+    @Test(
+        "scores have words: cold, cool, neutral, warm, hot",
+        arguments: [
+            (0, "cold"), (19, "cold"), (20, "cool"), (39, "cool"), (40, "neutral"), (59, "neutral"), (60, "warm"),
+            (79, "warm"), (80, "hot"), (100, "hot"),
+        ])
     func labels(score: Int, label: String) {
         #expect(GaugeReading.Level(score: score).label == label)
     }

@@ -19,13 +19,15 @@ final class RunningSentinel: @unchecked Sendable {
         var spec = try SceneSpec.load(Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path)
         spec.duration = 12
         let video = try Fixtures.temporaryFolder().appendingPathComponent("clip.avi")
-        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(width: 320, height: 240, video: video)
+        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(
+            width: 320, height: 240, video: video)
         return video
     }
 
     /// The showroom pipeline on a short rendered clip, looping, at `pace`.
     convenience init(pace: String) throws {
-        let showroom = try String(contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        let showroom = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
         let pipeline = showroom.replacingOccurrences(
             of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try Self.clip.get().path)")
         try self.init(pipeline: pipeline, arguments: ["--pace", pace, "--loop", "--verbose"])
@@ -56,7 +58,8 @@ final class RunningSentinel: @unchecked Sendable {
         }
         guard let found else {
             process.terminate()
-            throw ServiceError("sentinel run did not start: \((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")")
+            throw ServiceError(
+                "sentinel run did not start: \((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")")
         }
         port = found
     }
@@ -69,7 +72,9 @@ final class RunningSentinel: @unchecked Sendable {
     }
 
     /// Reads `/events` from the start until `enough` says so (or the stream ends).
-    func events(until enough: @escaping ([EventStreamParser.Message]) -> Bool) async throws -> [EventStreamParser.Message] {
+    func events(until enough: @escaping ([EventStreamParser.Message]) -> Bool) async throws -> [EventStreamParser
+        .Message]
+    {
         var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
         try await LoopbackClient.get(port: port, path: "/events?lastEventId=0") { chunk in
@@ -97,7 +102,11 @@ final class RunningSentinel: @unchecked Sendable {
         let queue = try DatabaseQueue(path: database)
         return try queue.read { db in
             var tables: [String: [String]] = [:]
-            for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'") {
+            for table in try String.fetchAll(
+                db,
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'"
+            ) {
                 tables[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(table)").map { row in
                     row.databaseValues.map { "\($0)" }.joined(separator: " | ")
                 }
@@ -121,13 +130,21 @@ func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async t
 
 @Suite("sentinel run, the real binary", .serialized, .timeLimit(.minutes(3)))
 struct RunCommandTests {
-    @Test("SIGTERM: open visits exit with reason shutdown, everything is stored, streams end, exit 0; no output carries an internal id, box, score, media time or image")
+    @Test(
+        "SIGTERM: open visits exit with reason shutdown, everything is stored, streams end, exit 0; no output carries an internal id, box, score, media time or image"
+    )
     func gracefulShutdown() async throws {
         // At real time, so that visitors are in the showroom when the signal comes.
         let sentinel = try RunningSentinel(pace: "realtime")
         async let streamed = sentinel.events(count: .max)
         // Wait until visitors are present, then stop it.
-        #expect(try await waitFor { String(decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/api/visitors").1, as: UTF8.self).contains("\"faceId\"") })
+        #expect(
+            try await waitFor {
+                String(
+                    decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/api/visitors").1,
+                    as: UTF8.self
+                ).contains("\"faceId\"")
+            })
         kill(sentinel.process.processIdentifier, SIGTERM)
         let status = try await sentinel.exitStatus(within: 60)
         #expect(status == 0, "\(sentinel.log)")
@@ -150,7 +167,9 @@ struct RunCommandTests {
         for (table, rows) in tables {
             for row in rows { #expect(scanner.leaks(in: row).isEmpty, "\(table): \(scanner.leaks(in: row)) in \(row)") }
         }
-        for message in messages { #expect(scanner.leaks(in: message.data).isEmpty, "\(scanner.leaks(in: message.data)) in \(message.data)") }
+        for message in messages {
+            #expect(scanner.leaks(in: message.data).isEmpty, "\(scanner.leaks(in: message.data)) in \(message.data)")
+        }
         #expect(scanner.leaks(in: sentinel.log).isEmpty, "\(scanner.leaks(in: sentinel.log))")
         // Not vacuous: the log named the visitors by pseudonym.
         #expect(entered.allSatisfy { sentinel.log.contains("face.id=\($0)") })
@@ -164,13 +183,18 @@ struct RunCommandTests {
         #expect(try await sentinel.exitStatus(within: 10) != nil)
         let queue = try DatabaseQueue(path: sentinel.database)
         let stored = try await queue.read { db in
-            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, payload FROM events").map { ($0["id"] as Int64, $0["payload"] as String) })
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, payload FROM events").map {
+                    ($0["id"] as Int64, $0["payload"] as String)
+                })
         }
         #expect(received.ids.count == 60)
         for message in received where message.id != nil {
             let id = try #require(Int64(message.id!))
             let row = try #require(stored[id], "event \(id) was sent but is not in the store")
-            #expect(message.data.contains("\"payload\":\(row),\"payloadType\""), "event \(id): \(message.data) against \(row)")
+            #expect(
+                message.data.contains("\"payload\":\(row),\"payloadType\""),
+                "event \(id): \(message.data) against \(row)")
         }
     }
 

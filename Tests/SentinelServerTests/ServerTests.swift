@@ -45,7 +45,9 @@ struct StreamTests {
         let server = try await TestServer()
         try server.publish(10)
         #expect(try await server.wait { try server.service.store.logBounds().last == 10 })
-        let unknown = try await server.stream(headers: [("Last-Event-ID", "999")]) { $0.contains { $0.event == "stream.reset" } }
+        let unknown = try await server.stream(headers: [("Last-Event-ID", "999")]) {
+            $0.contains { $0.event == "stream.reset" }
+        }
         #expect(unknown.last?.event == "stream.reset" && unknown.last!.data.contains("\"reason\":\"unknown\""))
         // Retention deletes the first events; a client that last saw one of them is told, then gets what is kept.
         let cutoff = server.origin.addingTimeInterval(4.5)
@@ -63,7 +65,9 @@ struct StreamTests {
         try server.publish(6, zone: "display")
         try server.publish(6, zone: "counter", startingAt: 10)
         #expect(try await server.wait { try server.service.store.logBounds().last == 12 })
-        let counter = try await server.stream("/events?lastEventId=0&zone=counter&type=visitor.updated") { $0.ids.last == 12 }
+        let counter = try await server.stream("/events?lastEventId=0&zone=counter&type=visitor.updated") {
+            $0.ids.last == 12
+        }
         #expect(counter.ids == [10, 11, 12])
         try await server.stop()
     }
@@ -97,7 +101,9 @@ struct StreamTests {
                 if !paused {
                     paused = true
                     // Not another byte until every event is committed, and so offered to this client's queue.
-                    _ = try await server.wait(seconds: 100) { try server.service.store.logBounds().last == Int64(total) }
+                    _ = try await server.wait(seconds: 100) {
+                        try server.service.store.logBounds().last == Int64(total)
+                    }
                 }
                 return messages.last?.event != "stream.cutoff" && messages.ids.count < total
             }
@@ -126,7 +132,9 @@ struct APITests {
         try server.publish(12, visitors: 4)
         server.service.hub.tick(time: server.origin.addingTimeInterval(2))
         #expect(try await server.wait { try server.service.store.logBounds().last == 13 })
-        let faceId = try #require(try JSONDecoder.sentinel().decode(Visitors.self, from: try await server.get("/api/visitors").1).visitors.first?.faceId)
+        let faceId = try #require(
+            try JSONDecoder.sentinel().decode(Visitors.self, from: try await server.get("/api/visitors").1).visitors
+                .first?.faceId)
         let requests: [(template: String, path: String, status: Int)] = [
             ("/api/visitors", "/api/visitors", 200),
             ("/api/visitors", "/api/visitors?from=2026-01-01T00:00:00Z&limit=2", 200),
@@ -141,27 +149,40 @@ struct APITests {
         var checked: [[String: Any]] = []
         for request in requests {
             let (head, body) = try await server.get(request.path)
-            #expect(head.status == request.status, "\(request.path): \(head.status) \(String(decoding: body, as: UTF8.self))")
-            checked.append(["path": request.template, "status": head.status, "body": try JSONSerialization.jsonObject(with: body)])
+            #expect(
+                head.status == request.status,
+                "\(request.path): \(head.status) \(String(decoding: body, as: UTF8.self))")
+            checked.append([
+                "path": request.template, "status": head.status, "body": try JSONSerialization.jsonObject(with: body),
+            ])
         }
         let file = server.folder.appendingPathComponent("responses.json")
         try JSONSerialization.data(withJSONObject: checked).write(to: file)
-        let (status, text, _) = try Fixtures.run(URL(fileURLWithPath: "/usr/bin/python3"), [
-            Fixtures.root.appendingPathComponent("Schemas/validate_openapi.py").path,
-            Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json").path, file.path,
-        ])
+        let (status, text, _) = try Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                Fixtures.root.appendingPathComponent("Schemas/validate_openapi.py").path,
+                Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json").path, file.path,
+            ])
         #expect(status == 0, "\(text)")
         #expect(text.contains("\(requests.count) responses, 0 problems"))
         // History pages through every visit once.
-        let page1 = try JSONDecoder.sentinel().decode(Visitors.self, from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3").1)
+        let page1 = try JSONDecoder.sentinel().decode(
+            Visitors.self, from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3").1)
         let page2 = try JSONDecoder.sentinel().decode(
-            Visitors.self, from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3&cursor=\(page1.nextCursor!)").1)
+            Visitors.self,
+            from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3&cursor=\(page1.nextCursor!)").1)
         #expect(page1.visitors.count == 3 && page2.visitors.count == 1 && page2.nextCursor == nil)
         // Four visitors in one zone: counts are published; the gauge has four votes.
         let zones = String(decoding: try await server.get("/api/zones").1, as: UTF8.self)
-        #expect(zones.contains("{\"emotion\":true,\"name\":\"display\",\"sourceId\":\"showroom\",\"visitors\":{\"value\":4,\"visitors\":4}}"))
+        #expect(
+            zones.contains(
+                "{\"emotion\":true,\"name\":\"display\",\"sourceId\":\"showroom\",\"visitors\":{\"value\":4,\"visitors\":4}}"
+            ))
         let served = try await server.get("/openapi.json").1
-        #expect(served == (try Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json"))))
+        #expect(
+            served
+                == (try Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json"))))
         let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
         #expect(metrics.contains("sentinel_events_published_total 13"))
         #expect(metrics.contains("sentinel_stage_duration_seconds_bucket{stage=\"store\""))
@@ -199,10 +220,16 @@ struct AccessTests {
         let tokenFile = folder.appendingPathComponent("token")
         let token = "s3cret-token-0123456789"
         try (token + "\n").write(to: tokenFile, atomically: true, encoding: .utf8)
-        await #expect(throws: ServiceError.self) { try await TestServer(extra: "server: { tokenEnvironment: SENTINEL_TEST_NO_SUCH_VARIABLE }", host: "0.0.0.0") }
-        let server = try await TestServer(extra: "server: { tokenFile: \(tokenFile.path), corsOrigins: [\"https://dash.example.com\"] }", host: "0.0.0.0")
+        await #expect(throws: ServiceError.self) {
+            try await TestServer(extra: "server: { tokenEnvironment: SENTINEL_TEST_NO_SUCH_VARIABLE }", host: "0.0.0.0")
+        }
+        let server = try await TestServer(
+            extra: "server: { tokenFile: \(tokenFile.path), corsOrigins: [\"https://dash.example.com\"] }",
+            host: "0.0.0.0")
         #expect(try await server.get("/api/zones").0.status == 401)
-        #expect(try await server.get("/api/zones", headers: [("Authorization", "Bearer wrong-token-0123456789")]).0.status == 401)
+        #expect(
+            try await server.get("/api/zones", headers: [("Authorization", "Bearer wrong-token-0123456789")]).0.status
+                == 401)
         #expect(try await server.get("/events").0.status == 401)
         #expect(try await server.get("/api/zones?access_token=\(token)").0.status == 401)
         #expect(try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)")]).0.status == 200)
@@ -211,9 +238,13 @@ struct AccessTests {
         let messages = try await server.stream("/events?lastEventId=0&access_token=\(token)") { $0.ids.last == 3 }
         #expect(messages.ids == [1, 2, 3])
         // CORS: the listed dashboard origin is answered, another is not.
-        let allowed = try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://dash.example.com")]).0
+        let allowed = try await server.get(
+            "/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://dash.example.com")]
+        ).0
         #expect(allowed.header("Access-Control-Allow-Origin") == "https://dash.example.com")
-        let other = try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://evil.example.com")]).0
+        let other = try await server.get(
+            "/api/zones", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://evil.example.com")]
+        ).0
         #expect(other.header("Access-Control-Allow-Origin") == nil)
         try await server.stop()
     }
@@ -221,7 +252,9 @@ struct AccessTests {
 
 @Suite("The store behind the service", .timeLimit(.minutes(2)))
 struct StoreServiceTests {
-    @Test("while the database is locked, events wait in memory (beyond the bound the oldest are dropped and counted), /healthz says why, and the rest are stored once it recovers")
+    @Test(
+        "while the database is locked, events wait in memory (beyond the bound the oldest are dropped and counted), /healthz says why, and the rest are stored once it recovers"
+    )
     func lockedDatabase() async throws {
         let server = try await TestServer(extra: "store: { bufferEvents: 20 }")
         var configuration = Configuration()
@@ -230,17 +263,22 @@ struct StoreServiceTests {
         try await other.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
         try server.publish(30)
         var health = ""
-        #expect(try await server.wait {
-            health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
-            return health.contains("\"writable\":false") && health.contains("\"buffered\":20")
-        }, "\(health)")
-        #expect(health.contains("is locked by another process") && health.contains("\"dropped\":10") && health.contains(server.databasePath))
+        #expect(
+            try await server.wait {
+                health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+                return health.contains("\"writable\":false") && health.contains("\"buffered\":20")
+            }, "\(health)")
+        #expect(
+            health.contains("is locked by another process") && health.contains("\"dropped\":10")
+                && health.contains(server.databasePath))
         try await other.writeWithoutTransaction { try $0.execute(sql: "COMMIT") }
         #expect(try await server.wait { try server.service.store.logBounds().last == 20 })
         // The newest 20 were kept, in order.
         let stored = try server.service.store.events(after: 0, limit: 100)
         let decoder = JSONDecoder.sentinel()
-        let times = try stored.map { try decoder.decode(VisitorEvent.self, from: $0.payload).time.timeIntervalSince(server.origin) }
+        let times = try stored.map {
+            try decoder.decode(VisitorEvent.self, from: $0.payload).time.timeIntervalSince(server.origin)
+        }
         #expect(times == (10..<30).map(Double.init))
         let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
         #expect(metrics.contains("sentinel_events_dropped_total{reason=\"store_buffer_full\"} 10"))
@@ -255,7 +293,8 @@ struct StoreServiceTests {
         let store = try EventStore(path: TestServer.databasePath(in: folder))
         var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
         let old = Date().addingTimeInterval(-40 * 86_400)
-        let visitor = VisitorRecord(faceId: "showroom#0#1", sourceId: "showroom", zone: nil, state: "active", firstSeen: old, lastSeen: old)
+        let visitor = VisitorRecord(
+            faceId: "showroom#0#1", sourceId: "showroom", zone: nil, state: "active", firstSeen: old, lastSeen: old)
         let masked = try mask.mask(VisitorEvent(type: .entered, time: old, visitor: visitor))[.store]!
         _ = try await store.append([.visitor(stored: masked, published: PrivacyPolicy().published(masked))])
         #expect(try store.logBounds() == (floor: 0, last: 1))

@@ -40,7 +40,8 @@ final class TestServer: @unchecked Sendable {
     /// A server on a new database in `folder` (a fresh one by default, so a test may fill it first).
     init(extra: String = "", host: String? = nil, folder: URL? = nil) async throws {
         self.folder = try folder ?? Fixtures.temporaryFolder()
-        var definition = try PipelineDefinition.parse(Self.pipeline + "\n" + extra, file: self.folder.appendingPathComponent("test.yml").path)
+        var definition = try PipelineDefinition.parse(
+            Self.pipeline + "\n" + extra, file: self.folder.appendingPathComponent("test.yml").path)
         definition.privacy.pseudonyms.keyFile = nil
         self.definition = definition
         var options = SentinelService.Options()
@@ -50,21 +51,28 @@ final class TestServer: @unchecked Sendable {
         options.databasePath = self.folder.appendingPathComponent("test.sqlite").path
         var logger = Logger(label: "test")
         logger.logLevel = .warning
-        (service, port, task) = try await SentinelService.start(definition: definition, models: Fixtures.store, options: options, logger: logger)
-        mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+        (service, port, task) = try await SentinelService.start(
+            definition: definition, models: Fixtures.store, options: options, logger: logger)
+        mask = PrivacyMask(
+            policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
     }
 
     /// Hands `count` visitor events to the hub, as a source would: `visitors` visitors in `zone`, updated in turn,
     /// one a second (published times are whole seconds).
-    func publish(_ count: Int, visitors: Int = 3, zone: String = "display", startingAt second: Double = 0, padding: Int = 0) throws {
+    func publish(
+        _ count: Int, visitors: Int = 3, zone: String = "display", startingAt second: Double = 0, padding: Int = 0
+    ) throws {
         for i in 0..<count {
             let time = origin.addingTimeInterval(second + Double(i))
             let visitor = VisitorRecord(
                 faceId: "showroom#0#\(i % visitors)", sourceId: "showroom", zone: zone, state: "active",
-                zones: [.init(zone: zone, dwellSeconds: Double(i))], dwellSeconds: 10, firstSeen: origin, lastSeen: time,
-                emotion: "happy", emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1], valence: 0.8,
+                zones: [.init(zone: zone, dwellSeconds: Double(i))], dwellSeconds: 10, firstSeen: origin,
+                lastSeen: time,
+                emotion: "happy", emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1],
+                valence: 0.8,
                 box: Box(x: 10, y: 20, width: 30, height: 40), detectionScore: 0.97)
-            var event = VisitorEvent(type: i < visitors ? .entered : .updated, time: time, visitor: visitor, mediaTime: Double(i))
+            var event = VisitorEvent(
+                type: i < visitors ? .entered : .updated, time: time, visitor: visitor, mediaTime: Double(i))
             if padding > 0 { event.reason = String(repeating: "x", count: padding) }
             try submit(event)
         }

@@ -13,12 +13,18 @@ struct Visit {
 
     init(start: Date) { self.start = start }
 
-    mutating func publication(_ type: VisitorEvent.Kind, id: String = "cam#1#1", at second: Double, stay: VisitorEvent.Stay? = nil, reason: String? = nil) throws -> Publication {
+    mutating func publication(
+        _ type: VisitorEvent.Kind, id: String = "cam#1#1", at second: Double, stay: VisitorEvent.Stay? = nil,
+        reason: String? = nil
+    ) throws -> Publication {
         let time = start.addingTimeInterval(second)
         let visitor = VisitorRecord(
-            faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? "exited" : "active", dwellSeconds: second,
-            firstSeen: start, lastSeen: time, emotion: "happy", emotionConfidence: 0.9, valence: 1, box: Box(x: 1, y: 2, width: 30, height: 30))
-        let masked = try mask.mask(VisitorEvent(type: type, time: time, visitor: visitor, stay: stay, reason: reason, mediaTime: second))
+            faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? "exited" : "active",
+            dwellSeconds: second,
+            firstSeen: start, lastSeen: time, emotion: "happy", emotionConfidence: 0.9, valence: 1,
+            box: Box(x: 1, y: 2, width: 30, height: 30))
+        let masked = try mask.mask(
+            VisitorEvent(type: type, time: time, visitor: visitor, stay: stay, reason: reason, mediaTime: second))
         return .visitor(stored: masked[.store]!, published: PrivacyPolicy().published(masked[.store]!))
     }
 
@@ -30,7 +36,8 @@ struct Visit {
             try publication(.zoneEntered, id: id, at: offset + 1, stay: .init(zone: "display", enteredAt: entered)),
             try publication(
                 .zoneExited, id: id, at: offset + 5,
-                stay: .init(zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4)),
+                stay: .init(
+                    zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4)),
             try publication(.exited, id: id, at: offset + 6, reason: "lost"),
         ]
     }
@@ -97,8 +104,10 @@ struct StoreTests {
         #expect(appended.map(\.sequenceNumber) == [3, 4, 5, 6])
         #expect(try store.logBounds() == (floor: 0, last: 6))
         let plan = try await DatabaseQueue(path: path).read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT MAX(sequenceNumber) FROM events WHERE streamId = 'cam'")
-                .map { $0["detail"] as String }
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT MAX(sequenceNumber) FROM events WHERE streamId = 'cam'"
+            )
+            .map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.contains("events_stream_sequence") }, "\(plan)")
     }
@@ -109,12 +118,20 @@ struct StoreTests {
         var visit = Visit(start: start)
         let batch = try visit.whole()
         let logged = try await store.append(batch)
-        guard case .visitor(_, let published) = batch[2] else { Issue.record("not a visitor event"); return }
+        guard case .visitor(_, let published) = batch[2] else {
+            Issue.record("not a visitor event")
+            return
+        }
         #expect(logged[2].payload == published.json)
         let faceId = published.event.visitor.faceId
         let stored = try #require(try store.visit(faceId))
         #expect(stored.exitReason == "lost")
-        #expect(stored.stays == [.init(zone: "display", enteredAt: start.addingTimeInterval(1), exitedAt: start.addingTimeInterval(5), dwellSeconds: 4)])
+        #expect(
+            stored.stays == [
+                .init(
+                    zone: "display", enteredAt: start.addingTimeInterval(1), exitedAt: start.addingTimeInterval(5),
+                    dwellSeconds: 4)
+            ])
         let record = try JSONDecoder.sentinel().decode(VisitorRecord.self, from: stored.record)
         #expect(record.state == "exited" && record.faceId == faceId && record.box == nil)
     }
@@ -143,7 +160,8 @@ struct StoreTests {
         _ = try await store.append(try visit.whole(id: "cam#1#2", at: limit) + [.gauge(reading(at: limit))])
         var job = RetentionJob(policy: policy)
         var target = store
-        #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1 + 1)  // 4 events + 1 gauge event, 1 gauge row, 1 stay, 1 visit
+        // 4 events + 1 gauge event, 1 gauge row, 1 stay, 1 visit.
+        #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1 + 1)
         #expect(try job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
         #expect(try store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
         #expect(try store.logBounds() == (floor: 5, last: 10))
@@ -164,7 +182,8 @@ struct StoreTests {
             }
         }
         let diskFull = StoreError(try #require(full), path: path)
-        #expect(diskFull.kind == .diskFull && diskFull.message.contains(path) && diskFull.message.contains("disk is full"))
+        #expect(
+            diskFull.kind == .diskFull && diskFull.message.contains(path) && diskFull.message.contains("disk is full"))
 
         let garbage = try temporaryDatabase()
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: garbage))
@@ -188,7 +207,8 @@ struct StoreTests {
 
     func reading(at second: Double) -> GaugeReading {
         var gauge = SentimentGauge(
-            settings: GaugeSettings(), minGroupSize: 3, sources: ["cam"], zones: [ZoneID(sourceId: "cam", name: "display")])
+            settings: GaugeSettings(), minGroupSize: 3, sources: ["cam"],
+            zones: [ZoneID(sourceId: "cam", name: "display")])
         return gauge.reading(now: start.addingTimeInterval(second))
     }
 }

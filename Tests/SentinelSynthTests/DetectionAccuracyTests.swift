@@ -19,7 +19,8 @@ struct DetectionAccuracyTests {
     func accuracyFloor(index: Int) throws {
         let (kind, model, minPrecision, minRecall) = Self.floors[index]
         let path = Fixtures.recording()
-        let truth = try JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: path))))
+        let truth = try JSONDecoder().decode(
+            GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: path))))
         let detector = try OpenCVFaceDetector(kind: kind, modelPath: try Fixtures.model(model))
         let source = try VideoFileSource(path: path)
         var score = DetectionScore()

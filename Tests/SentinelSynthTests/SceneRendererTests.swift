@@ -10,7 +10,8 @@ struct SceneRendererTests {
     static let scenePath = Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path
 
     /// The showroom scene, cut to its first `seconds` and rendered small into a temporary folder.
-    func renderShowroom(seconds: Double, width: Int = 640, height: Int = 480) throws -> (GroundTruth, String, SceneSpec) {
+    func renderShowroom(seconds: Double, width: Int = 640, height: Int = 480) throws -> (GroundTruth, String, SceneSpec)
+    {
         var spec = try SceneSpec.load(Self.scenePath)
         spec.duration = seconds
         let video = try Fixtures.temporaryFolder().appendingPathComponent("scene.avi")
@@ -22,7 +23,10 @@ struct SceneRendererTests {
     @Test("every fully visible ground-truth face box shows the photo's face, and a shifted box does not")
     func truthMatchesPixels() throws {
         let (truth, video, spec) = try renderShowroom(seconds: 12)
-        let photos = try spec.faces.mapValues { try Image(contentsOf: Fixtures.root.appendingPathComponent("Recordings").appendingPathComponent($0.image).path) }
+        let photos = try spec.faces.mapValues {
+            try Image(
+                contentsOf: Fixtures.root.appendingPathComponent("Recordings").appendingPathComponent($0.image).path)
+        }
         let source = try VideoFileSource(path: video)
         var checked = 0
         while let frame = try source.next() {
@@ -33,11 +37,19 @@ struct SceneRendererTests {
                 // Compare against the photo as drawn (mirrored visitors are drawn flipped).
                 let reference = try photos[visitor.face]!.clone()
                 let drawn = try Image(width: Int(face.box.width.rounded()), height: Int(face.box.height.rounded()))
-                try drawn.composite(reference, from: photoFace, into: Box(x: 0, y: 0, width: face.box.width, height: face.box.height), feather: 0, mirrored: visitor.mirror ?? false)
-                let inner = Box(x: face.box.width * 0.25, y: face.box.height * 0.25, width: face.box.width * 0.5, height: face.box.height * 0.5)
-                let here = try frame.image.difference(in: Box(x: face.box.x + inner.x, y: face.box.y + inner.y, width: inner.width, height: inner.height), from: drawn, region: inner)
+                try drawn.composite(
+                    reference, from: photoFace, into: Box(x: 0, y: 0, width: face.box.width, height: face.box.height),
+                    feather: 0, mirrored: visitor.mirror ?? false)
+                let inner = Box(
+                    x: face.box.width * 0.25, y: face.box.height * 0.25, width: face.box.width * 0.5,
+                    height: face.box.height * 0.5)
+                let here = try frame.image.difference(
+                    in: Box(x: face.box.x + inner.x, y: face.box.y + inner.y, width: inner.width, height: inner.height),
+                    from: drawn, region: inner)
                 let shifted = try frame.image.difference(
-                    in: Box(x: face.box.x + inner.x + face.box.width * 0.5, y: face.box.y + inner.y, width: inner.width, height: inner.height),
+                    in: Box(
+                        x: face.box.x + inner.x + face.box.width * 0.5, y: face.box.y + inner.y, width: inner.width,
+                        height: inner.height),
                     from: drawn, region: inner)
                 // Measured at 640x480: 5.7-14.1 where the face is (resampling and MJPEG), about 56 half a face away.
                 #expect(here < 16, "frame \(frame.index) \(face.visitor): difference \(here)")
@@ -69,7 +81,9 @@ struct SceneRendererTests {
     func occlusion() throws {
         let (truth, _, spec) = try renderShowroom(seconds: 12)
         let pillar = Box(x: spec.occluders[0][0] * 640, y: 0, width: spec.occluders[0][2] * 640, height: 480)
-        let hidden = truth.frames.flatMap(\.faces).filter { $0.visitor == "v2" && $0.box.center.x > pillar.x && $0.box.center.x < pillar.maxX }
+        let hidden = truth.frames.flatMap(\.faces).filter {
+            $0.visitor == "v2" && $0.box.center.x > pillar.x && $0.box.center.x < pillar.maxX
+        }
         #expect(!hidden.isEmpty)
         #expect(hidden.allSatisfy { $0.visible < 0.75 })
     }
@@ -81,11 +95,12 @@ struct SceneRendererTests {
         spec.visitors[1].face = "nobody"
         spec.visitors[2].path[2][0] = 1
         spec.zones[0].polygon = [[0, 0], [1, 1]]
-        #expect(spec.problems() == [
-            "fps: must be positive",
-            "zones[0].polygon: needs at least three [x, y] points",
-            "visitors[1].face: no face named nobody",
-            "visitors[2].path[2]: time 1.0 comes before the previous keyframe",
-        ])
+        #expect(
+            spec.problems() == [
+                "fps: must be positive",
+                "zones[0].polygon: needs at least three [x, y] points",
+                "visitors[1].face: no face named nobody",
+                "visitors[2].path[2]: time 1.0 comes before the previous keyframe",
+            ])
     }
 }

@@ -46,7 +46,9 @@ public enum Fixtures {
 
 extension Fixtures {
     /// Runs a program from the repository's root to its end; returns its exit status, standard output and error.
-    public static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+    public static func run(_ executable: URL, _ arguments: [String]) throws -> (
+        status: Int32, output: String, errors: String
+    ) {
         let process = Process()
         process.executableURL = executable
         process.currentDirectoryURL = root
@@ -68,7 +70,9 @@ extension Fixtures {
 
     /// The `sentinel` executable built beside the test bundle, for tests that run the real command.
     public static var sentinel: URL {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("sentinel")
-        return FileManager.default.isExecutableFile(atPath: beside.path) ? beside : root.appendingPathComponent(".build/debug/sentinel")
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "sentinel")
+        return FileManager.default.isExecutableFile(atPath: beside.path)
+            ? beside : root.appendingPathComponent(".build/debug/sentinel")
     }
 }

@@ -18,8 +18,11 @@ struct DetectorTests {
         try checkPortraits(kind)
     }
 
-    @Test("YuNet finds the portrait faces and nothing in the landscape",
-          .enabled(if: Fixtures.hasModel("yunet"), "YuNet model absent (a manual download, or ../shared/models via make setup)"))
+    @Test(
+        "YuNet finds the portrait faces and nothing in the landscape",
+        .enabled(
+            if: Fixtures.hasModel("yunet"), "YuNet model absent (a manual download, or ../shared/models via make setup)"
+        ))
     func yunetOnPhotos() throws {
         try checkPortraits(.yunet)
         try findsNothingInLandscape(kind: .yunet)
@@ -35,19 +38,22 @@ struct DetectorTests {
             let found = try detector.detect(try Image(contentsOf: Fixtures.photo(photo)))
             let best = try #require(found.first, "\(kind) found no face in \(photo)")
             #expect(best.box.iou(face) > 0.5, "\(kind) on \(photo): best box \(best.box)")
-            #expect(found.filter { $0.box.iou(face) > 0.5 }.count == 1, "\(kind) on \(photo): duplicate boxes on one face")
+            #expect(
+                found.filter { $0.box.iou(face) > 0.5 }.count == 1, "\(kind) on \(photo): duplicate boxes on one face")
         }
     }
 
     @Test("no detector finds a face in the landscape photo", arguments: obtainable)
     func findsNothingInLandscape(kind: DetectorKind) throws {
-        let found = try detector(kind).detect(try Image(contentsOf: Fixtures.photo("640px-IceBlockNearJoekullsarlon.jpg")))
+        let found = try detector(kind).detect(
+            try Image(contentsOf: Fixtures.photo("640px-IceBlockNearJoekullsarlon.jpg")))
         #expect(found.isEmpty, "\(kind) found \(found)")
     }
 
     @Test("a black frame yields no faces, although YuNet alone would see some", arguments: DetectorKind.allCases)
     func blankFrameHasNoFaces(kind: DetectorKind) throws {
-        try #require(kind != .yunet || Fixtures.hasModel("yunet"), "YuNet model absent (needs a manual download or ../shared)")
+        try #require(
+            kind != .yunet || Fixtures.hasModel("yunet"), "YuNet model absent (needs a manual download or ../shared)")
         let found = try detector(kind).detect(try Image(width: 640, height: 480, fill: .black))
         #expect(found.isEmpty)
     }
@@ -66,10 +72,13 @@ struct DetectorTests {
     func scaleMapsBack() throws {
         let image = try Image(contentsOf: Fixtures.photo("grace_hopper_512x512.jpg"))
         var settings = DetectorSettings.defaults(for: .centerface)
-        let full = try OpenCVFaceDetector(kind: .centerface, modelPath: try Fixtures.model("centerface"), settings: settings)
+        let full = try OpenCVFaceDetector(
+            kind: .centerface, modelPath: try Fixtures.model("centerface"), settings: settings)
         settings.longestSide = 256
-        let half = try OpenCVFaceDetector(kind: .centerface, modelPath: try Fixtures.model("centerface"), settings: settings)
-        let a = try #require(try full.detect(image).first), b = try #require(try half.detect(image).first)
+        let half = try OpenCVFaceDetector(
+            kind: .centerface, modelPath: try Fixtures.model("centerface"), settings: settings)
+        let a = try #require(try full.detect(image).first)
+        let b = try #require(try half.detect(image).first)
         #expect(a.box.iou(b.box) > 0.8)
     }
 
@@ -88,7 +97,8 @@ struct DetectorTests {
     func minimumFaceSize() throws {
         var settings = DetectorSettings.defaults(for: .centerface)
         settings.minFaceSize = 250
-        let detector = try OpenCVFaceDetector(kind: .centerface, modelPath: try Fixtures.model("centerface"), settings: settings)
+        let detector = try OpenCVFaceDetector(
+            kind: .centerface, modelPath: try Fixtures.model("centerface"), settings: settings)
         #expect(try detector.detect(try Image(contentsOf: Fixtures.photo("grace_hopper_512x512.jpg"))).isEmpty)
     }
 }

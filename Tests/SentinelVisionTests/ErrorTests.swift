@@ -24,7 +24,9 @@ struct ErrorTests {
     func truncatedOnnx() throws {
         let real = try Data(contentsOf: URL(fileURLWithPath: try Fixtures.model("centerface")))
         let path = try corruptFile("half.onnx", bytes: Array(real.prefix(real.count / 2)))
-        let error = try #require(throws: VisionError.self) { try OpenCVFaceDetector(kind: .centerface, modelPath: path) }
+        let error = try #require(throws: VisionError.self) {
+            try OpenCVFaceDetector(kind: .centerface, modelPath: path)
+        }
         #expect(error.code == .model)
     }
 
@@ -50,14 +52,19 @@ struct ErrorTests {
         let empty = try Image(width: 0, height: 0)
         let detector = try OpenCVFaceDetector(kind: .cascade, modelPath: try Fixtures.model("haar-frontalface"))
         #expect(throws: VisionError(.emptyFrame, "empty frame (0x0)")) { try detector.detect(empty) }
-        let classifier = try FaceClassifier(modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: Array(repeating: "x", count: 7))
-        let error = try #require(throws: VisionError.self) { try classifier.classify(empty, face: Box(x: 0, y: 0, width: 10, height: 10)) }
+        let classifier = try FaceClassifier(
+            modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: Array(repeating: "x", count: 7))
+        let error = try #require(throws: VisionError.self) {
+            try classifier.classify(empty, face: Box(x: 0, y: 0, width: 10, height: 10))
+        }
         #expect(error.code == .emptyFrame)
     }
 
-    @Test("sources that cannot be opened are .open errors naming the file, device or URL", arguments: [
-        "/nonexistent/video.mp4", "/dev/video99", "http://127.0.0.1:9/stream.mjpg",
-    ])
+    @Test(
+        "sources that cannot be opened are .open errors naming the file, device or URL",
+        arguments: [
+            "/nonexistent/video.mp4", "/dev/video99", "http://127.0.0.1:9/stream.mjpg",
+        ])
     func unopenableSource(spec: String) throws {
         let error = try #require(throws: VisionError.self) {
             _ = try SourceSpec(spec).open(logger: .init(label: "test"))

@@ -25,7 +25,8 @@ struct LiveSourceTests {
     @Test("a stream that stops delivering is reopened with backoff; index and time keep increasing")
     func reconnectsAfterStreamEnds() throws {
         let folder = try Fixtures.temporaryFolder()
-        let writer = try VideoWriter(path: folder.appendingPathComponent("clip.avi").path, fps: 25, width: 160, height: 120)
+        let writer = try VideoWriter(
+            path: folder.appendingPathComponent("clip.avi").path, fps: 25, width: 160, height: 120)
         for i in 0..<10 {
             try writer.write(try Image(width: 160, height: 120, fill: Color(red: UInt8(i * 20), green: 100, blue: 50)))
         }
@@ -33,7 +34,9 @@ struct LiveSourceTests {
         let (server, port) = try serve(folder)
         defer { server.kill() }
         let url = "http://127.0.0.1:\(port)/clip.avi"
-        let source = try LiveSource(.url(url), backoff: Backoff(initial: .milliseconds(20), maximum: .milliseconds(100)), logger: Logger(label: "test"))
+        let source = try LiveSource(
+            .url(url), backoff: Backoff(initial: .milliseconds(20), maximum: .milliseconds(100)),
+            logger: Logger(label: "test"))
         var frames: [Frame] = []
         while frames.count < 25, let frame = try source.next() { frames.append(frame) }
         source.stop()

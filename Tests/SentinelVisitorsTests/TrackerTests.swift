@@ -33,7 +33,8 @@ struct TrackerTests {
         // not take A's detection when A is seen again.
         func run(_ settings: TrackerSettings) -> (a: Set<Int>, b: Set<Int>) {
             var tracker = Tracker(settings: settings)
-            var a: Set<Int> = [], b: Set<Int> = []
+            var a: Set<Int> = []
+            var b: Set<Int> = []
             for i in 0..<(8 * 15) {
                 let bx = 300 - 50 * Double(i) / 15
                 let hidden = bx < 110 && bx >= 40
@@ -118,7 +119,9 @@ struct TrackerTests {
         #expect(ids[50...].allSatisfy { $0.isEmpty })
     }
 
-    @Test("a face lost past coasting but back near where it was lost continues the visit; after the timeout it is a new one")
+    @Test(
+        "a face lost past coasting but back near where it was lost continues the visit; after the timeout it is a new one"
+    )
     func reentry() {
         var tracker = Tracker()
         var frames: [[Detection]] = (0..<10).map { _ in [face(300, 200)] }

@@ -7,7 +7,8 @@ import Testing
 struct VisitorStageTests {
     let origin = Date(timeIntervalSince1970: 1_800_000_000)
     let display = ZoneDefinition(
-        name: "display", polygon: Polygon([Point(x: 200, y: 0), Point(x: 400, y: 0), Point(x: 400, y: 480), Point(x: 200, y: 480)]))
+        name: "display",
+        polygon: Polygon([Point(x: 200, y: 0), Point(x: 400, y: 0), Point(x: 400, y: 480), Point(x: 200, y: 480)]))
     let happy = [0.02, 0.01, 0.02, 0.85, 0.03, 0.03, 0.04]
     let angry = [0.8, 0.05, 0.05, 0.02, 0.03, 0.02, 0.03]
 
@@ -23,7 +24,10 @@ struct VisitorStageTests {
         var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
         var all: [VisitorEvent] = []
         for i in 0..<Int(seconds * fps) {
-            all += stage.process(time: MediaTime(seconds: Double(i) / fps), detections: walk(i, fps: fps), classify: classify).events
+            all +=
+                stage.process(
+                    time: MediaTime(seconds: Double(i) / fps), detections: walk(i, fps: fps), classify: classify
+                ).events
         }
         return all + stage.finish(reason: "endOfStream")
     }
@@ -69,20 +73,28 @@ struct VisitorStageTests {
             }
             return all + stage.finish(reason: "endOfStream")
         }
-        let full = run(every: 1), third = run(every: 3)
+        let full = run(every: 1)
+        let third = run(every: 3)
         let visits = [full, third].map { events in events.filter { $0.type == .entered }.count }
         #expect(visits == [1, 1])
-        let dwell: [Double] = [full, third].map { events in events.last { $0.type == .exited }?.visitor.dwellSeconds ?? -1 }
+        let dwell: [Double] = [full, third].map { events in
+            events.last { $0.type == .exited }?.visitor.dwellSeconds ?? -1
+        }
         let tolerance: Double = 3 / 15.0 + 1e-9
         #expect(abs(dwell[0] - dwell[1]) <= tolerance)
-        let stays: [Double] = [full, third].map { events in events.first { $0.type == .zoneExited }?.stay?.dwellSeconds ?? -1 }
+        let stays: [Double] = [full, third].map { events in
+            events.first { $0.type == .zoneExited }?.stay?.dwellSeconds ?? -1
+        }
         #expect(abs(stays[0] - stays[1]) <= tolerance)
     }
 
     @Test("a tracked visitor between two detections is carried where its motion leads, for the review video's masks")
     func carryPredictsPosition() throws {
         var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
-        for i in 0..<15 { _ = stage.process(time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil }) }
+        for i in 0..<15 {
+            _ = stage.process(
+                time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil })
+        }
         let carried = stage.carry(time: MediaTime(seconds: 15.5 / 15))
         let face = try #require(carried.predicted.first)
         #expect(carried.predicted.count == 1 && face.unseenSeconds > 0)
@@ -94,7 +106,10 @@ struct VisitorStageTests {
     @Test("between two detections a visitor seen at the last one is carried as a position, scored like a detection")
     func carriedPosition() throws {
         var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
-        for i in 0..<15 { _ = stage.process(time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil }) }
+        for i in 0..<15 {
+            _ = stage.process(
+                time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil })
+        }
         let carried = stage.carry(time: MediaTime(seconds: 16 / 15.0))
         let position = try #require(carried.carried.first)
         // Where the walk (100 px/s from x 100) really is two frames later, to the pixel the velocity allows.

@@ -8,7 +8,9 @@ struct ZonePresenceTests {
 
     @Test("jitter across a zone edge neither enters a visitor outside nor exits one inside")
     func flicker() {
-        var presence = ZonePresence(zones: [ZoneDefinition(name: "display", polygon: square, inertia: .seconds(0.3), grace: .seconds(0.5))])
+        var presence = ZonePresence(zones: [
+            ZoneDefinition(name: "display", polygon: square, inertia: .seconds(0.3), grace: .seconds(0.5))
+        ])
         var changes: [ZonePresence.Change] = []
         // Outside near the edge, one frame in four detected just inside: never enters.
         for i in 0..<30 { changes += presence.observe(Point(x: i % 4 == 3 ? 102 : 98, y: 200), at: at(i)) }
@@ -22,7 +24,9 @@ struct ZonePresenceTests {
 
     @Test("inertia delays the event, not the stay: it starts at the first frame inside")
     func entryTimeIsExact() {
-        var presence = ZonePresence(zones: [ZoneDefinition(name: "z", polygon: square, inertia: .frames(5), grace: .frames(5))])
+        var presence = ZonePresence(zones: [
+            ZoneDefinition(name: "z", polygon: square, inertia: .frames(5), grace: .frames(5))
+        ])
         var changes: [(Int, ZonePresence.Change)] = []
         for i in 0..<30 {
             let x = i < 10 ? 50.0 : (i < 20 ? 200 : 50)
@@ -34,7 +38,9 @@ struct ZonePresenceTests {
 
     @Test("stays in one zone during a visit add up; overlapping zones count separately")
     func reentryAddsUp() {
-        let right = Polygon([Point(x: 200, y: 100), Point(x: 400, y: 100), Point(x: 400, y: 300), Point(x: 200, y: 300)])
+        let right = Polygon([
+            Point(x: 200, y: 100), Point(x: 400, y: 100), Point(x: 400, y: 300), Point(x: 200, y: 300),
+        ])
         var presence = ZonePresence(zones: [
             ZoneDefinition(name: "a", polygon: square, inertia: .frames(1), grace: .frames(1)),
             ZoneDefinition(name: "b", polygon: right, inertia: .frames(1), grace: .frames(1)),
@@ -52,7 +58,9 @@ struct ZonePresenceTests {
 
     @Test("dwell comes from timestamps, not frame counts: dropped frames do not shorten it")
     func dwellFromTimestamps() {
-        var presence = ZonePresence(zones: [ZoneDefinition(name: "z", polygon: square, inertia: .seconds(0), grace: .seconds(0))])
+        var presence = ZonePresence(zones: [
+            ZoneDefinition(name: "z", polygon: square, inertia: .seconds(0), grace: .seconds(0))
+        ])
         // Frames at irregular times (a camera dropping frames) inside from 1.0 s to 4.0 s.
         let times: [Double] = [0, 1.0, 1.1, 2.7, 2.75, 3.9, 4.0, 4.5]
         for t in times { _ = presence.observe(Point(x: t >= 1 && t < 4 ? 200 : 50, y: 200), at: MediaTime(seconds: t)) }
@@ -61,7 +69,9 @@ struct ZonePresenceTests {
 
     @Test("the current zone is the most recently entered one; a staff zone turns emotion off")
     func currentZoneAndEmotionPolicy() {
-        let staff = Polygon([Point(x: 250, y: 150), Point(x: 280, y: 150), Point(x: 280, y: 250), Point(x: 250, y: 250)])
+        let staff = Polygon([
+            Point(x: 250, y: 150), Point(x: 280, y: 150), Point(x: 280, y: 250), Point(x: 250, y: 250),
+        ])
         var presence = ZonePresence(zones: [
             ZoneDefinition(name: "floor", polygon: square, inertia: .frames(1), grace: .frames(1)),
             ZoneDefinition(name: "staff", polygon: staff, inertia: .frames(1), grace: .frames(1), emotion: false),
