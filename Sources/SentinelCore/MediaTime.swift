@@ -9,7 +9,6 @@ public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringCo
 
     public init(microseconds: Int64) { self.microseconds = microseconds }
     public init(seconds: Double) { self.microseconds = Int64((seconds * 1_000_000).rounded()) }
-    public init(milliseconds: Double) { self.microseconds = Int64((milliseconds * 1000).rounded()) }
 
     public static let zero = MediaTime(microseconds: 0)
     public var seconds: Double { Double(microseconds) / 1_000_000 }

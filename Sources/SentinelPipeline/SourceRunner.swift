@@ -213,6 +213,11 @@ public final class SourceRunner {
             if let file = declared.file, let reason = file.endReason {
                 logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])
             }
+            if let file = declared.file, file.repairedTimestamps > 0 {
+                logger.warning(
+                    "unusable container timestamps replaced by the nominal frame rate",
+                    metadata: ["source.id": "\(source.id)", "frames": "\(file.repairedTimestamps)"])
+            }
         }
         do {
             var last: (time: MediaTime, capturedAt: ContinuousClock.Instant)?

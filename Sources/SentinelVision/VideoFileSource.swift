@@ -14,6 +14,9 @@ public final class VideoFileSource: FrameSource {
     public let height: Int
     /// Why the source ended early, once it has: a decode error or fewer frames than the container declared.
     public private(set) var endReason: String?
+    /// Frames whose container timestamp was unusable (not a number, negative, absurdly large, behind the previous
+    /// frame or far ahead of it) and that were placed one nominal frame interval after the previous frame instead.
+    public private(set) var repairedTimestamps = 0
 
     private var capture: OpaquePointer?
     private var index = 0
@@ -58,13 +61,28 @@ public final class VideoFileSource: FrameSource {
         return frame
     }
 
-    /// The container's timestamp, kept strictly increasing: a file whose timestamps repeat or go back
-    /// gets one nominal frame interval past the previous frame instead.
+    /// Longest gap between two frames' container timestamps taken as real: a longer one is a broken timestamp.
+    static let maxGapSeconds = 600.0
+
+    /// The container's timestamp where it is sane, kept strictly increasing. FFmpeg reports nonsense for some inputs
+    /// (a still image renamed .mp4 gives about -9e15 ms), which must never reach a visitor stage: such a frame, or
+    /// one whose timestamp repeats, goes back or leaps more than `maxGapSeconds`, gets one nominal frame interval past
+    /// the previous frame instead (the first frame: 0).
     private func timestamp(_ positionMs: Double) -> MediaTime {
-        var time = MediaTime(milliseconds: positionMs)
-        if let lastTime, time <= lastTime {
+        let seconds = positionMs / 1000
+        let sane = seconds.isFinite && seconds >= 0 && seconds < 1e9
+        var time = sane ? MediaTime(seconds: seconds) : nil
+        if let candidate = time, let lastTime,
+            candidate <= lastTime || (candidate - lastTime).seconds > Self.maxGapSeconds
+        {
+            time = nil
+        }
+        guard let time else {
+            repairedTimestamps += 1
             let step = nominalFPS > 0 ? MediaTime(seconds: 1 / nominalFPS) : MediaTime(microseconds: 1)
-            time = lastTime + step
+            let repaired = lastTime.map { $0 + step } ?? .zero
+            lastTime = repaired
+            return repaired
         }
         lastTime = time
         return time

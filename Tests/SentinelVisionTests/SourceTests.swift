@@ -21,6 +21,25 @@ struct SourceTests {
         return path
     }
 
+    @Test("a still image renamed .mp4 is read with sane media time instead of crashing on FFmpeg's timestamp")
+    func stillImageRenamedAsVideo() throws {
+        // FFmpeg reports about -9e15 ms for this frame; turned into media time unchecked it trapped (SIGILL).
+        let path = try Fixtures.temporaryFolder().appendingPathComponent("photo.mp4").path
+        try FileManager.default.copyItem(atPath: Fixtures.photo("grace_hopper_512x512.jpg"), toPath: path)
+        let source = try VideoFileSource(path: path)
+        var times: [MediaTime] = []
+        while let frame = try source.next() { times.append(frame.time) }
+        #expect(times == [.zero])
+        #expect(source.repairedTimestamps == 1)
+    }
+
+    @Test("the repaired timestamp of a sane file is none: real timestamps are kept")
+    func saneFileNeedsNoRepair() throws {
+        let source = try VideoFileSource(path: Fixtures.recording())
+        while try source.next() != nil {}
+        #expect(source.repairedTimestamps == 0)
+    }
+
     @Test("file timestamps increase and agree with the container's frame rate")
     func timestampsFollowContainer() throws {
         let path = Fixtures.recording()
