@@ -27,7 +27,11 @@ struct Replay: ParsableCommand {
     @Option(help: "Pace: fastest, realtime, or a factor such as 4x (default: the pipeline's).")
     var pace: Pacing?
 
-    @Option(name: .shortAndLong, help: "Write events to this file instead of standard output.")
+    @Option(
+        name: .shortAndLong,
+        help:
+            "Write events to this file instead of standard output (- is standard output; a device or FIFO is written in place)."
+    )
     var output: String?
 
     @Option(
@@ -48,21 +52,14 @@ struct Replay: ParsableCommand {
         let runner = try SourceRunner(
             definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace,
             logger: logger)
-        let sink =
-            try output.map { path -> FileHandle in
-                _ = FileManager.default.createFile(atPath: path, contents: nil)
-                guard let handle = FileHandle(forWritingAtPath: path) else {
-                    throw ValidationError("cannot write \(path)")
-                }
-                return handle
-            } ?? FileHandle.standardOutput
+        let sink = try OutputFile(path: output ?? "-")
         var mask = PrivacyMask(
             policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
         var review: ReviewVideo?
         var progress = ProgressBar(total: runner.expectedFrames)
         try runner.run(
             mask: &mask,
-            onEvent: { sink.write($0[.events]!.json + Data("\n".utf8)) },
+            onEvent: { sink.handle.write($0[.events]!.json + Data("\n".utf8)) },
             onFrame: { frame in
                 if let annotate, review == nil {
                     review = try ReviewVideo(
@@ -74,7 +71,7 @@ struct Replay: ParsableCommand {
             })
         review?.finish()
         progress.finish()
-        try sink.synchronize()
+        try sink.commit()
     }
 }
 

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+
+/// A file a command writes its output to, given by the user: `-` is standard output; a device, FIFO or socket is
+/// written in place (never replaced: `-o /dev/null` must not turn /dev/null into a regular file); a symlink is
+/// followed to its target; a regular file, or a path that does not exist yet, is written to a temporary file beside
+/// it and renamed over it by `commit()`, so a run that fails half-way leaves what was there before.
+final class OutputFile {
+    let handle: FileHandle
+    /// The file `commit()` renames over `target`; nil when writing in place, or once committed.
+    private var temporary: String?
+    private let target: String
+
+    init(path: String) throws {
+        if path == "-" {
+            (handle, temporary, target) = (.standardOutput, nil, path)
+            return
+        }
+        target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        var status = stat()
+        let exists = stat(target, &status) == 0
+        if exists && (status.st_mode & S_IFMT) != S_IFREG {
+            let fd = open(target, O_WRONLY)
+            guard fd >= 0 else { throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))") }
+            (handle, temporary) = (FileHandle(fileDescriptor: fd, closeOnDealloc: true), nil)
+            return
+        }
+        let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
+        var template = Array("\(folder)/.\(URL(fileURLWithPath: target).lastPathComponent).XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else { throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        // mkstemp makes 0600; give the output the mode a new file would have (or the one it had).
+        fchmod(fd, exists ? status.st_mode & 0o7777 : 0o644 & ~currentUmask())
+        temporary = String(cString: template)
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    deinit {
+        if let temporary { unlink(temporary) }
+    }
+
+    /// Makes the output visible at its path: flushes it (a pipe or a terminal cannot be, and need not be), and
+    /// renames a temporary file over the target.
+    func commit() throws {
+        try? handle.synchronize()
+        guard let temporary else { return }
+        guard rename(temporary, target) == 0 else {
+            throw ValidationError("cannot write \(target): \(String(cString: strerror(errno)))")
+        }
+        self.temporary = nil
+    }
+}
+
+private func currentUmask() -> mode_t {
+    let mask = umask(0o022)
+    umask(mask)
+    return mask
+}

@@ -1,0 +1,85 @@
+import Foundation
+import SentinelSynth
+import SentinelTestSupport
+import Synchronization
+import Testing
+
+/// `sentinel replay -o PATH`, the real binary, on the kinds of path a user gives: a device, a FIFO, a symlink.
+@Suite("sentinel replay -o: outputs that are not plain files")
+struct ReplayOutputTests {
+    /// A 4 s clip of the showroom scene (visitors enter within it) and a folder to write into.
+    static let clip: Result<(folder: URL, video: String), any Error> = Result {
+        var spec = try SceneSpec.load(Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path)
+        spec.duration = 4
+        let folder = try Fixtures.temporaryFolder()
+        let video = folder.appendingPathComponent("clip.avi")
+        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(
+            width: 320, height: 240, video: video)
+        return (folder, video.path)
+    }
+
+    func replay(to output: String) throws -> (status: Int32, errors: String) {
+        let (status, _, errors) = try Fixtures.run(
+            Fixtures.sentinel, ["replay", try Self.clip.get().video, "-o", output])
+        return (status, errors)
+    }
+
+    func fileType(_ path: String) -> mode_t {
+        var status = stat()
+        return lstat(path, &status) == 0 ? status.st_mode & S_IFMT : 0
+    }
+
+    @Test(
+        "a character device given as output is written in place, never replaced by a regular file",
+        .enabled(if: getuid() == 0, "making a device node needs root"))
+    func deviceStaysDevice() throws {
+        // A node of our own for the null device: a regression must not destroy the machine's /dev/null.
+        let null = try Self.clip.get().folder.appendingPathComponent("null").path
+        try #require(mknod(null, S_IFCHR | 0o666, dev_t(1 << 8 | 3)) == 0)  // makedev(1, 3) in glibc's encoding
+        let result = try replay(to: null)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(fileType(null) == S_IFCHR)
+    }
+
+    @Test("a FIFO given as output stays a FIFO and its reader gets every event")
+    func fifoStaysFifo() throws {
+        let fifo = try Self.clip.get().folder.appendingPathComponent("events.fifo").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // The reader on a thread of its own: the writer blocks opening the FIFO until it does, and the
+        // cooperative pool may be busy with other tests' blocking runs.
+        let received = Mutex(Data())
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let fd = open(fifo, O_RDONLY)
+            let data = fd < 0 ? Data() : FileHandle(fileDescriptor: fd, closeOnDealloc: true).readDataToEndOfFile()
+            received.withLock { $0 = data }
+            done.signal()
+        }
+        let result = try replay(to: fifo)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(fileType(fifo) == S_IFIFO)
+        let lines = received.withLock { String(decoding: $0, as: UTF8.self).split(separator: "\n") }
+        #expect(lines.count >= 3)
+    }
+
+    @Test("a symlink given as output is followed: the link stays, its target gets the events and keeps its mode")
+    func symlinkIsFollowed() throws {
+        let folder = try Self.clip.get().folder
+        let target = folder.appendingPathComponent("real.jsonl").path
+        let link = folder.appendingPathComponent("link.jsonl").path
+        try Data("old\n".utf8).write(to: URL(fileURLWithPath: target))
+        chmod(target, 0o640)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let result = try replay(to: link)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(fileType(link) == S_IFLNK)
+        let lines = try String(contentsOfFile: target, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count >= 3 && !lines.contains("old"))
+        var status = stat()
+        stat(target, &status)
+        #expect(status.st_mode & 0o777 == 0o640)
+        // No temporary file is left beside it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") }.isEmpty)
+    }
+}
