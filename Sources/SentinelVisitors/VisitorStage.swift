@@ -193,13 +193,18 @@ public struct VisitorStage: Sendable {
     private func wall(_ time: MediaTime) -> Date { origin.addingTimeInterval(time.seconds) }
 
     private func record(_ visit: Visit, state: String, now: MediaTime) -> VisitorRecord {
-        let (emotion, confidence) = visit.emotion.dominant
+        // In a zone with `emotion: false` (staff) a visitor carries no emotion at all, not even the one measured
+        // before entering it; the smoother keeps it for when the visitor leaves.
+        let measured =
+            visit.presence.allowsEmotion(at: settings.point(of: visit.box))
+            ? visit.emotion : EmotionSmoother(settings: settings.emotion)
+        let (emotion, confidence) = measured.dominant
         let distribution =
-            visit.emotion.distribution.isEmpty
+            measured.distribution.isEmpty
             ? [:]
             : Dictionary(
                 uniqueKeysWithValues: zip(
-                    Emotion.allCases.map(\.rawValue), visit.emotion.distribution.map { ($0 * 1000).rounded() / 1000 }))
+                    Emotion.allCases.map(\.rawValue), measured.distribution.map { ($0 * 1000).rounded() / 1000 }))
         return VisitorRecord(
             faceId: internalID(visit.number), sourceId: sourceID,
             zone: state == "exited" ? nil : visit.presence.currentZone, state: state,
@@ -207,7 +212,7 @@ public struct VisitorStage: Sendable {
             dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen),
             lastSeen: wall(visit.lastSeen),
             emotion: emotion?.rawValue ?? "unknown", emotionConfidence: (confidence * 1000).rounded() / 1000,
-            emotionDistribution: distribution, valence: (visit.emotion.valence * 1000).rounded() / 1000, box: visit.box,
+            emotionDistribution: distribution, valence: (measured.valence * 1000).rounded() / 1000, box: visit.box,
             detectionScore: (visit.score * 1000).rounded() / 1000)
     }
 

@@ -195,4 +195,24 @@ struct VisitorStageTests {
         // Calls happen only outside the zone, and not during the exit's grace (0.5 s = 100 px).
         #expect(calls.allSatisfy { $0 < 200 || $0 > 500 })
     }
+
+    @Test("in a zone with emotion off a visitor carries no emotion, not the one measured before it; after, it does")
+    func staffZonePublishesNoEmotion() {
+        var staff = display
+        staff.emotion = false
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [staff])
+        var events: [VisitorEvent] = []
+        for i in 0..<(12 * 15) {
+            events += stage.process(time: at(i), detections: walk(i, fps: 15)) { _ in self.happy }.events
+        }
+        events += stage.finish(reason: "endOfStream")
+        let inside = events.filter { $0.visitor.zone == "display" }
+        #expect(inside.count >= 3)
+        #expect(
+            inside.allSatisfy { $0.visitor.emotion == "unknown" && ($0.visitor.emotionDistribution ?? [:]).isEmpty })
+        #expect(inside.allSatisfy { $0.visitor.valence == 0 && $0.visitor.emotionConfidence == 0 })
+        // Measured on the way in, and published again once the visitor has left the zone.
+        #expect(events.contains { $0.visitor.zone == nil && $0.visitor.emotion == "happy" && $0.type == .updated })
+        #expect(events.last { $0.type == .exited }?.visitor.emotion == "happy")
+    }
 }
