@@ -34,6 +34,11 @@ public struct LoggedEvent: Sendable, Equatable {
 /// copy (the store's, reduced to what the events output allows). Every batch is one transaction with
 /// `synchronous = FULL`, so a batch that `append` returned from survives kill -9 and power loss.
 public final class EventStore: Sendable {
+    /// The SQLite library's version, as loaded ("3.40.1"), or "unknown" if an in-memory database cannot be opened.
+    public static var sqliteVersion: String {
+        ((try? DatabaseQueue().read { try String.fetchOne($0, sql: "SELECT sqlite_version()") }) ?? nil) ?? "unknown"
+    }
+
     public let path: String
     private let pool: DatabasePool
 

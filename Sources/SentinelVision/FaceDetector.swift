@@ -85,6 +85,9 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
 
 /// A face detector implemented by the bridge.
 public final class OpenCVFaceDetector: FaceDetector {
+    /// The OpenCV library's version, as loaded ("4.6.0").
+    public static var openCVVersion: String { String(cString: snl_opencv_version()) }
+
     public let kind: DetectorKind
     public let settings: DetectorSettings
     public var name: String { kind.rawValue }

@@ -33,14 +33,14 @@ struct BenchDetect: ParsableCommand {
         let loop = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("sentinel-cxx-loop").path
         guard FileManager.default.isExecutableFile(atPath: loop) else {
-            throw ValidationError("\(loop) not found: build the package first (swift build -c release)")
+            throw CommandError("\(loop) not found: build the package first (swift build -c release)")
         }
         print(
             "recording                  stage              frames  Sentinel fps   C++ fps   ratio   faces (Sentinel / C++)"
         )
         for recording in recordings {
             guard FileManager.default.fileExists(atPath: recording) else {
-                throw ValidationError("\(recording): no such file")
+                throw CommandError("\(recording): no such file")
             }
             var stages: [(String, DetectorKind?, String)] = [("decode", nil, "")]
             for kind in DetectorKind.allCases {
@@ -85,7 +85,7 @@ struct BenchDetect: ParsableCommand {
     private func runLoop(_ path: String, _ arguments: [String]) throws -> (frames: Int, seconds: Double, faces: Int) {
         let values = BenchPipeline.pairs(try BenchPipeline.run(path, arguments))
         guard let frames = values["frames"], let seconds = values["seconds"], let faces = values["faces"] else {
-            throw ValidationError("sentinel-cxx-loop printed no figures")
+            throw CommandError("sentinel-cxx-loop printed no figures")
         }
         return (Int(frames), seconds, Int(faces))
     }

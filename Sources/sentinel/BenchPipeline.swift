@@ -175,7 +175,7 @@ struct BenchPipeline: ParsableCommand {
         defer { camera.terminate() }
         let banner = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
         guard let port = banner.firstMatch(of: /PORT (\d+)/).flatMap({ Int($0.1) }) else {
-            throw ValidationError("the RTSP camera stand-in did not start: \(banner)")
+            throw CommandError("the RTSP camera stand-in did not start: \(banner)")
         }
         let stop = StopFlag()
         let runner = try SourceRunner(
@@ -247,7 +247,7 @@ struct BenchPipeline: ParsableCommand {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw ValidationError("\(executable) \(arguments.first ?? "") failed (exit \(process.terminationStatus))")
+            throw CommandError("\(executable) \(arguments.first ?? "") failed (exit \(process.terminationStatus))")
         }
         return output
     }

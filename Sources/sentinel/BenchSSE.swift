@@ -80,7 +80,7 @@ struct BenchSSE: AsyncParsableCommand {
         let deadline = Date().addingTimeInterval(60)
         while service.broadcaster.subscriberCount < count {
             guard Date() < deadline, child.isRunning else {
-                throw ValidationError("only \(service.broadcaster.subscriberCount) of \(count) subscribers connected")
+                throw CommandError("only \(service.broadcaster.subscriberCount) of \(count) subscribers connected")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -107,7 +107,7 @@ struct BenchSSE: AsyncParsableCommand {
         await service.group.triggerGracefulShutdown()
         try await server.value
         guard let result = try? JSONDecoder().decode(Clients.Report.self, from: Data(report.utf8)) else {
-            throw ValidationError("the subscriber process failed: \(report)")
+            throw CommandError("the subscriber process failed: \(report)")
         }
         let cpu = (after.cpuSeconds - before.cpuSeconds) / after.wall.timeIntervalSince(before.wall) * 100
         print(
@@ -146,7 +146,7 @@ struct Clients {
             return all
         }
         guard let line = readLine(), let start = Double(line) else {
-            throw ValidationError("no start time on standard input")
+            throw CommandError("no start time on standard input")
         }
         var latencies: [Double] = []
         var lost = 0

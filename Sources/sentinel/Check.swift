@@ -28,9 +28,9 @@ func loadPipeline(_ path: String, models: ModelOptions) throws -> PipelineDefini
     do {
         let definition = try PipelineDefinition.load(path)
         let problems = definition.environmentProblems(models: try models.store())
-        guard problems.isEmpty else { throw ValidationError(problems.map(\.description).joined(separator: "\n")) }
+        guard problems.isEmpty else { throw CommandError(problems.map(\.description).joined(separator: "\n")) }
         return definition
     } catch let error as ConfigError {
-        throw ValidationError(error.description)
+        throw CommandError(error.description)
     }
 }

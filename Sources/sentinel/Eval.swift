@@ -137,7 +137,7 @@ struct Eval: ParsableCommand {
                 }
                 .sorted().map { folder.appendingPathComponent($0).path }
                 guard !paths.isEmpty else {
-                    throw ValidationError("no recordings in Recordings/out: run `make recordings` first")
+                    throw CommandError("no recordings in Recordings/out: run `make recordings` first")
                 }
             }
             var rows: [Row] = []

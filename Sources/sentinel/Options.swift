@@ -12,7 +12,7 @@ struct ModelOptions: ParsableArguments {
         do {
             return try ModelStore(root: folder)
         } catch {
-            throw ValidationError(error.message)
+            throw CommandError(error.message)
         }
     }
 }
@@ -39,7 +39,7 @@ struct DetectorOptions: ParsableArguments {
         do {
             path = try store.path(of: model ?? kind.defaultModel)
         } catch {
-            throw ValidationError(error.message)
+            throw CommandError(error.message)
         }
         return try OpenCVFaceDetector(kind: kind, modelPath: path, settings: settings)
     }

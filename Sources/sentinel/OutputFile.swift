@@ -21,14 +21,14 @@ final class OutputFile {
         let exists = stat(target, &status) == 0
         if exists && (status.st_mode & S_IFMT) != S_IFREG {
             let fd = open(target, O_WRONLY)
-            guard fd >= 0 else { throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw CommandError("cannot write \(path): \(String(cString: strerror(errno)))") }
             (handle, temporary) = (FileHandle(fileDescriptor: fd, closeOnDealloc: true), nil)
             return
         }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
         var template = Array("\(folder)/.\(URL(fileURLWithPath: target).lastPathComponent).XXXXXX".utf8CString)
         let fd = mkstemp(&template)
-        guard fd >= 0 else { throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CommandError("cannot write \(path): \(String(cString: strerror(errno)))") }
         // mkstemp makes 0600; give the output the mode a new file would have (or the one it had).
         fchmod(fd, exists ? status.st_mode & 0o7777 : 0o644 & ~currentUmask())
         temporary = String(cString: template)
@@ -45,7 +45,7 @@ final class OutputFile {
         try? handle.synchronize()
         guard let temporary else { return }
         guard rename(temporary, target) == 0 else {
-            throw ValidationError("cannot write \(target): \(String(cString: strerror(errno)))")
+            throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))")
         }
         self.temporary = nil
     }

@@ -27,7 +27,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Address to listen on (default: the pipeline's server.host, 127.0.0.1).")
     var host: String?
 
-    @Option(help: "Port to listen on (default: the pipeline's server.port, 8080).")
+    @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the pipeline's server.port, 8080).")
     var port: Int?
 
     @Option(help: "SQLite database (default: the pipeline's store.path).")
@@ -37,6 +37,11 @@ struct Run: AsyncParsableCommand {
     var verbose = false
 
     @OptionGroup var models: ModelOptions
+
+    func validate() throws {
+        // The same range `sentinel check` holds server.port to: a larger value would wrap to another port.
+        if let port, !(0...65_535).contains(port) { throw ValidationError("--port \(port): must be 0-65535") }
+    }
 
     func run() async throws {
         let definition = try loadPipeline(pipeline, models: models)
@@ -66,7 +71,7 @@ struct Run: AsyncParsableCommand {
                         """.utf8))
             }
         } catch let error as ServiceError {
-            throw ValidationError(error.description)
+            throw CommandError(error.description)
         }
         try await service.run()
     }

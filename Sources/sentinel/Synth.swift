@@ -21,7 +21,7 @@ struct Synth: ParsableCommand {
         do {
             spec = try SceneSpec.load(scene)
         } catch {
-            throw ValidationError(error.message)
+            throw CommandError(error.message)
         }
         let folder = URL(fileURLWithPath: scene).deletingLastPathComponent()
         let out = output.map { URL(fileURLWithPath: $0) } ?? folder.appendingPathComponent("out")

@@ -1,0 +1,38 @@
+import Foundation
+import SentinelTestSupport
+import Testing
+
+/// The real binary's conventions: a wrong command line is a usage error (usage text, exit 64); a command that cannot
+/// do its work says what and where in one line (exit 1), without usage text.
+@Suite("sentinel's exit statuses and messages")
+struct CommandLineTests {
+    func sentinel(_ arguments: String...) throws -> (status: Int32, output: String, errors: String) {
+        try Fixtures.run(Fixtures.sentinel, arguments)
+    }
+
+    @Test(
+        "a runtime failure is one line naming the file, exit 1, no usage text",
+        arguments: [["run", "missing.yml"], ["replay", "--pipeline", "missing.yml"], ["check", "missing.yml"]])
+    func runtimeFailure(arguments: [String]) throws {
+        // check prints its problems on standard output (they are its report); the others on standard error.
+        let (status, output, errors) = try Fixtures.run(Fixtures.sentinel, arguments)
+        let said = output + errors
+        #expect(status == 1, "\(said)")
+        #expect(said.contains("missing.yml") && !said.contains("Usage:"), "\(said)")
+    }
+
+    @Test("a port out of range is a usage error, not a port that wraps to another")
+    func portOutOfRange() throws {
+        let (status, _, errors) = try sentinel("run", "Pipelines/showroom.yml", "--port", "99999")
+        #expect(status == 64)
+        #expect(errors.contains("--port 99999: must be 0-65535") && errors.contains("Usage:"), "\(errors)")
+    }
+
+    @Test("--version names Sentinel and the OpenCV and SQLite it runs on")
+    func version() throws {
+        let (status, output, _) = try sentinel("--version")
+        #expect(status == 0)
+        #expect(
+            output.contains("sentinel 0.") && output.contains("OpenCV 4.") && output.contains("SQLite 3."), "\(output)")
+    }
+}
