@@ -45,6 +45,12 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var models: ModelOptions
 
+    func validate() throws {
+        if let annotate, !VideoWriter.canWrite(annotate) {
+            throw ValidationError("--annotate \(annotate): a review video must end in .mp4 or .avi")
+        }
+    }
+
     func run() throws {
         let definition = try loadPipeline(pipeline, models: models)
         let chosen = try pickSource(definition, source)

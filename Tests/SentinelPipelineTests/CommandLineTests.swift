@@ -28,6 +28,15 @@ struct CommandLineTests {
         #expect(errors.contains("--port 99999: must be 0-65535") && errors.contains("Usage:"), "\(errors)")
     }
 
+    @Test("a review video named .png is refused before the run, and nothing is written there")
+    func annotateNeedsVideoContainer() throws {
+        let png = try Fixtures.temporaryFolder().appendingPathComponent("x.png").path
+        let (status, _, errors) = try sentinel("replay", "--annotate", png)
+        #expect(status == 64)
+        #expect(errors.contains("a review video must end in .mp4 or .avi"), "\(errors)")
+        #expect(!FileManager.default.fileExists(atPath: png))
+    }
+
     @Test("--version names Sentinel and the OpenCV and SQLite it runs on")
     func version() throws {
         let (status, output, _) = try sentinel("--version")
