@@ -15,6 +15,7 @@ public struct HTTPAPI: Sendable {
     let telemetry: Telemetry
     let settings: PipelineDefinition.ServerSettings
     let zones: [ZoneInfo]
+    let sourceIDs: [String]
     let token: String?
     let logger: Logger
 
@@ -34,6 +35,7 @@ public struct HTTPAPI: Sendable {
         self.broadcaster = broadcaster
         self.telemetry = telemetry
         settings = definition.server
+        sourceIDs = definition.sources.map(\.id)
         zones = definition.sources.flatMap { source in
             source.zones.map { ZoneInfo(name: $0.name, sourceId: source.id, emotion: $0.emotion) }
         }
@@ -43,6 +45,7 @@ public struct HTTPAPI: Sendable {
 
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: JSONNotFound())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
         router.add(middleware: BearerAuthentication(token: token))
         router.get("/events") { request, _ in try events(request) }
@@ -69,10 +72,22 @@ public struct HTTPAPI: Sendable {
 
     func events(_ request: Request) throws -> Response {
         let query = request.uri.queryParameters
-        func list(_ name: String) -> Set<String>? {
-            query[Substring(name)].map { Set($0.split(separator: ",").map(String.init)) }
+        // A filter value that can never match is a mistake to report, not a stream that stays silent.
+        func list(_ name: String, of valid: [String]) throws -> Set<String>? {
+            guard let text = query[Substring(name)] else { return nil }
+            let values = Set(text.split(separator: ",").map(String.init))
+            let unknown = values.subtracting(valid)
+            guard unknown.isEmpty else {
+                throw APIResponse.badRequest(
+                    "\(name)=\(unknown.sorted().joined(separator: ",")) is not one of \(valid.joined(separator: ", "))")
+            }
+            return values
         }
-        let filter = EventFilter(sources: list("source"), zones: list("zone"), types: list("type"))
+        let zoneNames = Array(Set(zones.map(\.name))).sorted() + zones.map { "\($0.sourceId)/\($0.name)" }
+        let filter = EventFilter(
+            sources: try list("source", of: sourceIDs),
+            zones: try list("zone", of: zoneNames),
+            types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [Publication.gaugeType]))
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
         let subscription = broadcaster.subscribe(filter, capacity: settings.clientBufferEvents)
@@ -191,6 +206,11 @@ public struct HTTPAPI: Sendable {
 
     func visitors(_ request: Request) throws -> Response {
         let query = request.uri.queryParameters
+        let accepted = ["from", "to", "limit", "cursor"]
+        if let unknown = query.map({ String($0.key) }).first(where: { !accepted.contains($0) }) {
+            throw APIResponse.badRequest(
+                "\(unknown) is not a parameter of /api/visitors; it takes \(accepted.joined(separator: ", "))")
+        }
         let decoder = JSONDecoder.sentinel()
         guard query["from"] != nil || query["to"] != nil else {
             return try APIResponse.encode(
@@ -361,6 +381,20 @@ enum APIResponse {
         var status: HTTPResponse.Status { .badRequest }
         func response(from request: Request, context: some RequestContext) throws -> Response {
             APIResponse.error(.badRequest, message)
+        }
+    }
+}
+
+/// A path no route serves gets the API's JSON error shape, as every other failure does, not an empty body.
+struct JSONNotFound<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return APIResponse.error(
+                .notFound, "no such path: \(request.uri.path) (the API is described at /openapi.json)")
         }
     }
 }

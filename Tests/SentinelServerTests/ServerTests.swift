@@ -126,6 +126,31 @@ struct StreamTests {
 
 @Suite("REST API", .timeLimit(.minutes(2)))
 struct APITests {
+    @Test("a filter naming nothing, an unknown parameter or an unknown path is an error that says so, in JSON")
+    func unknownValuesAreErrors() async throws {
+        let server = try await TestServer()
+        let cases: [(path: String, status: Int, says: String)] = [
+            ("/events?zone=nope", 400, "zone=nope is not one of counter, display, showroom/display, showroom/counter"),
+            ("/events?type=bogus", 400, "type=bogus is not one of visitor.entered"),
+            ("/events?source=cam9", 400, "source=cam9 is not one of showroom"),
+            (
+                "/api/visitors?zone=nope", 400,
+                "zone is not a parameter of /api/visitors; it takes from, to, limit, cursor"
+            ),
+            ("/api/visitors?state=bogus", 400, "state is not a parameter"),
+            ("/nope", 404, "no such path: /nope"),
+        ]
+        for request in cases {
+            let (head, body) = try await server.get(request.path)
+            let error = try? JSONDecoder().decode([String: String].self, from: body)
+            #expect(head.status == request.status, "\(request.path): \(head.status)")
+            #expect(
+                error?["error"]?.contains(request.says) == true,
+                "\(request.path): \(String(decoding: body, as: UTF8.self))")
+        }
+        try await server.stop()
+    }
+
     @Test("every endpoint answers as openapi.json documents (python3-jsonschema), and it is served")
     func endpointsMatchDocument() async throws {
         let server = try await TestServer()
