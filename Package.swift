@@ -113,7 +113,8 @@ let package = Package(
         ),
         /// Paths to the repository's models, photos and recordings, and to ../shared when it is there.
         .target(
-            name: "SentinelTestSupport", dependencies: ["SentinelModels"], path: "Tests/SentinelTestSupport",
+            name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth"],
+            path: "Tests/SentinelTestSupport",
             exclude: ["rtsp_camera.py"]),
         .testTarget(
             name: "SentinelVisionTests",

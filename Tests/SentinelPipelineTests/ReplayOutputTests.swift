@@ -1,5 +1,4 @@
 import Foundation
-import SentinelSynth
 import SentinelTestSupport
 import Synchronization
 import Testing
@@ -9,13 +8,8 @@ import Testing
 struct ReplayOutputTests {
     /// A 4 s clip of the showroom scene (visitors enter within it) and a folder to write into.
     static let clip: Result<(folder: URL, video: String), any Error> = Result {
-        var spec = try SceneSpec.load(Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path)
-        spec.duration = 4
-        let folder = try Fixtures.temporaryFolder()
-        let video = folder.appendingPathComponent("clip.avi")
-        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(
-            width: 320, height: 240, video: video)
-        return (folder, video.path)
+        let video = try Fixtures.showroomClip(seconds: 4)
+        return (video.deletingLastPathComponent(), video.path)
     }
 
     func replay(to output: String) throws -> (status: Int32, errors: String) {

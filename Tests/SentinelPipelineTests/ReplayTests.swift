@@ -134,12 +134,8 @@ struct ReplayTests {
 struct ReplaySpeedTests {
     @Test("replaying as fast as possible and at real time publishes byte-identical events")
     func paceInvariance() throws {
-        var spec = try SceneSpec.load(Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path)
-        spec.duration = 8
-        let folder = try Fixtures.temporaryFolder()
-        let video = folder.appendingPathComponent("short.avi")
-        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(
-            width: 320, height: 240, video: video)
+        let video = try Fixtures.showroomClip(seconds: 8)
+        let folder = video.deletingLastPathComponent()
         var definition = try PipelineDefinition.load(
             Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         // The same key for both runs, as a key file gives a restart within one key period.

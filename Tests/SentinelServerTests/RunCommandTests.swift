@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 import SentinelCore
 import SentinelServer
-import SentinelSynth
 import SentinelTestSupport
 import Testing
 
@@ -15,14 +14,7 @@ final class RunningSentinel: @unchecked Sendable {
     let logFile: URL
     let port: Int
 
-    static let clip: Result<URL, any Error> = Result {
-        var spec = try SceneSpec.load(Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path)
-        spec.duration = 12
-        let video = try Fixtures.temporaryFolder().appendingPathComponent("clip.avi")
-        try SceneRenderer(spec: spec, folder: Fixtures.root.appendingPathComponent("Recordings")).render(
-            width: 320, height: 240, video: video)
-        return video
-    }
+    static let clip: Result<URL, any Error> = Result { try Fixtures.showroomClip(seconds: 12) }
 
     /// The showroom pipeline on a short rendered clip, looping, at `pace`.
     convenience init(pace: String) throws {

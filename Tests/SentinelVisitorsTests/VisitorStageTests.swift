@@ -88,13 +88,19 @@ struct VisitorStageTests {
         #expect(abs(stays[0] - stays[1]) <= tolerance)
     }
 
-    @Test("a tracked visitor between two detections is carried where its motion leads, for the review video's masks")
-    func carryPredictsPosition() throws {
+    /// A stage that has followed the walk for its first second, every frame detected.
+    func walkedForOneSecond() -> VisitorStage {
         var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
         for i in 0..<15 {
             _ = stage.process(
                 time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil })
         }
+        return stage
+    }
+
+    @Test("a tracked visitor between two detections is carried where its motion leads, for the review video's masks")
+    func carryPredictsPosition() throws {
+        var stage = walkedForOneSecond()
         let carried = stage.carry(time: MediaTime(seconds: 15.5 / 15))
         let face = try #require(carried.predicted.first)
         #expect(carried.predicted.count == 1 && face.unseenSeconds > 0)
@@ -105,11 +111,7 @@ struct VisitorStageTests {
 
     @Test("between two detections a visitor seen at the last one is carried as a position, scored like a detection")
     func carriedPosition() throws {
-        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
-        for i in 0..<15 {
-            _ = stage.process(
-                time: MediaTime(seconds: Double(i) / 15), detections: walk(i, fps: 15), classify: { _ in nil })
-        }
+        var stage = walkedForOneSecond()
         let carried = stage.carry(time: MediaTime(seconds: 16 / 15.0))
         let position = try #require(carried.carried.first)
         // Where the walk (100 px/s from x 100) really is two frames later, to the pixel the velocity allows.
