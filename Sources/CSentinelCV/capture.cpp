@@ -49,13 +49,16 @@ snl_status snl_capture_open_url(const char *url, snl_capture **out, snl_error *e
                 [&](cv::VideoCapture &c) { c.open(url, cv::CAP_FFMPEG, kStreamTimeouts); });
 }
 
-void snl_capture_info_get(const snl_capture *capture, snl_capture_info *info) {
-    auto &c = const_cast<cv::VideoCapture &>(capture->capture);
-    info->fps = c.get(cv::CAP_PROP_FPS);
-    double count = c.get(cv::CAP_PROP_FRAME_COUNT);
-    info->frame_count = count > 0 ? int64_t(count) : -1;
-    info->width = int32_t(c.get(cv::CAP_PROP_FRAME_WIDTH));
-    info->height = int32_t(c.get(cv::CAP_PROP_FRAME_HEIGHT));
+snl_status snl_capture_info_get(const snl_capture *capture, snl_capture_info *info, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(capture != nullptr && info != nullptr, SNL_ERR_ARGUMENT, "null capture or info");
+        const cv::VideoCapture &c = capture->capture;
+        info->fps = c.get(cv::CAP_PROP_FPS);
+        double count = c.get(cv::CAP_PROP_FRAME_COUNT);
+        info->frame_count = count > 0 ? int64_t(count) : -1;
+        info->width = int32_t(c.get(cv::CAP_PROP_FRAME_WIDTH));
+        info->height = int32_t(c.get(cv::CAP_PROP_FRAME_HEIGHT));
+    });
 }
 
 snl_status snl_capture_read(snl_capture *capture, snl_image **out, double *position_ms, snl_error *error) {

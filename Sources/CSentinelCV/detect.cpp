@@ -20,16 +20,16 @@ namespace {
 
 struct FaceFinder {
     virtual ~FaceFinder() = default;
-    /// Faces in `scaled`, in its pixels.
-    virtual std::vector<snl_face> find(const cv::Mat &scaled) = 0;
+    /// Faces in `scaled`, in its pixels. `minSide` is the smallest face worth finding, in those pixels: the cascade
+    /// searches no smaller; the networks find every size, and the caller drops what is too small.
+    virtual std::vector<snl_face> find(const cv::Mat &scaled, float minSide) = 0;
 };
 
 /// Haar or LBP cascade. The cascade has no score of its own: the number of overlapping raw hits behind a box
 /// (OpenCV's "neighbours") is mapped to n / (n + 4), so 4 neighbours score 0.5 and 36 score 0.9.
 struct Cascade : FaceFinder {
     cv::CascadeClassifier classifier;
-    float minSide;
-    Cascade(const std::string &path, float minSide) : minSide(minSide) {
+    explicit Cascade(const std::string &path) {
         bool loaded = false;
         try {
             loaded = classifier.load(path);
@@ -38,7 +38,7 @@ struct Cascade : FaceFinder {
         }
         require(loaded, SNL_ERR_MODEL, "cannot load cascade " + path);
     }
-    std::vector<snl_face> find(const cv::Mat &scaled) override {
+    std::vector<snl_face> find(const cv::Mat &scaled, float minSide) override {
         cv::Mat grey;
         cv::cvtColor(scaled, grey, cv::COLOR_BGR2GRAY);
         cv::equalizeHist(grey, grey);
@@ -74,7 +74,7 @@ struct CenterFace : FaceFinder {
             throw snl::failure(SNL_ERR_MODEL, "cannot load CenterFace model " + path + ": " + e.err);
         }
     }
-    std::vector<snl_face> find(const cv::Mat &scaled) override {
+    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override {
         // Sides must be multiples of 32; the image is stretched to them, as deface does.
         cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
         if (size != netSize) {
@@ -128,7 +128,7 @@ struct RetinaFace : FaceFinder {
         }
         require(!net.empty(), SNL_ERR_MODEL, "cannot load RetinaFace model " + path);
     }
-    std::vector<snl_face> find(const cv::Mat &scaled) override {
+    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override {
         cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
         float sx = float(size.width) / scaled.cols, sy = float(size.height) / scaled.rows;
         net.setInput(cv::dnn::blobFromImage(scaled, 1.0, size, cv::Scalar(104, 117, 127), false, false), "input");
@@ -191,7 +191,7 @@ struct YuNet : FaceFinder {
         require(!detector.empty(), SNL_ERR_MODEL, "cannot load YuNet model " + path);
         size = s;
     }
-    std::vector<snl_face> find(const cv::Mat &scaled) override {
+    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override {
         if (scaled.size() != size) build(scaled.size());
         cv::Mat rows;
         detector->detect(scaled, rows);
@@ -236,7 +236,7 @@ snl_status snl_detector_create(snl_detector_kind kind, const char *model_path, c
         handle->ownNms = kind != SNL_DETECTOR_YUNET;
         switch (kind) {
         case SNL_DETECTOR_CASCADE:
-            handle->finder = std::make_unique<Cascade>(model_path, settings->min_face);
+            handle->finder = std::make_unique<Cascade>(model_path);
             break;
         case SNL_DETECTOR_CENTERFACE:
             handle->finder = std::make_unique<CenterFace>(model_path, settings->score_threshold);
@@ -274,9 +274,7 @@ snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, s
         double factor = (s.longest_side > 0 && longest > s.longest_side) ? double(s.longest_side) / longest : 1.0;
         cv::Mat scaled = frame;
         if (factor < 1.0) cv::resize(frame, scaled, cv::Size(), factor, factor, cv::INTER_AREA);
-        // The cascade takes its minimum size in scaled pixels.
-        if (auto cascade = dynamic_cast<Cascade *>(detector->finder.get())) cascade->minSide = s.min_face * factor;
-        std::vector<snl_face> found = detector->finder->find(scaled);
+        std::vector<snl_face> found = detector->finder->find(scaled, s.min_face * factor);
         float inverse = float(1.0 / factor);
         std::vector<snl_face> kept;
         for (snl_face f : found) {

@@ -4,8 +4,6 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 using snl::guarded;
@@ -34,9 +32,10 @@ extern "C" {
 snl_status snl_image_create(int32_t width, int32_t height, snl_color fill, snl_image **out, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
         require(width >= 0 && height >= 0, SNL_ERR_ARGUMENT, "negative image size");
-        auto image = new snl_image();
+        // Owned until the pixels exist: a cv::Mat that cannot be allocated throws, and must not leak the handle.
+        auto image = std::make_unique<snl_image>();
         if (width > 0 && height > 0) image->mat = cv::Mat(height, width, CV_8UC3, snl::scalar(fill));
-        *out = image;
+        *out = image.release();
     });
 }
 
@@ -69,17 +68,6 @@ void snl_image_destroy(snl_image *image) { delete image; }
 int32_t snl_image_width(const snl_image *image) { return image->mat.cols; }
 int32_t snl_image_height(const snl_image *image) { return image->mat.rows; }
 
-snl_status snl_image_grey_stats(const snl_image *image, double *mean, double *stddev, snl_error *error) {
-    return guarded(error, SNL_ERR_OPENCV, [&] {
-        cv::Mat small;
-        cv::resize(pixels(image), small, cv::Size(64, 48), 0, 0, cv::INTER_AREA);
-        cv::Scalar m, s;
-        cv::meanStdDev(grey(small), m, s);
-        *mean = m[0];
-        *stddev = s[0];
-    });
-}
-
 snl_status snl_image_region_difference(const snl_image *a, snl_rect region_a, const snl_image *b, snl_rect region_b,
                                        double *difference, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
@@ -111,21 +99,6 @@ snl_status snl_image_write(const snl_image *image, const char *path, snl_error *
         require(cv::imwrite(path, pixels(image)), SNL_ERR_WRITE, std::string("cannot write image ") + path);
     });
 }
-
-snl_status snl_image_encode_jpeg(const snl_image *image, int32_t quality, uint8_t **bytes, size_t *length,
-                                 snl_error *error) {
-    return guarded(error, SNL_ERR_OPENCV, [&] {
-        std::vector<uchar> buffer;
-        require(cv::imencode(".jpg", pixels(image), buffer, {cv::IMWRITE_JPEG_QUALITY, quality}), SNL_ERR_WRITE,
-                "JPEG encoding failed");
-        *bytes = static_cast<uint8_t *>(std::malloc(buffer.size()));
-        require(*bytes != nullptr, SNL_ERR_UNKNOWN, "out of memory");
-        std::memcpy(*bytes, buffer.data(), buffer.size());
-        *length = buffer.size();
-    });
-}
-
-void snl_buffer_free(uint8_t *bytes) { std::free(bytes); }
 
 snl_status snl_image_mask(snl_image *image, snl_rect region, snl_mask_kind kind, float strength, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {

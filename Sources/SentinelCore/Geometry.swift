@@ -49,10 +49,6 @@ public struct Box: Hashable, Sendable, Codable {
         let union = area + other.area - overlap.area
         return union > 0 ? overlap.area / union : 0
     }
-
-    public func scaled(by factor: Double) -> Box {
-        Box(x: x * factor, y: y * factor, width: width * factor, height: height * factor)
-    }
 }
 
 /// A closed polygon. Its vertices are in order; the last connects back to the first.

@@ -356,10 +356,6 @@ public struct HTTPAPI: Sendable {
 
 /// JSON responses and errors.
 enum APIResponse {
-    struct Failure: Error {
-        let response: Response
-    }
-
     static func json(_ data: Data, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "application/json"],

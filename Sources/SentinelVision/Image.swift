@@ -40,14 +40,6 @@ public final class Image: @unchecked Sendable {
         return Image(handle: out!)
     }
 
-    /// Mean and standard deviation of the grey image at a coarse scale.
-    public func greyStatistics() throws(VisionError) -> (mean: Double, standardDeviation: Double) {
-        var mean = 0.0
-        var deviation = 0.0
-        try bridge { snl_image_grey_stats(handle, &mean, &deviation, $0) }
-        return (mean, deviation)
-    }
-
     /// Mean absolute difference (0-255) between `region` here and `otherRegion` of `other`, resized to match.
     public func difference(in region: Box, from other: Image, region otherRegion: Box) throws(VisionError) -> Double {
         var value = 0.0
@@ -64,14 +56,6 @@ public final class Image: @unchecked Sendable {
 
     public func write(to path: String) throws(VisionError) {
         try bridge { snl_image_write(handle, path, $0) }
-    }
-
-    public func jpeg(quality: Int = 85) throws(VisionError) -> [UInt8] {
-        var bytes: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        try bridge { snl_image_encode_jpeg(handle, Int32(quality), &bytes, &length, $0) }
-        defer { snl_buffer_free(bytes) }
-        return Array(UnsafeBufferPointer(start: bytes, count: length))
     }
 
     /// Hides `region` in place; `strength` is the blur kernel or block size as a fraction of the region's side.

@@ -25,9 +25,14 @@ public final class VideoFileSource: FrameSource {
     public init(path: String) throws(VisionError) {
         var out: OpaquePointer?
         try bridge { snl_capture_open_file(path, &out, $0) }
-        capture = out
         var info = snl_capture_info()
-        snl_capture_info_get(out, &info)
+        do {
+            try bridge { snl_capture_info_get(out, &info, $0) }
+        } catch {
+            snl_capture_destroy(out)
+            throw error
+        }
+        capture = out
         name = path
         nominalFPS = info.fps.isFinite && info.fps > 0 ? info.fps : 0
         declaredFrameCount = info.frame_count > 0 ? Int(info.frame_count) : nil

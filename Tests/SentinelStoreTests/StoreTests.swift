@@ -142,7 +142,10 @@ struct StoreTests {
         var visit = Visit(start: start)
         let open = try visit.whole().prefix(2)
         _ = try await EventStore(path: path).append(Array(open))
-        guard case .visitor(_, let published) = open.first! else { return }
+        guard case .visitor(_, let published) = try #require(open.first) else {
+            Issue.record("the visit's first item is not a visitor event")
+            return
+        }
         let reopened = try EventStore(path: path)
         #expect(try reopened.visit(published.event.visitor.faceId)?.exitReason == "interrupted")
     }

@@ -70,18 +70,12 @@ snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t heigh
 void snl_image_destroy(snl_image *image);
 int32_t snl_image_width(const snl_image *image);
 int32_t snl_image_height(const snl_image *image);
-/// Mean and standard deviation of the grey image at a coarse scale: a cheap blank-frame test.
-snl_status snl_image_grey_stats(const snl_image *image, double *mean, double *stddev, snl_error *error);
 /// Mean absolute difference (0-255) between a region of `a` and a region of `b` resized to it.
 snl_status snl_image_region_difference(const snl_image *a, snl_rect region_a, const snl_image *b, snl_rect region_b,
                                        double *difference, snl_error *error);
 /// Variance of the Laplacian of a region's grey pixels: how much detail it shows.
 snl_status snl_image_region_detail(const snl_image *image, snl_rect region, double *detail, snl_error *error);
 snl_status snl_image_write(const snl_image *image, const char *path, snl_error *error);
-/// JPEG bytes in a buffer the caller releases with `snl_buffer_free`.
-snl_status snl_image_encode_jpeg(const snl_image *image, int32_t quality, uint8_t **bytes, size_t *length,
-                                 snl_error *error);
-void snl_buffer_free(uint8_t *bytes);
 
 typedef enum {
     SNL_MASK_BLUR = 0,
@@ -117,7 +111,7 @@ typedef struct {
 snl_status snl_capture_open_file(const char *path, snl_capture **out, snl_error *error);
 snl_status snl_capture_open_device(int32_t index, int32_t width, int32_t height, snl_capture **out, snl_error *error);
 snl_status snl_capture_open_url(const char *url, snl_capture **out, snl_error *error);
-void snl_capture_info_get(const snl_capture *capture, snl_capture_info *info);
+snl_status snl_capture_info_get(const snl_capture *capture, snl_capture_info *info, snl_error *error);
 /// Reads the next frame. At the end of the stream (or where a file stops decoding) returns SNL_OK with
 /// `*out` NULL. `position_ms` is the container's timestamp of the frame, where it has one.
 snl_status snl_capture_read(snl_capture *capture, snl_image **out, double *position_ms, snl_error *error);
