@@ -99,15 +99,34 @@ public struct PipelineDefinition: Sendable {
 
     /// Reads a pipeline file; every problem is reported with its line and field.
     public static func load(_ path: String) throws(ConfigError) -> PipelineDefinition {
-        let text: String
+        let data: Data
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw ConfigError(problems: [
                 ConfigProblem(file: path, path: "", message: "cannot read: \(error.localizedDescription)")
             ])
         }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            let (line, column) = firstInvalidUTF8(in: data)
+            throw ConfigError(problems: [
+                ConfigProblem(
+                    file: path, line: line, column: column, path: "",
+                    message: "not UTF-8 text: a pipeline file must be UTF-8 (is it saved in another encoding?)")
+            ])
+        }
         return try parse(text, file: path)
+    }
+
+    /// Line and column (1-based, in characters) of the first byte sequence that is not UTF-8.
+    private static func firstInvalidUTF8(in data: Data) -> (line: Int, column: Int) {
+        var iterator = data.makeIterator()
+        var decoder = UTF8()
+        var (line, column) = (1, 1)
+        while case .scalarValue(let scalar) = decoder.decode(&iterator) {
+            (line, column) = scalar == "\n" ? (line + 1, 1) : (line, column + 1)
+        }
+        return (line, column)
     }
 
     public static func parse(_ text: String, file: String) throws(ConfigError) -> PipelineDefinition {
@@ -120,7 +139,7 @@ public struct PipelineDefinition: Sendable {
         } catch let error as ConfigError {
             throw error
         } catch let error as YamlError {
-            throw ConfigError(problems: [yamlProblem(error, file: file)])
+            throw ConfigError(problems: [yamlProblem(error, text: text, file: file)])
         } catch {
             throw ConfigError(problems: [ConfigProblem(file: file, path: "", message: "not YAML: \(error)")])
         }
@@ -135,8 +154,32 @@ public struct PipelineDefinition: Sendable {
         return definition
     }
 
-    private static func yamlProblem(_ error: YamlError, file: String) -> ConfigProblem {
+    private static func yamlProblem(_ error: YamlError, text: String, file: String) -> ConfigProblem {
         switch error {
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            // Yams gives the mapping's first line and the whole mapping as context; point at the repeated key.
+            let key = duplicates.sorted().first ?? ""
+            var first: (line: Int, column: Int)?
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where index + 1 >= context.mark.line {
+                let indent = line.prefix { $0 == " " || $0 == "-" }.count
+                let rest = line.dropFirst(indent)
+                guard rest.hasPrefix("\(key):") || rest.hasPrefix("\"\(key)\":") || rest.hasPrefix("'\(key)':") else {
+                    continue
+                }
+                guard let seen = first else {
+                    first = (index + 1, indent + 1)
+                    continue
+                }
+                if seen.column == indent + 1 {
+                    return ConfigProblem(
+                        file: file, line: index + 1, column: indent + 1, path: "",
+                        message: "duplicate key \(key) (first at line \(seen.line))")
+                }
+            }
+            return ConfigProblem(
+                file: file, line: context.mark.line, column: context.mark.column, path: "",
+                message: "duplicate key \(duplicates.sorted().joined(separator: ", ")) in this mapping")
         case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
             return ConfigProblem(
                 file: file, line: mark.line, column: mark.column, path: "", message: "invalid YAML: \(problem)")

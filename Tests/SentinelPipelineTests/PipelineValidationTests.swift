@@ -66,6 +66,29 @@ struct PipelineValidationTests {
         #expect(policy.review.mask == .pixelate && policy.review.scale == 2 && !policy.review.followTracks)
     }
 
+    @Test("a duplicate key is reported at its second occurrence, in one line, not with the whole file")
+    func duplicateKey() throws {
+        let top = try #require(throws: ConfigError.self) {
+            try PipelineDefinition.parse(pipeline(extra: "version: 2"), file: "p.yml")
+        }
+        #expect(top.description == "p.yml:7:1: duplicate key version (first at line 1)")
+        let nested = try #require(throws: ConfigError.self) {
+            try PipelineDefinition.parse(
+                pipeline(zones: "      - { name: a, polygon: [[0, 0], [0.5, 0], [0.5, 0.5]] }\n    id: b"),
+                file: "p.yml")
+        }
+        #expect(nested.description == "p.yml:7:5: duplicate key id (first at line 3)")
+    }
+
+    @Test("a file that is not UTF-8 is reported with the line and column of the first bad byte")
+    func notUTF8() throws {
+        let file = try Fixtures.temporaryFolder().appendingPathComponent("latin1.yml")
+        try (Data(pipeline().utf8) + Data("# caf".utf8) + Data([0xE9]) + Data("\n".utf8)).write(to: file)
+        let error = try #require(throws: ConfigError.self) { try PipelineDefinition.load(file.path) }
+        #expect(
+            error.description.hasPrefix("\(file.path):7:6: not UTF-8 text"), "\(String(describing: error))")
+    }
+
     @Test("a minimal pipeline gets the documented defaults")
     func defaults() throws {
         let definition = try PipelineDefinition.parse(pipeline(), file: "p.yml")
