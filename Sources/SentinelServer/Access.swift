@@ -65,10 +65,17 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
 }
 
 /// Reads the bearer token from the configured file (its first line) or environment variable. Never from the
-/// pipeline file, which is shared and versioned.
+/// pipeline file, which is shared and versioned. A token file every local user can read is refused, as ssh refuses
+/// such a private key: it is no secret (the owner's group may read it, for a service account).
 public enum AccessToken {
     public static func load(file: String?, environment name: String) throws -> String? {
         if let file {
+            var status = stat()
+            if stat(file, &status) == 0, status.st_mode & S_IROTH != 0 {
+                throw ServiceError(
+                    "the token file \(file) (server.tokenFile) is readable by every user (mode "
+                        + String(status.st_mode & 0o777, radix: 8) + "): run chmod o-r \(file)")
+            }
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw ServiceError("cannot read the token file \(file) (server.tokenFile)")
             }

@@ -239,12 +239,24 @@ struct APITests {
 
 @Suite("Access", .timeLimit(.minutes(2)))
 struct AccessTests {
+    @Test("a token file every user can read is refused with the command that fixes it; group read is allowed")
+    func tokenFileMode() throws {
+        let file = try Fixtures.temporaryFolder().appendingPathComponent("token").path
+        try Data("s3cret-token-0123456789\n".utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o644)
+        let error = try #require(throws: ServiceError.self) { try AccessToken.load(file: file, environment: "") }
+        #expect(error.description.contains("readable by every user (mode 644): run chmod o-r \(file)"))
+        chmod(file, 0o640)
+        #expect(try AccessToken.load(file: file, environment: "") == "s3cret-token-0123456789")
+    }
+
     @Test("beyond localhost a bearer token is required, from the header or, on /events, the query; /healthz stays open")
     func bearer() async throws {
         let folder = try Fixtures.temporaryFolder()
         let tokenFile = folder.appendingPathComponent("token")
         let token = "s3cret-token-0123456789"
         try (token + "\n").write(to: tokenFile, atomically: true, encoding: .utf8)
+        chmod(tokenFile.path, 0o600)
         await #expect(throws: ServiceError.self) {
             try await TestServer(extra: "server: { tokenEnvironment: SENTINEL_TEST_NO_SUCH_VARIABLE }", host: "0.0.0.0")
         }
