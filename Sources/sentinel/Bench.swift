@@ -26,6 +26,8 @@ struct BenchDetect: ParsableCommand {
     @Option(help: "Frames per measurement.")
     var frames = 300
 
+    func validate() throws { try checkRange(frames, "frames", 1...1_000_000) }
+
     @OptionGroup var models: ModelOptions
 
     func run() throws {

@@ -33,6 +33,8 @@ struct BenchPipeline: ParsableCommand {
     @Option(help: "Frame rate of the live figure's camera stand-in (0: skip the live figure).")
     var liveFps = 30.0
 
+    func validate() throws { try checkRange(liveFps, "live-fps", 0...240) }
+
     @OptionGroup var models: ModelOptions
 
     func run() throws {

@@ -30,6 +30,14 @@ struct BenchSSE: AsyncParsableCommand {
     @Option(help: .hidden)
     var clientsOf: Int?
 
+    func validate() throws {
+        guard !subscribers.isEmpty else { throw ValidationError("--subscribers: give at least one count") }
+        for count in subscribers { try checkRange(count, "subscribers", 1...100_000) }
+        try checkRange(rate, "rate", 0.1...100_000)
+        try checkRange(seconds, "seconds", 1...3600)
+        try checkRange(clientsOf, "clients-of", 1...65_535)
+    }
+
     func run() async throws {
         if let port = clientsOf {
             try await Clients(port: port, count: subscribers[0], events: Int(rate * seconds), rate: rate).run()

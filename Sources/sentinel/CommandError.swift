@@ -7,3 +7,10 @@ struct CommandError: Error, CustomStringConvertible {
 
     init(_ description: String) { self.description = description }
 }
+
+/// Refuses a numeric option outside `range` as a usage error that names the option and its range: a value that
+/// cannot make sense must not be taken silently (a port that wraps, a negative frame count).
+func checkRange<T: Comparable>(_ value: T?, _ option: String, _ range: ClosedRange<T>) throws {
+    guard let value, !range.contains(value) else { return }
+    throw ValidationError("--\(option) \(value): must be \(range.lowerBound) to \(range.upperBound)")
+}

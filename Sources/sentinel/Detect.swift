@@ -28,6 +28,11 @@ struct Detect: ParsableCommand {
     @Option(name: .customLong("max-frames"), help: "Stop after this many frames.")
     var maxFrames: Int?
 
+    func validate() throws {
+        try checkRange(folderFPS, "folder-fps", 0.001...1000)
+        try checkRange(maxFrames, "max-frames", 1...1_000_000_000)
+    }
+
     func run() throws {
         let logger = makeLogger("sentinel.detect")
         let detector = try detectorOptions.make(store: try models.store())

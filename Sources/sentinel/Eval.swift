@@ -117,6 +117,8 @@ struct Eval: ParsableCommand {
         @Option(help: "IoU a detection needs to match a drawn face.")
         var iou = 0.5
 
+        func validate() throws { try checkRange(iou, "iou", 0.01...1) }
+
         @Option(help: "Also write the figures as JSON to this file.")
         var json: String?
 
@@ -197,6 +199,8 @@ struct Eval: ParsableCommand {
 
         @Option(help: "Detail ratio above which a face-frame counts as leaked.")
         var bound = 0.25
+
+        func validate() throws { try checkRange(bound, "bound", 0...100) }
 
         @Option(help: "Keep the two review videos in this folder (default: a temporary one, removed).")
         var keep: String?

@@ -59,6 +59,14 @@ struct DetectorTuning: ParsableArguments {
     @Option(name: .customLong("min-face"), help: "Smallest face side kept, in pixels of the original frame.")
     var minFace: Double?
 
+    /// The ranges a pipeline file's detector section allows.
+    func validate() throws {
+        try checkRange(scale, "scale", 0...8192)
+        try checkRange(score, "score", 0...1)
+        try checkRange(nms, "nms", 0...1)
+        try checkRange(minFace, "min-face", 0...4096)
+    }
+
     func settings(for kind: DetectorKind) -> DetectorSettings {
         var settings = DetectorSettings.defaults(for: kind)
         if let scale { settings.longestSide = scale }

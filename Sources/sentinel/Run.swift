@@ -40,7 +40,7 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         // The same range `sentinel check` holds server.port to: a larger value would wrap to another port.
-        if let port, !(0...65_535).contains(port) { throw ValidationError("--port \(port): must be 0-65535") }
+        try checkRange(port, "port", 0...65_535)
     }
 
     func run() async throws {

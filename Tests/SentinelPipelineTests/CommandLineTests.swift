@@ -21,11 +21,19 @@ struct CommandLineTests {
         #expect(said.contains("missing.yml") && !said.contains("Usage:"), "\(said)")
     }
 
-    @Test("a port out of range is a usage error, not a port that wraps to another")
-    func portOutOfRange() throws {
-        let (status, _, errors) = try sentinel("run", "Pipelines/showroom.yml", "--port", "99999")
+    @Test(
+        "a numeric option out of range is a usage error naming the option and its range",
+        arguments: [
+            (["run", "Pipelines/showroom.yml", "--port", "99999"], "--port 99999: must be 0 to 65535"),
+            (["detect", "x.mp4", "--max-frames", "0"], "--max-frames 0: must be 1 to 1000000000"),
+            (["eval", "detections", "--score", "2"], "--score 2.0: must be 0.0 to 1.0"),
+            (["detect", "x.mp4", "--scale=-1"], "--scale -1: must be 0 to 8192"),
+        ])
+    func optionOutOfRange(arguments: [String], message: String) throws {
+        // A port that wrapped silently (99999 listened on 34463) was how this was found.
+        let (status, _, errors) = try Fixtures.run(Fixtures.sentinel, arguments)
         #expect(status == 64)
-        #expect(errors.contains("--port 99999: must be 0-65535") && errors.contains("Usage:"), "\(errors)")
+        #expect(errors.contains(message) && errors.contains("Usage:"), "\(errors)")
     }
 
     @Test("a review video named .png is refused before the run, and nothing is written there")
