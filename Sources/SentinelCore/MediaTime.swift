@@ -10,6 +10,13 @@ public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringCo
     public init(microseconds: Int64) { self.microseconds = microseconds }
     public init(seconds: Double) { self.microseconds = Int64((seconds * 1_000_000).rounded()) }
 
+    /// A time a decoder or a stream reported, or nil when it is not one: not a number, negative, or past 1e9 s
+    /// (decoders report nonsense such as -9e15 ms for some inputs, which would overflow).
+    public init?(decoderSeconds seconds: Double) {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e9 else { return nil }
+        self.init(seconds: seconds)
+    }
+
     public static let zero = MediaTime(microseconds: 0)
     public var seconds: Double { Double(microseconds) / 1_000_000 }
 

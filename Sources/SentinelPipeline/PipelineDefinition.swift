@@ -78,6 +78,8 @@ public struct PipelineDefinition: Sendable {
         /// Loopback by default; any other address requires a bearer token.
         public var host = "127.0.0.1"
         public var port = 8080
+        /// The ports a pipeline file or `sentinel run --port` may name (0: any free port).
+        public static let portRange = 0...65_535
         /// A file holding the bearer token (its first line).
         public var tokenFile: String?
         /// An environment variable holding the bearer token.
@@ -361,14 +363,16 @@ private struct PipelineParser {
             definition.detectorModel = value
             definition.locations["detector.model"] = reader.location(of: f)
         }
-        if let f = fields["scale"], let v = reader.integer(f, in: 0...8192) {
+        if let f = fields["scale"], let v = reader.integer(f, in: DetectorSettings.longestSideRange) {
             definition.detectorSettings.longestSide = v
         }
-        if let f = fields["score"], let v = reader.number(f, in: 0...1) {
+        if let f = fields["score"], let v = reader.number(f, in: DetectorSettings.thresholdRange) {
             definition.detectorSettings.scoreThreshold = v
         }
-        if let f = fields["nms"], let v = reader.number(f, in: 0...1) { definition.detectorSettings.nmsThreshold = v }
-        if let f = fields["minFace"], let v = reader.number(f, in: 0...4096) {
+        if let f = fields["nms"], let v = reader.number(f, in: DetectorSettings.thresholdRange) {
+            definition.detectorSettings.nmsThreshold = v
+        }
+        if let f = fields["minFace"], let v = reader.number(f, in: DetectorSettings.minFaceSizeRange) {
             definition.detectorSettings.minFaceSize = v
         }
         if let f = fields["maxFps"], let v = reader.number(f, in: 0...1000) { definition.detectionMaxFPS = v }
@@ -429,7 +433,9 @@ extension PipelineParser {
         ]
         guard let fields = reader.mapping(field, keys: keys) else { return }
         if let f = fields["host"], let v = reader.string(f) { server.host = v }
-        if let f = fields["port"], let v = reader.integer(f, in: 0...65_535) { server.port = v }
+        if let f = fields["port"], let v = reader.integer(f, in: PipelineDefinition.ServerSettings.portRange) {
+            server.port = v
+        }
         if let f = fields["tokenFile"], let v = reader.string(f) { server.tokenFile = resolve(v) }
         if let f = fields["tokenEnvironment"], let v = reader.string(f) { server.tokenEnvironment = v }
         if let f = fields["corsOrigins"], let list = reader.sequence(f) {

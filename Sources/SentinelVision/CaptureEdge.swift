@@ -186,7 +186,8 @@ public struct CaptureTimeline: Sendable {
     /// `streamSeconds` (nil or non-finite when it says nothing).
     public mutating func time(elapsed: Double, streamSeconds: Double?) -> MediaTime {
         var time = MediaTime(seconds: elapsed)
-        if let stream = streamSeconds, stream.isFinite, stream > 0, stream < 1e9 {
+        // 0: the stream says nothing; otherwise the same rule as any decoder's time.
+        if let stream = streamSeconds, stream > 0, MediaTime(decoderSeconds: stream) != nil {
             if offset == nil { offset = elapsed - stream }
             var candidate = stream + offset!
             if abs(candidate - elapsed) > tolerance || last.map({ MediaTime(seconds: candidate) <= $0 }) == true {

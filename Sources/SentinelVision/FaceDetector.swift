@@ -55,6 +55,11 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
     /// faces scoring 0.63-0.85 in an all-black frame.
     public var blankThreshold: Double
 
+    /// The values a pipeline file or a command line may give each setting.
+    public static let longestSideRange = 0...8192
+    public static let thresholdRange = 0.0...1.0
+    public static let minFaceSizeRange = 0.0...4096.0
+
     public init(
         longestSide: Int, scoreThreshold: Double, nmsThreshold: Double, minFaceSize: Double, blankThreshold: Double = 4
     ) {

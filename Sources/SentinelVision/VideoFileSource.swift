@@ -74,9 +74,7 @@ public final class VideoFileSource: FrameSource {
     /// one whose timestamp repeats, goes back or leaps more than `maxGapSeconds`, gets one nominal frame interval past
     /// the previous frame instead (the first frame: 0).
     private func timestamp(_ positionMs: Double) -> MediaTime {
-        let seconds = positionMs / 1000
-        let sane = seconds.isFinite && seconds >= 0 && seconds < 1e9
-        var time = sane ? MediaTime(seconds: seconds) : nil
+        var time = MediaTime(decoderSeconds: positionMs / 1000)
         if let candidate = time, let lastTime,
             candidate <= lastTime || (candidate - lastTime).seconds > Self.maxGapSeconds
         {

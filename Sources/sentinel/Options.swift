@@ -61,10 +61,10 @@ struct DetectorTuning: ParsableArguments {
 
     /// The ranges a pipeline file's detector section allows.
     func validate() throws {
-        try checkRange(scale, "scale", 0...8192)
-        try checkRange(score, "score", 0...1)
-        try checkRange(nms, "nms", 0...1)
-        try checkRange(minFace, "min-face", 0...4096)
+        try checkRange(scale, "scale", DetectorSettings.longestSideRange)
+        try checkRange(score, "score", DetectorSettings.thresholdRange)
+        try checkRange(nms, "nms", DetectorSettings.thresholdRange)
+        try checkRange(minFace, "min-face", DetectorSettings.minFaceSizeRange)
     }
 
     func settings(for kind: DetectorKind) -> DetectorSettings {

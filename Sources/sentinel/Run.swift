@@ -39,8 +39,8 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var models: ModelOptions
 
     func validate() throws {
-        // The same range `sentinel check` holds server.port to: a larger value would wrap to another port.
-        try checkRange(port, "port", 0...65_535)
+        // The range `sentinel check` holds server.port to: a larger value would wrap to another port.
+        try checkRange(port, "port", PipelineDefinition.ServerSettings.portRange)
     }
 
     func run() async throws {

@@ -181,11 +181,16 @@ struct VisitorStageTests {
         #expect(unsure.dominant.emotion == nil && unsure.valence == 0)
     }
 
-    @Test("a zone with emotion off is never classified")
-    func staffZone() {
+    /// A stage whose only zone is the display with emotion off, as a staff area.
+    func staffStage() -> VisitorStage {
         var staff = display
         staff.emotion = false
-        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [staff])
+        return VisitorStage(sourceID: "floor", origin: origin, zones: [staff])
+    }
+
+    @Test("a zone with emotion off is never classified")
+    func staffZone() {
+        var stage = staffStage()
         var calls: [Double] = []
         for i in 0..<120 {
             _ = stage.process(time: at(i), detections: walk(i, fps: 15)) { box in
@@ -200,9 +205,7 @@ struct VisitorStageTests {
 
     @Test("in a zone with emotion off a visitor carries no emotion, not the one measured before it; after, it does")
     func staffZonePublishesNoEmotion() {
-        var staff = display
-        staff.emotion = false
-        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [staff])
+        var stage = staffStage()
         var events: [VisitorEvent] = []
         for i in 0..<(12 * 15) {
             events += stage.process(time: at(i), detections: walk(i, fps: 15)) { _ in self.happy }.events
