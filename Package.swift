@@ -83,6 +83,7 @@ let package = Package(
                 "SentinelCore", "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelModels",
                 "SentinelVision",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -92,6 +92,13 @@ public struct PipelineDefinition: Sendable {
         public var retryMilliseconds = 3_000
         /// Messages queued for one SSE client; a client that falls this far behind is cut off.
         public var clientBufferEvents = 1_024
+        /// Seconds a connection may stay silent: before its request is complete (a slowloris), or between requests.
+        /// Open SSE streams are not idle: they end with the client or the service.
+        public var idleTimeoutSeconds = 10.0
+        /// Open connections at most; beyond, new ones wait in the listen backlog until one closes.
+        public var maxConnections = 1_200
+        /// Open SSE streams at most (within maxConnections); beyond, /events answers 503 with Retry-After.
+        public var maxSubscribers = 1_000
 
         public init() {}
 
@@ -429,7 +436,7 @@ extension PipelineParser {
     func server(_ field: Field, _ server: inout PipelineDefinition.ServerSettings) {
         let keys: Set<String> = [
             "host", "port", "tokenFile", "tokenEnvironment", "corsOrigins", "heartbeatSeconds", "retryMilliseconds",
-            "clientBufferEvents",
+            "clientBufferEvents", "idleTimeoutSeconds", "maxConnections", "maxSubscribers",
         ]
         guard let fields = reader.mapping(field, keys: keys) else { return }
         if let f = fields["host"], let v = reader.string(f) { server.host = v }
@@ -459,6 +466,17 @@ extension PipelineParser {
         }
         if let f = fields["clientBufferEvents"], let v = reader.integer(f, in: 16...1_000_000) {
             server.clientBufferEvents = v
+        }
+        if let f = fields["idleTimeoutSeconds"], let v = reader.number(f, in: 1...3_600) {
+            server.idleTimeoutSeconds = v
+        }
+        if let f = fields["maxConnections"], let v = reader.integer(f, in: 8...100_000) { server.maxConnections = v }
+        if let f = fields["maxSubscribers"], let v = reader.integer(f, in: 1...100_000) {
+            if v >= server.maxConnections {
+                reader.report(f, "\(v) SSE subscribers need fewer than maxConnections (\(server.maxConnections))")
+            } else {
+                server.maxSubscribers = v
+            }
         }
     }
 

@@ -47,6 +47,7 @@ public struct HTTPAPI: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: JSONNotFound())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
+        router.add(middleware: ReadOnlyRequests())
         router.add(middleware: BearerAuthentication(token: token))
         router.get("/events") { request, _ in try events(request) }
         router.get("/api/visitors") { request, _ in try visitors(request) }
@@ -90,7 +91,17 @@ public struct HTTPAPI: Sendable {
             types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [Publication.gaugeType]))
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
-        let subscription = broadcaster.subscribe(filter, capacity: settings.clientBufferEvents)
+        guard
+            let subscription = broadcaster.subscribe(
+                filter, capacity: settings.clientBufferEvents, limit: settings.maxSubscribers)
+        else {
+            var response = APIResponse.error(
+                .serviceUnavailable,
+                "\(settings.maxSubscribers) SSE clients are connected, the most server.maxSubscribers allows; retry later"
+            )
+            response.headers[.retryAfter] = "\((settings.retryMilliseconds + 999) / 1_000)"
+            return response
+        }
         let store = store
         let broadcaster = broadcaster
         let settings = settings

@@ -97,3 +97,23 @@ public struct ServiceError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// Every endpoint only reads: a request with another method gets 405 naming the allowed ones, and one that says it
+/// carries a body gets 413 (what it sends is discarded unread, and a sender that stalls meets the idle timeout).
+struct ReadOnlyRequests<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard request.method == .get || request.method == .options else {
+            var response = APIResponse.error(
+                .methodNotAllowed, "\(request.method) is not served: every endpoint answers GET")
+            response.headers[.allow] = "GET, OPTIONS"
+            return response
+        }
+        let length = request.headers[.contentLength].flatMap { Int($0) } ?? 0
+        guard length == 0, request.headers[.transferEncoding] == nil else {
+            return APIResponse.error(.contentTooLarge, "a request to this API carries no body")
+        }
+        return try await next(request, context)
+    }
+}

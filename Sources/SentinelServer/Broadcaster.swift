@@ -82,8 +82,10 @@ public final class Broadcaster: @unchecked Sendable {
         }
     }
 
-    public func subscribe(_ filter: EventFilter, capacity: Int) -> Subscription {
+    /// A new client's queue, or nil when `limit` clients are already subscribed.
+    public func subscribe(_ filter: EventFilter, capacity: Int, limit: Int = .max) -> Subscription? {
         lock.withLock {
+            guard subscriptions.count < limit else { return nil }
             nextID += 1
             let subscription = Subscription(id: nextID, filter: filter, capacity: capacity)
             if closed {

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import SentinelCore
@@ -75,9 +76,17 @@ public struct SentinelService: Sendable {
         let api = HTTPAPI(
             definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,
             token: token, logger: logger)
+        try Self.reserveDescriptors(for: server, file: definition.file)
         let app = Application(
             router: api.router(),
-            configuration: .init(address: .hostname(server.host, port: server.port), serverName: "sentinel"),
+            server: .http1(
+                configuration: .init(
+                    idleTimeout: .nanoseconds(Int64(server.idleTimeoutSeconds * 1e9)),
+                    httpDecoderConfiguration: .init(
+                        maxHeaderFieldSize: 8 * 1_024, maxHeaderListSize: 16 * 1_024, maxHeaderFieldCount: 64))),
+            configuration: .init(
+                address: .hostname(server.host, port: server.port), serverName: "sentinel",
+                availableConnectionsDelegate: MaximumAvailableConnections(server.maxConnections, logger: logger)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)
         let sources = started.map { source in
@@ -102,6 +111,22 @@ public struct SentinelService: Sendable {
     }
 
     public func run() async throws { try await group.run() }
+
+    /// Raises the open-file limit (the soft limit is often 1,024) so that `server.maxConnections` connections fit
+    /// beside the store, the cameras and the models; fails at start, naming the setting, when the hard limit cannot.
+    static func reserveDescriptors(for server: PipelineDefinition.ServerSettings, file: String) throws {
+        let needed = rlim_t(server.maxConnections + 256)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
+        guard limit.rlim_max >= needed else {
+            throw ServiceError(
+                "server.maxConnections \(server.maxConnections) in \(file) needs \(needed) open files, but this "
+                    + "process may open at most \(limit.rlim_max) (ulimit -Hn; LimitNOFILE= under systemd): "
+                    + "lower server.maxConnections or raise the limit")
+        }
+        limit.rlim_cur = needed
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
 
     /// Builds the service, runs it in a task of its own, and returns once it listens, with the port it bound (the
     /// system's choice for port 0): for the bench and the tests, which drive the hub themselves. A service that

@@ -1,0 +1,64 @@
+import Foundation
+import SentinelTestSupport
+import Testing
+
+@Suite("Connection limits", .timeLimit(.minutes(2)))
+struct LimitsTests {
+    @Test("200 half-sent requests never stop /healthz, and the held connections close after the timeout")
+    func slowloris() async throws {
+        let server = try await TestServer(extra: "server: { idleTimeoutSeconds: 2 }")
+        let opened = ContinuousClock.now
+        let held = try (0..<200).map { _ in
+            let connection = try RawConnection(port: server.port)
+            connection.send("GET /healthz HTTP/1.1\r\nHost: loc")
+            return connection
+        }
+        var waits: [Duration] = []
+        for _ in 0..<10 {
+            let start = ContinuousClock.now
+            let (head, _) = try await server.get("/healthz")
+            waits.append(ContinuousClock.now - start)
+            #expect(head.status == 200)
+        }
+        waits.sort()
+        // The median is the claim (within 100 ms); the slowest is bounded loosely, as the machine is shared.
+        #expect(waits[waits.count / 2] < .milliseconds(100), "\(waits)")
+        #expect(waits.last! < .seconds(1), "\(waits)")
+        // Each held connection is closed by the server once silent for idleTimeoutSeconds, without a response.
+        let deadline = opened + .seconds(7)
+        for connection in held {
+            let left = Double((deadline - .now).components.seconds) + 0.5
+            let (data, closed) = await connection.received(seconds: max(left, 0.1))
+            #expect(closed && data.isEmpty)
+        }
+        let elapsed = ContinuousClock.now - opened
+        #expect(elapsed >= .seconds(1.5) && elapsed < .seconds(7), "\(elapsed)")
+        try await server.stop()
+    }
+
+    @Test("connections beyond maxConnections wait until one closes; SSE clients beyond maxSubscribers get 503")
+    func caps() async throws {
+        let server = try await TestServer(extra: "server: { maxConnections: 12, maxSubscribers: 2 }")
+        // Two streams fill the SSE cap; a third is refused with a reason and a retry time, not queued.
+        let streams = (0..<2).map { _ in
+            Task { try await server.stream(timeout: .seconds(20)) { _ in false } }
+        }
+        #expect(try await server.wait { server.service.broadcaster.subscriberCount == 2 })
+        let (refused, body) = try await server.get("/events")
+        #expect(refused.status == 503 && refused.header("Retry-After") == "3")
+        #expect(String(decoding: body, as: UTF8.self).contains("server.maxSubscribers"))
+        // Ten silent connections bring the total to twelve: the next request is not served until one closes.
+        var idle = try (0..<10).map { _ in try RawConnection(port: server.port) }
+        try await Task.sleep(for: .milliseconds(300))
+        let waiting = try RawConnection(port: server.port)
+        waiting.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let early = await waiting.received(seconds: 1)
+        #expect(early.data.isEmpty && !early.closed, "\(String(decoding: early.data, as: UTF8.self))")
+        idle.removeLast(5)
+        let late = await waiting.received(seconds: 5)
+        #expect(String(decoding: late.data, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        for stream in streams { stream.cancel() }
+        try await server.stop()
+        _ = idle
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A plain TCP connection to a loopback port, for what an HTTP client library will not send: half a request, bytes
+/// that are not HTTP, a connection that says nothing at all.
+public final class RawConnection: Sendable {
+    private let descriptor: Int32
+
+    public init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw RawConnectionError("socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(descriptor)
+            throw RawConnectionError("connect to port \(port): errno \(code)")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Sends `bytes`; false when the server has already closed the connection.
+    @discardableResult
+    public func send(_ bytes: Data) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            Glibc.send(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) == buffer.count
+        }
+    }
+
+    @discardableResult
+    public func send(_ text: String) -> Bool { send(Data(text.utf8)) }
+
+    /// `receive(seconds:)` on a thread of its own, so waiting never holds one of the test run's few task threads.
+    public func received(seconds: Double) async -> (data: Data, closed: Bool) {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.receive(seconds: seconds)) }.start()
+        }
+    }
+
+    /// Reads until the server closes the connection or `seconds` pass; `closed` says which.
+    public func receive(seconds: Double) -> (data: Data, closed: Bool) {
+        var data = Data()
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return (data, false) }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1_000) + 1) > 0 else { continue }
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { return (data, true) }
+            data.append(contentsOf: buffer[0..<count])
+        }
+    }
+}
+
+public struct RawConnectionError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
