@@ -84,6 +84,9 @@ public struct PipelineDefinition: Sendable {
         public var tokenFile: String?
         /// An environment variable holding the bearer token.
         public var tokenEnvironment = "SENTINEL_TOKEN"
+        /// A token for aggregates only (zone counts, the gauge): no per-visitor record, as PRIVACY.md explains.
+        public var aggregateTokenFile: String?
+        public var aggregateTokenEnvironment = "SENTINEL_AGGREGATE_TOKEN"
         /// Dashboard origins allowed to call the API from a browser (CORS).
         public var corsOrigins: [String] = []
         /// Seconds between SSE comment heartbeats on an idle stream.
@@ -435,7 +438,8 @@ private struct PipelineParser {
 extension PipelineParser {
     func server(_ field: Field, _ server: inout PipelineDefinition.ServerSettings) {
         let keys: Set<String> = [
-            "host", "port", "tokenFile", "tokenEnvironment", "corsOrigins", "heartbeatSeconds", "retryMilliseconds",
+            "host", "port", "tokenFile", "tokenEnvironment", "aggregateTokenFile", "aggregateTokenEnvironment",
+            "corsOrigins", "heartbeatSeconds", "retryMilliseconds",
             "clientBufferEvents", "idleTimeoutSeconds", "maxConnections", "maxSubscribers",
         ]
         guard let fields = reader.mapping(field, keys: keys) else { return }
@@ -445,6 +449,10 @@ extension PipelineParser {
         }
         if let f = fields["tokenFile"], let v = reader.string(f) { server.tokenFile = resolve(v) }
         if let f = fields["tokenEnvironment"], let v = reader.string(f) { server.tokenEnvironment = v }
+        if let f = fields["aggregateTokenFile"], let v = reader.string(f) { server.aggregateTokenFile = resolve(v) }
+        if let f = fields["aggregateTokenEnvironment"], let v = reader.string(f) {
+            server.aggregateTokenEnvironment = v
+        }
         if let f = fields["corsOrigins"], let list = reader.sequence(f) {
             server.corsOrigins = list.compactMap { item in
                 guard let origin = reader.string(item) else { return nil }

@@ -85,18 +85,12 @@ public struct Occupancy: Sendable {
         let total = present.count
         var counts = Dictionary(uniqueKeysWithValues: names.map { ($0, 0) })
         for visitor in present.values { if let zone = visitor.zone { counts[zone, default: 0] += 1 } }
-        var published = counts.filter { $0.value >= minGroupSize }
-        if total >= minGroupSize {
-            while case let unexplained = total - published.values.reduce(0, +), unexplained > 0,
-                unexplained < minGroupSize,
-                let smallest = published.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
-            {
-                published[smallest.key] = nil
-            }
+        let published = Complement.publishable(counts, minGroupSize: minGroupSize) { published in
+            total >= minGroupSize ? [(total, Array(published))] : []
         }
         let zoneFigures = Dictionary(
             uniqueKeysWithValues: counts.map { name, count in
-                (name, published[name] != nil ? Aggregate.value(count, visitors: count) : .suppressed)
+                (name, published.contains(name) ? Aggregate.value(count, visitors: count) : .suppressed)
             })
         let labelled = present.values.compactMap(\.emotion)
         var mix: [String: Double] = [:]
@@ -105,5 +99,28 @@ public struct Occupancy: Sendable {
         return Snapshot(
             visitors: Aggregate(total, visitors: total, minGroupSize: minGroupSize), zones: zoneFigures,
             emotions: Aggregate(mix, visitors: labelled.count, minGroupSize: minGroupSize))
+    }
+}
+
+/// Complementary suppression. A figure hidden below `minGroupSize` could be recovered by subtracting the published
+/// figures inside a published total from that total. So besides every figure below `minGroupSize`, the smallest
+/// published figure inside a total is withheld while what the published figures leave of it unexplained covers
+/// more than none but fewer than `minGroupSize` visitors, until no total leaves such a rest.
+enum Complement {
+    /// The keys of `counts` that may be published. `totals` lists, for what is published so far, each published
+    /// total with the published figures inside it (disjoint, as the visitors they count are).
+    static func publishable<Key: Hashable & Comparable>(
+        _ counts: [Key: Int], minGroupSize: Int, totals: (Set<Key>) -> [(total: Int, parts: [Key])]
+    ) -> Set<Key> {
+        var published = Set(counts.filter { $0.value >= minGroupSize }.keys)
+        while let leaky = totals(published).first(where: { total, parts in
+            let rest = total - parts.reduce(0) { $0 + counts[$1]! }
+            return rest > 0 && rest < minGroupSize
+        }),
+            let smallest = leaky.parts.min(by: { (counts[$0]!, $0) < (counts[$1]!, $1) })
+        {
+            published.remove(smallest)
+        }
+        return published
     }
 }

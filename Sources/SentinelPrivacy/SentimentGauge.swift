@@ -113,24 +113,48 @@ public struct SentimentGauge: Sendable {
     public mutating func reading(now: Date) -> GaugeReading {
         let start = now.addingTimeInterval(-settings.windowSeconds)
         votes = votes.filter { $0.value.time >= start }
-        func level(_ votes: some Collection<Vote>) -> Aggregate<GaugeReading.Level> {
+        var groups: [Figure: [Vote]] = [.overall: Array(votes.values)]
+        for source in sourceIDs { groups[.source(source)] = votes.values.filter { $0.source == source } }
+        for zone in zoneIDs {
+            groups[.zone(zone)] = votes.values.filter { $0.source == zone.sourceId && $0.zone == zone.name }
+        }
+        let counts = groups.mapValues(\.count)
+        // Overall and each camera are totals: a hidden camera or zone must not be their difference.
+        let published = Complement.publishable(counts, minGroupSize: minGroupSize) { published in
+            func zones(of source: String) -> [Figure] {
+                zoneIDs.filter { $0.sourceId == source }.map { .zone($0) }.filter(published.contains)
+            }
+            var totals: [(Int, [Figure])] = sourceIDs.filter { published.contains(.source($0)) }.map {
+                (counts[.source($0)]!, zones(of: $0))
+            }
+            if published.contains(.overall) {
+                let parts = sourceIDs.flatMap { published.contains(.source($0)) ? [.source($0)] : zones(of: $0) }
+                totals.append((counts[.overall]!, parts))
+            }
+            return totals
+        }
+        func level(_ figure: Figure) -> Aggregate<GaugeReading.Level> {
+            let votes = groups[figure]!
             let total = votes.reduce(0) { $0 + $1.weight }
-            guard total > 0 else { return .suppressed }
+            guard published.contains(figure), total > 0 else { return .suppressed }
             let mean = votes.reduce(0) { $0 + $1.weight * $1.valence } / total
             let score = Int(((mean + 1) * 50).rounded())
-            return Aggregate(
-                GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count, minGroupSize: minGroupSize)
+            return .value(GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count)
         }
         var sources: [String: Aggregate<GaugeReading.Level>] = [:]
-        for source in sourceIDs { sources[source] = level(votes.values.filter { $0.source == source }) }
+        for source in sourceIDs { sources[source] = level(.source(source)) }
         var zones: [String: [String: Aggregate<GaugeReading.Level>]] = [:]
-        for zone in zoneIDs {
-            zones[zone.sourceId, default: [:]][zone.name] = level(
-                votes.values.filter { $0.source == zone.sourceId && $0.zone == zone.name })
-        }
+        for zone in zoneIDs { zones[zone.sourceId, default: [:]][zone.name] = level(.zone(zone)) }
         let stale = lastSeen.map { now.timeIntervalSince($0) > settings.staleAfterSeconds } ?? true
         return GaugeReading(
-            time: now, overall: level(votes.values), sources: sources, zones: zones, stale: stale,
+            time: now, overall: level(.overall), sources: sources, zones: zones, stale: stale,
             windowSeconds: settings.windowSeconds)
+    }
+
+    /// A figure of a reading: the whole showroom, a camera, a zone.
+    enum Figure: Hashable, Comparable {
+        case overall
+        case source(String)
+        case zone(ZoneID)
     }
 }

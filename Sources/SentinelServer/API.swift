@@ -16,7 +16,7 @@ public struct HTTPAPI: Sendable {
     let settings: PipelineDefinition.ServerSettings
     let zones: [ZoneInfo]
     let sourceIDs: [String]
-    let token: String?
+    let tokens: AccessTokens
     let logger: Logger
 
     struct ZoneInfo: Sendable, Codable {
@@ -28,7 +28,7 @@ public struct HTTPAPI: Sendable {
     public init(
         definition: PipelineDefinition, store: EventStore, live: LiveState, broadcaster: Broadcaster,
         telemetry: Telemetry,
-        token: String?, logger: Logger
+        tokens: AccessTokens, logger: Logger
     ) {
         self.store = store
         self.live = live
@@ -39,16 +39,16 @@ public struct HTTPAPI: Sendable {
         zones = definition.sources.flatMap { source in
             source.zones.map { ZoneInfo(name: $0.name, sourceId: source.id, emotion: $0.emotion) }
         }
-        self.token = token
+        self.tokens = tokens
         self.logger = logger
     }
 
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public func router() -> Router<APIContext> {
+        let router = Router(context: APIContext.self)
         router.add(middleware: JSONNotFound())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
         router.add(middleware: ReadOnlyRequests())
-        router.add(middleware: BearerAuthentication(token: token))
+        router.add(middleware: BearerAuthentication(tokens: tokens))
         router.get("/events") { request, _ in try events(request) }
         router.get("/api/visitors") { request, _ in try visitors(request) }
         router.get("/api/visitors/{faceId}") { _, context in try visitor(context.parameters.require("faceId")) }

@@ -1,16 +1,45 @@
 import Foundation
 import Hummingbird
 
-/// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` needs the token, in an
-/// `Authorization: Bearer` header or, for `/events` (browsers' EventSource cannot set headers), an `access_token`
-/// query parameter. With no token configured (loopback only) every request passes.
-struct BearerAuthentication<Context: RequestContext>: RouterMiddleware {
-    let token: String?
+/// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only figures that
+/// k-suppression protects (`/api/zones`, `/api/sentiment`) and what tells nothing of visitors (`/healthz`, the
+/// OpenAPI document, the page); every other path answers 403. `/events` is not among them: its ids number every
+/// logged event, so their gaps would count visitor events; nor is `/metrics`, which counts them too.
+public enum AccessScope: String, Sendable {
+    case visitors, aggregates
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
+    static let aggregatePaths: Set<String> = ["/api/zones", "/api/sentiment", "/healthz", "/openapi.json", "/"]
+}
+
+/// The request context of the API: the scope the presented token grants.
+public struct APIContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var scope = AccessScope.visitors
+    public init(source: Source) { coreContext = .init(source: source) }
+}
+
+/// The bearer tokens a server accepts, one per scope; with none configured (loopback only) every request has the
+/// visitor scope.
+public struct AccessTokens: Sendable {
+    public var visitors: String?
+    public var aggregates: String?
+    public init(visitors: String? = nil, aggregates: String? = nil) {
+        self.visitors = visitors
+        self.aggregates = aggregates
+    }
+    var isEmpty: Bool { visitors == nil && aggregates == nil }
+}
+
+/// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` needs a token, in an
+/// `Authorization: Bearer` header or, for `/events` (browsers' EventSource cannot set headers), an `access_token`
+/// query parameter. The token presented sets the request's scope; with no token configured every request passes.
+struct BearerAuthentication: RouterMiddleware {
+    let tokens: AccessTokens
+
+    func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response)
+        async throws -> Response
     {
-        guard let token, request.uri.path != "/healthz", request.method != .options else {
+        guard !tokens.isEmpty, request.uri.path != "/healthz", request.method != .options else {
             return try await next(request, context)
         }
         var presented: Substring?
@@ -19,7 +48,21 @@ struct BearerAuthentication<Context: RequestContext>: RouterMiddleware {
         } else if request.uri.path == "/events" {
             presented = request.uri.queryParameters["access_token"]
         }
-        guard let presented, constantTimeEqual(Array(presented.utf8), Array(token.utf8)) else {
+        var context = context
+        if let presented, let token = tokens.visitors, constantTimeEqual(Array(presented.utf8), Array(token.utf8)) {
+            context.scope = .visitors
+        } else if let presented, let token = tokens.aggregates,
+            constantTimeEqual(Array(presented.utf8), Array(token.utf8))
+        {
+            context.scope = .aggregates
+            guard AccessScope.aggregatePaths.contains(request.uri.path) else {
+                return APIResponse.error(
+                    .forbidden,
+                    "this token may read aggregates only (\(AccessScope.aggregatePaths.sorted().joined(separator: ", "))); "
+                        + "per-visitor records, the event stream and the metrics need the visitor token (server.tokenFile)"
+                )
+            }
+        } else {
             var response = APIResponse.error(
                 .unauthorized,
                 presented == nil
@@ -68,16 +111,18 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
 /// pipeline file, which is shared and versioned. A token file every local user can read is refused, as ssh refuses
 /// such a private key: it is no secret (the owner's group may read it, for a service account).
 public enum AccessToken {
-    public static func load(file: String?, environment name: String) throws -> String? {
+    public static func load(file: String?, environment name: String, key: String = "server.tokenFile") throws
+        -> String?
+    {
         if let file {
             var status = stat()
             if stat(file, &status) == 0, status.st_mode & S_IROTH != 0 {
                 throw ServiceError(
-                    "the token file \(file) (server.tokenFile) is readable by every user (mode "
+                    "the token file \(file) (\(key)) is readable by every user (mode "
                         + String(status.st_mode & 0o777, radix: 8) + "): run chmod o-r \(file)")
             }
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw ServiceError("cannot read the token file \(file) (server.tokenFile)")
+                throw ServiceError("cannot read the token file \(file) (\(key))")
             }
             let token =
                 text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""

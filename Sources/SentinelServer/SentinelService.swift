@@ -44,12 +44,19 @@ public struct SentinelService: Sendable {
         var server = definition.server
         if let host = options.host { server.host = host }
         if let port = options.port { server.port = port }
-        let token = try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment)
-        if !server.isLoopback, token == nil {
+        let tokens = AccessTokens(
+            visitors: try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment),
+            aggregates: try AccessToken.load(
+                file: server.aggregateTokenFile, environment: server.aggregateTokenEnvironment,
+                key: "server.aggregateTokenFile"))
+        if !server.isLoopback, tokens.isEmpty {
             throw ServiceError(
                 "server.host \(server.host) accepts connections from other machines, so a bearer token is required: "
                     + "set server.tokenFile in \(definition.file) or the environment variable \(server.tokenEnvironment)"
             )
+        }
+        if tokens.visitors != nil, tokens.visitors == tokens.aggregates {
+            throw ServiceError("the visitor and aggregate tokens are the same: each scope needs a token of its own")
         }
         var definition = definition
         definition.server = server
@@ -75,7 +82,7 @@ public struct SentinelService: Sendable {
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
         let api = HTTPAPI(
             definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,
-            token: token, logger: logger)
+            tokens: tokens, logger: logger)
         try Self.reserveDescriptors(for: server, file: definition.file)
         let app = Application(
             router: api.router(),

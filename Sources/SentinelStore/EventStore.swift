@@ -52,6 +52,13 @@ public final class EventStore: Sendable {
         do {
             try FileManager.default.createDirectory(
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+            // Visits are personal data: only the service's user may read them. SQLite gives the -wal and -shm files
+            // the database file's mode, so making (or tightening) that file first covers all three.
+            let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+            if descriptor >= 0 {
+                fchmod(descriptor, 0o600)
+                close(descriptor)
+            }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
             try pool.write { db in

@@ -20,13 +20,13 @@ struct SentimentGaugeTests {
     /// A masked `visitor.updated` as the gauge sees it.
     func vote(
         _ id: String, at second: Double, valence: Double, confidence: Double = 1, dwell: Double = 10,
-        zone: String? = "display",
+        zone: String? = "display", source: String = "cam",
         emotion: String = "happy"
     ) -> VisitorEvent {
         VisitorEvent(
             type: .updated, time: start.addingTimeInterval(second),
             visitor: VisitorRecord(
-                faceId: id, sourceId: "cam", zone: zone, state: "active", dwellSeconds: dwell, emotion: emotion,
+                faceId: id, sourceId: source, zone: zone, state: "active", dwellSeconds: dwell, emotion: emotion,
                 emotionConfidence: confidence, valence: valence))
     }
 
@@ -75,6 +75,33 @@ struct SentimentGaugeTests {
         let reading = g.reading(now: start.addingTimeInterval(1))
         #expect(reading.zones["cam"]?["display"] == .suppressed && reading.zones["cam"]?["counter"] == .suppressed)
         #expect(reading.overall.value != nil)
+    }
+
+    @Test("a hidden camera or zone cannot be had by subtracting published figures from the total around them")
+    func complementarySuppression() {
+        var g = SentimentGauge(
+            settings: GaugeSettings(), minGroupSize: 3, sources: ["cam", "door"],
+            zones: [
+                ZoneID(sourceId: "cam", name: "display"), ZoneID(sourceId: "cam", name: "counter"),
+                ZoneID(sourceId: "door", name: "entrance"),
+            ])
+        // cam: 4 at the display, 1 at the counter; door: 1 at the entrance. Overall 6.
+        for id in ["a", "b", "c", "d"] { g.record(vote(id, at: 0, valence: 1)) }
+        g.record(vote("e", at: 0, valence: -1, zone: "counter"))
+        g.record(vote("f", at: 0, valence: -1, zone: "entrance", source: "door"))
+        let reading = g.reading(now: start)
+        #expect(reading.overall == .value(.init(score: 67), visitors: 6))
+        // door (1) is below k; publishing cam (5) would give door as 6 - 5, so cam is withheld too.
+        #expect(reading.sources["door"] == .suppressed && reading.sources["cam"] == .suppressed)
+        // The counter (1) is below k; cam's 5 minus the display's 4 would give it, so the display is withheld too.
+        #expect(reading.zones["cam"]?["counter"] == .suppressed && reading.zones["cam"]?["display"] == .suppressed)
+        // With a third visitor at the door, every camera figure is k or more and nothing is left to subtract.
+        g.record(vote("g", at: 0, valence: 1, zone: "entrance", source: "door"))
+        g.record(vote("h", at: 0, valence: 1, zone: "entrance", source: "door"))
+        let more = g.reading(now: start)
+        #expect(more.sources["door"]?.value != nil && more.sources["cam"]?.value != nil)
+        // Inside cam (5): the display (4) would give the counter (1) as 5 - 4: withheld.
+        #expect(more.zones["cam"]?["display"] == .suppressed && more.zones["door"]?["entrance"]?.value != nil)
     }
 
     @Test("votes older than the window no longer count")

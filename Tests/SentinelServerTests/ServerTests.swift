@@ -287,6 +287,54 @@ struct AccessTests {
     }
 }
 
+extension AccessTests {
+    @Test(
+        "with the aggregate token, a zone's count below k cannot be had from any endpoint; the visitor token reads all")
+    func aggregateScope() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let tokens = ["visitors": "visitor-token-0123456789", "aggregates": "aggregate-token-0123456789"]
+        for (name, token) in tokens {
+            try (token + "\n").write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            chmod(folder.appendingPathComponent(name).path, 0o600)
+        }
+        let server = try await TestServer(
+            extra: """
+                server: { tokenFile: \(folder.path)/visitors, aggregateTokenFile: \(folder.path)/aggregates }
+                privacy: { minGroupSize: 3 }
+                """)
+        // One visitor at the display, one at the counter: both zones, and the total, are below k.
+        try server.publish(2, visitors: 1, zone: "display")
+        try server.publish(2, visitors: 1, zone: "counter", startingAt: 10)
+        #expect(try await server.wait { try server.service.store.logBounds().last == 4 })
+        let asVisitors = [("Authorization", "Bearer \(tokens["visitors"]!)")]
+        let present = try JSONDecoder.sentinel().decode(
+            APITests.Visitors.self, from: try await server.get("/api/visitors", headers: asVisitors).1)
+        let faceId = try #require(present.visitors.first?.faceId)
+        #expect(present.visitors.count == 1)
+        // Every path the API has, with the aggregate token: only k-protected figures and what says nothing of
+        // visitors answer; nothing that answers holds a pseudonym or a count of one.
+        let asAggregates = [("Authorization", "Bearer \(tokens["aggregates"]!)")]
+        let paths: [(String, Int)] = [
+            ("/api/zones", 200), ("/api/sentiment", 200), ("/healthz", 200), ("/openapi.json", 200), ("/", 200),
+            ("/api/visitors", 403), ("/api/visitors?from=2020-01-01T00:00:00Z", 403), ("/api/visitors/\(faceId)", 403),
+            ("/events", 403), ("/events?type=sentiment.gauge", 403), ("/metrics", 403), ("/nosuchpath", 403),
+        ]
+        for (path, status) in paths {
+            let (head, body) = try await server.get(path, headers: asAggregates)
+            let text = String(decoding: body, as: UTF8.self)
+            #expect(head.status == status, "\(path): \(head.status) \(text)")
+            #expect(
+                !text.contains(faceId) && !text.contains("\"visitors\":1") && !text.contains("\"value\":1"), "\(path)")
+        }
+        let zones = String(decoding: try await server.get("/api/zones", headers: asAggregates).1, as: UTF8.self)
+        #expect(zones.contains("\"name\":\"counter\",\"sourceId\":\"showroom\",\"visitors\":{\"suppressed\":true}"))
+        #expect(
+            zones.contains("\"visitors\":{\"suppressed\":true}}")
+                || zones.contains("\"visitors\":{\"suppressed\":true},"))
+        try await server.stop()
+    }
+}
+
 @Suite("The store behind the service", .timeLimit(.minutes(2)))
 struct StoreServiceTests {
     @Test(

@@ -69,6 +69,19 @@ struct StoreTests {
         #expect(try again.logBounds() == (floor: 0, last: 10))
     }
 
+    @Test("the database and its WAL files are readable by the service's user only, even one made 0644 before")
+    func fileModes() async throws {
+        let path = try temporaryDatabase()
+        FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
+        var visit = Visit(start: start)
+        let store = try EventStore(path: path)
+        _ = try await store.append(try visit.whole())
+        for file in [path, path + "-wal", path + "-shm"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file): \(String(mode ?? 0, radix: 8))")
+        }
+    }
+
     @Test("a database made by the first schema is upgraded in place: rows kept, the per-stream lookup uses an index")
     func upgradeFromFirstSchema() async throws {
         let path = try temporaryDatabase()
