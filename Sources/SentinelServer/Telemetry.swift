@@ -74,6 +74,30 @@ public final class Telemetry: Sendable {
         return (counter("captured"), counter("analysed"), counter("dropped"))
     }
 
-    /// The Prometheus text exposition.
-    public func exposition() -> String { registry.emitToString() }
+    /// What each metric means, as `# HELP` says it. swift-metrics has no place for help text, so it is kept here,
+    /// one line per metric name, and put before the registry's `# TYPE` line.
+    static let help: [String: String] = [
+        "sentinel_source_fps": "Frames one source analysed per second, over the last second.",
+        "sentinel_frames_captured_total": "Frames a source's capture edge received.",
+        "sentinel_frames_analysed_total": "Frames a source's capture edge handed to analysis.",
+        "sentinel_frames_dropped_total": "Frames dropped at a source's capture edge because analysis was behind.",
+        "sentinel_capture_to_publish_seconds":
+            "From the capture of the frame an event came from to the event's being committed and offered to SSE clients.",
+        "sentinel_stage_duration_seconds": "Time one pipeline stage took, per frame (per batch for store and publish).",
+        "sentinel_queue_depth": "Publications waiting to be written to the store.",
+        "sentinel_events_published_total": "Events committed to the log and offered to the SSE clients.",
+        "sentinel_events_dropped_total":
+            "Events lost: the store buffer overflowed while the database could not be written, or a slow SSE client was cut off.",
+        "sentinel_sse_subscribers": "SSE clients connected now.",
+    ]
+
+    /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`.
+    public func exposition() -> String {
+        registry.emitToString().split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            guard line.hasPrefix("# TYPE "), let name = line.split(separator: " ").dropFirst(2).first,
+                let text = Self.help[String(name)]
+            else { return String(line) }
+            return "# HELP \(name) \(text)\n\(line)"
+        }.joined(separator: "\n")
+    }
 }

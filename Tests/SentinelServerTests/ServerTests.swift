@@ -211,6 +211,24 @@ struct APITests {
         let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
         #expect(metrics.contains("sentinel_events_published_total 13"))
         #expect(metrics.contains("sentinel_stage_duration_seconds_bucket{stage=\"store\""))
+        // Prometheus' own Python client parses it, and every family has its # HELP and # TYPE.
+        let metricsFile = server.folder.appendingPathComponent("metrics.txt")
+        try Data(metrics.utf8).write(to: metricsFile)
+        let (parsed, report, _) = try Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                """
+                import sys
+                from prometheus_client.parser import text_string_to_metric_families
+                families = list(text_string_to_metric_families(open(sys.argv[1]).read()))
+                bare = [f.name for f in families if not f.documentation or f.type == "unknown"]
+                print(len(families), "families; without help or type:", bare)
+                sys.exit(1 if bare or not families else 0)
+                """,
+                metricsFile.path,
+            ])
+        #expect(parsed == 0, "\(report)")
         try await server.stop()
     }
 
