@@ -9,6 +9,14 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     public var path: String
     public var message: String
 
+    public init(file: String, line: Int? = nil, column: Int? = nil, path: String, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        self.message = message
+    }
+
     public var description: String {
         let place = line.map { "\(file):\($0):\(column ?? 1)" } ?? file
         return path.isEmpty ? "\(place): \(message)" : "\(place): \(path): \(message)"
@@ -18,6 +26,7 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
 /// Every problem found in a pipeline file, in file order.
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
     public var problems: [ConfigProblem]
+    public init(problems: [ConfigProblem]) { self.problems = problems }
     public var description: String { problems.map(\.description).joined(separator: "\n") }
 }
 

@@ -29,6 +29,12 @@ public final class PseudonymKeyRing: @unchecked Sendable {
         }
     }
 
+    /// Whether `settings.keyFile`, if there is one, can be used: absent, or a Sentinel key file only its owner may
+    /// read. Reads nothing else and writes nothing (`sentinel check`).
+    public static func check(_ settings: PseudonymSettings) throws(PrivacyError) {
+        if let path = settings.keyFile { _ = try read(path, rotationSeconds: settings.rotationSeconds) }
+    }
+
     /// The rotation period that `date` falls in.
     public func epoch(at date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 / settings.rotationSeconds).rounded(.down))

@@ -111,8 +111,8 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
 /// pipeline file, which is shared and versioned. A token file every local user can read is refused, as ssh refuses
 /// such a private key: it is no secret (the owner's group may read it, for a service account).
 public enum AccessToken {
-    public static func load(file: String?, environment name: String, key: String = "server.tokenFile") throws
-        -> String?
+    public static func load(file: String?, environment name: String, key: String = "server.tokenFile")
+        throws(ServiceError) -> String?
     {
         if let file {
             var status = stat()

@@ -41,25 +41,8 @@ public struct SentinelService: Sendable {
         definition: PipelineDefinition, models: ModelStore, options: Options = Options(), logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
-        var server = definition.server
-        if let host = options.host { server.host = host }
-        if let port = options.port { server.port = port }
-        let tokens = AccessTokens(
-            visitors: try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment),
-            aggregates: try AccessToken.load(
-                file: server.aggregateTokenFile, environment: server.aggregateTokenEnvironment,
-                key: "server.aggregateTokenFile"))
-        if !server.isLoopback, tokens.isEmpty {
-            throw ServiceError(
-                "server.host \(server.host) accepts connections from other machines, so a bearer token is required: "
-                    + "set server.tokenFile in \(definition.file) or the environment variable \(server.tokenEnvironment)"
-            )
-        }
-        if tokens.visitors != nil, tokens.visitors == tokens.aggregates {
-            throw ServiceError("the visitor and aggregate tokens are the same: each scope needs a token of its own")
-        }
-        var definition = definition
-        definition.server = server
+        let (definition, tokens) = try Self.preflight(definition: definition, models: models, options: options)
+        let server = definition.server
         let port = server.port
         store = try EventStore(path: options.databasePath ?? definition.store.path)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
@@ -83,7 +66,6 @@ public struct SentinelService: Sendable {
         let api = HTTPAPI(
             definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,
             tokens: tokens, logger: logger)
-        try Self.reserveDescriptors(for: server, file: definition.file)
         let app = Application(
             router: api.router(),
             server: .http1(
@@ -119,17 +101,74 @@ public struct SentinelService: Sendable {
 
     public func run() async throws { try await group.run() }
 
+    /// Every check `sentinel run` makes before it serves, and `sentinel check` prints: this machine's models and
+    /// inputs, the access tokens, the pseudonym key file, the store's folder and the open-file limit. Returns the
+    /// definition with the command line's server settings applied, and the tokens; throws every problem found.
+    public static func preflight(definition: PipelineDefinition, models: ModelStore, options: Options = Options())
+        throws(ConfigError) -> (PipelineDefinition, AccessTokens)
+    {
+        var definition = definition
+        if let host = options.host { definition.server.host = host }
+        if let port = options.port { definition.server.port = port }
+        let server = definition.server
+        var started = definition
+        started.sources = definition.sources.filter { options.sources?.contains($0.id) ?? true }
+        var problems = started.environmentProblems(models: models)
+        func problem(_ path: String, _ message: String) {
+            problems.append(ConfigProblem(file: definition.file, path: path, message: message))
+        }
+        var tokens = AccessTokens()
+        do {
+            tokens.visitors = try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment)
+        } catch { problem("server.tokenFile", error.description) }
+        do {
+            tokens.aggregates = try AccessToken.load(
+                file: server.aggregateTokenFile, environment: server.aggregateTokenEnvironment,
+                key: "server.aggregateTokenFile")
+        } catch { problem("server.aggregateTokenFile", error.description) }
+        if !server.isLoopback, tokens.isEmpty {
+            problem(
+                "server.host",
+                "\(server.host) accepts connections from other machines, so a bearer token is required: set "
+                    + "server.tokenFile or the environment variable \(server.tokenEnvironment)")
+        }
+        if tokens.visitors != nil, tokens.visitors == tokens.aggregates {
+            problem(
+                "server.aggregateTokenFile", "the visitor and aggregate tokens are the same: each scope needs its own")
+        }
+        do { try PseudonymKeyRing.check(definition.privacy.pseudonyms) } catch {
+            problem("privacy.pseudonyms.keyFile", error.description)
+        }
+        let database = options.databasePath ?? definition.store.path
+        if let folder = Self.nearestFolder(of: database), !FileManager.default.isWritableFile(atPath: folder) {
+            problem("store.path", "cannot write the database \(database): \(folder) is not writable by this user")
+        }
+        do { try Self.reserveDescriptors(for: server) } catch { problem("server.maxConnections", error.description) }
+        guard problems.isEmpty else { throw ConfigError(problems: problems) }
+        return (definition, tokens)
+    }
+
+    /// The database file if it exists, else the nearest folder above it that does (where it would be made).
+    private static func nearestFolder(of path: String) -> String? {
+        var url = URL(fileURLWithPath: path)
+        while !FileManager.default.fileExists(atPath: url.path) {
+            let parent = url.deletingLastPathComponent()
+            guard parent.path != url.path else { return nil }
+            url = parent
+        }
+        return url.path
+    }
+
     /// Raises the open-file limit (the soft limit is often 1,024) so that `server.maxConnections` connections fit
-    /// beside the store, the cameras and the models; fails at start, naming the setting, when the hard limit cannot.
-    static func reserveDescriptors(for server: PipelineDefinition.ServerSettings, file: String) throws {
+    /// beside the store, the cameras and the models; fails, naming the setting, when the hard limit cannot.
+    static func reserveDescriptors(for server: PipelineDefinition.ServerSettings) throws(ServiceError) {
         let needed = rlim_t(server.maxConnections + 256)
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
         guard limit.rlim_max >= needed else {
             throw ServiceError(
-                "server.maxConnections \(server.maxConnections) in \(file) needs \(needed) open files, but this "
-                    + "process may open at most \(limit.rlim_max) (ulimit -Hn; LimitNOFILE= under systemd): "
-                    + "lower server.maxConnections or raise the limit")
+                "\(server.maxConnections) connections need \(needed) open files, but this process may open at most "
+                    + "\(limit.rlim_max) (ulimit -Hn; LimitNOFILE= under systemd): lower it or raise the limit")
         }
         limit.rlim_cur = needed
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)

@@ -1,9 +1,12 @@
 import ArgumentParser
 import SentinelPipeline
+import SentinelServer
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Validate a pipeline file: print every problem with file, line and field; exit 1 if any.")
+        abstract:
+            "Check a pipeline file as `sentinel run` does before serving: print every problem with file, line and field; exit 1 if any."
+    )
 
     @Argument(help: "Pipeline file, such as Pipelines/showroom.yml.")
     var pipeline: String
@@ -11,9 +14,10 @@ struct Check: ParsableCommand {
     @OptionGroup var models: ModelOptions
 
     func run() throws {
-        let problems: [ConfigProblem]
+        var problems: [ConfigProblem] = []
         do {
-            problems = try PipelineDefinition.load(pipeline).environmentProblems(models: try models.store())
+            // The checks `sentinel run` makes before it serves: one function for both.
+            _ = try SentinelService.preflight(definition: PipelineDefinition.load(pipeline), models: try models.store())
         } catch let error as ConfigError {
             problems = error.problems
         }

@@ -44,7 +44,8 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let definition = try loadPipeline(pipeline, models: models)
+        let definition: PipelineDefinition
+        do { definition = try PipelineDefinition.load(pipeline) } catch { throw CommandError(error.description) }
         let logger = makeLogger("sentinel.run", verbose: verbose)
         var options = SentinelService.Options()
         options.pace = pace
@@ -70,7 +71,7 @@ struct Run: AsyncParsableCommand {
 
                         """.utf8))
             }
-        } catch let error as ServiceError {
+        } catch let error as CustomStringConvertible & Error {
             throw CommandError(error.description)
         }
         try await service.run()

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Foundation
 import Logging
+import SentinelModels
 import SentinelStore
 import SentinelVision
 
@@ -14,14 +16,21 @@ struct Sentinel: AsyncParsableCommand {
     /// Sentinel's own version, raised with each round of work that lands.
     static let version = "0.3.0"
 
-    /// What `--version` prints: Sentinel's version and those of the libraries it runs on, as loaded.
+    /// What `--version` prints: Sentinel's version, those of the libraries it runs on, as loaded, and each model
+    /// of the manifest (in $SENTINEL_MODELS or ./Models) by its pinned checksum and where it comes from.
     static var versions: String {
-        """
-        sentinel \(version)
-        OpenCV \(OpenCVFaceDetector.openCVVersion)
-        SQLite \(EventStore.sqliteVersion)
-        models: `sentinel models list` (each with its source and whether it is ready)
-        """
+        let folder = ProcessInfo.processInfo.environment["SENTINEL_MODELS"] ?? "Models"
+        let models =
+            (try? ModelManifest(contentsOf: "\(folder)/models.yml").models.map {
+                "  \($0.name) sha256:\($0.sha256.prefix(12)) from \($0.source)"
+            }) ?? ["  (no manifest at \(folder)/models.yml; set SENTINEL_MODELS)"]
+        return """
+            sentinel \(version)
+            OpenCV \(OpenCVFaceDetector.openCVVersion)
+            SQLite \(EventStore.sqliteVersion)
+            models (\(folder)/models.yml):
+            \(models.joined(separator: "\n"))
+            """
     }
 }
 

