@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// One problem in a pipeline file: where it is and what is wrong.
@@ -102,11 +103,32 @@ final class ConfigReader {
         return scalar.string
     }
 
+    /// A name that other names are built from (`source/zone` in filters, topics, the store): letters, digits,
+    /// `_`, `-` and `.`, starting with a letter or digit.
+    func name(_ field: Field, of what: String) -> String? {
+        guard let text = string(field) else { return nil }
+        guard let first = text.unicodeScalars.first, CharacterSet.alphanumerics.contains(first),
+            text.unicodeScalars.allSatisfy({
+                CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)
+            })
+        else {
+            report(
+                field,
+                "\(what) \"\(text)\" may hold only letters, digits, _, - and . (and start with a letter or digit)")
+            return nil
+        }
+        return text
+    }
+
     func number(
         _ field: Field, in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
     ) -> Double? {
         guard case .scalar = field.node, let value = field.node.float ?? field.node.int.map(Double.init) else {
             report(field, "expected a number")
+            return nil
+        }
+        guard value.isFinite else {
+            report(field, "expected a finite number, not \(value)")
             return nil
         }
         guard range.contains(value) else {

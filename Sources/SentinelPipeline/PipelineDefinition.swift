@@ -127,7 +127,8 @@ public struct PipelineDefinition: Sendable {
                     message: "not UTF-8 text: a pipeline file must be UTF-8 (is it saved in another encoding?)")
             ])
         }
-        return try parse(text, file: path)
+        // A byte order mark (some Windows editors write one) is no part of the YAML.
+        return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path)
     }
 
     /// Line and column (1-based, in characters) of the first byte sequence that is not UTF-8.
@@ -192,9 +193,23 @@ public struct PipelineDefinition: Sendable {
             return ConfigProblem(
                 file: file, line: context.mark.line, column: context.mark.column, path: "",
                 message: "duplicate key \(duplicates.sorted().joined(separator: ", ")) in this mapping")
-        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            // The context says what was being read when the problem came ("expected a single document ...").
+            let reading = context.map { "\($0.text.split(separator: " in line").first ?? ""), " } ?? ""
             return ConfigProblem(
-                file: file, line: mark.line, column: mark.column, path: "", message: "invalid YAML: \(problem)")
+                file: file, line: mark.line, column: mark.column, path: "",
+                message: "invalid YAML: \(reading)\(problem)")
+        case .reader(let problem, let offset, let value, _):
+            // The offset counts characters from the start of the text.
+            let before = offset.map { text.prefix($0) } ?? ""
+            let line = before.filter { $0 == "\n" }.count + 1
+            let column =
+                before.count
+                - (before.lastIndex(of: "\n").map { before.distance(from: before.startIndex, to: $0) + 1 } ?? 0) + 1
+            return ConfigProblem(
+                file: file, line: line, column: column, path: "",
+                message: "invalid YAML: \(problem) (character U+\(String(format: "%04X", value)))")
         default:
             return ConfigProblem(file: file, path: "", message: "invalid YAML: \(error)")
         }
@@ -278,7 +293,7 @@ private struct PipelineParser {
         guard let fields = reader.mapping(field, keys: ["id", "input", "pace", "folderFps", "zones"]) else {
             return nil
         }
-        let id = reader.required(fields, "id", in: field).flatMap(reader.string)
+        let id = reader.required(fields, "id", in: field).flatMap { reader.name($0, of: "a source id") }
         let inputField = reader.required(fields, "input", in: field)
         let input = inputField.flatMap(reader.string)
         var pace = Pacing.fastest
@@ -302,6 +317,14 @@ private struct PipelineParser {
             }
         }
         guard let id, let input, let inputField else { return nil }
+        if let scheme = input.range(of: "://").map({ input[..<$0.lowerBound].lowercased() }),
+            !Self.streamSchemes.contains(scheme)
+        {
+            reader.report(
+                inputField,
+                "\(scheme):// is not a stream Sentinel reads; use \(Self.streamSchemes.sorted().joined(separator: ", "))"
+            )
+        }
         let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
         let resolved =
             isPath && !input.hasPrefix("/") ? folder.appendingPathComponent(input).standardizedFileURL.path : input
@@ -314,10 +337,13 @@ private struct PipelineParser {
         return .init(id: id, input: input, resolvedInput: resolved, pace: pace, folderFPS: fps, zones: zones)
     }
 
+    /// The URL schemes of live streams (through FFmpeg).
+    static let streamSchemes: Set<String> = ["rtsp", "rtsps", "rtmp", "http", "https", "udp", "rtp", "srt", "tcp"]
+
     func zone(_ field: Field) -> PipelineDefinition.ZoneSpec? {
         guard let fields = reader.mapping(field, keys: ["name", "units", "polygon", "inertia", "grace", "emotion"])
         else { return nil }
-        let name = reader.required(fields, "name", in: field).flatMap(reader.string)
+        let name = reader.required(fields, "name", in: field).flatMap { reader.name($0, of: "a zone name") }
         let normalized =
             (fields["units"].flatMap { reader.choice($0, ["normalized", "pixels"]) } ?? "normalized") == "normalized"
         var polygon: Polygon?

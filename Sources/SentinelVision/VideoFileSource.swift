@@ -1,9 +1,11 @@
 import CSentinelCV
+import Foundation
 import SentinelCore
 
 /// Frames of a recorded video file (whatever Debian's OpenCV and FFmpeg decode), with container timestamps.
 ///
-/// A file that stops decoding part-way ends the source with the frames read so far; `endReason` says why.
+/// A file that stops decoding part-way ends the source with the frames read so far; `endReason` says why. One that
+/// yields no frame at all throws.
 public final class VideoFileSource: FrameSource {
     public let name: String
     /// The frame rate the container states; 0 when it states none.
@@ -24,7 +26,18 @@ public final class VideoFileSource: FrameSource {
 
     public init(path: String) throws(VisionError) {
         var out: OpaquePointer?
-        try bridge { snl_capture_open_file(path, &out, $0) }
+        do {
+            try bridge { snl_capture_open_file(path, &out, $0) }
+        } catch {
+            var status = stat()
+            let why =
+                stat(path, &status) != 0
+                ? String(cString: strerror(errno))
+                : status.st_size == 0
+                    ? "the file is empty"
+                    : "FFmpeg finds no video it can read in its \(status.st_size) bytes (not a video, or a damaged one)"
+            throw VisionError(error.code, "\(error.message): \(why)")
+        }
         var info = snl_capture_info()
         do {
             try bridge { snl_capture_info_get(out, &info, $0) }
@@ -49,11 +62,13 @@ public final class VideoFileSource: FrameSource {
         do {
             try bridge { snl_capture_read(capture, &image, &positionMs, $0) }
         } catch {
+            try endWithoutFrames(error.message)
             endReason = "\(name): decoding stopped after \(index) frames: \(error.message)"
             close()
             return nil
         }
         guard let image else {
+            try endWithoutFrames("the decoder gave none (corrupt, truncated or an unsupported codec)")
             if let declared = declaredFrameCount, index < declared - 1 {
                 // Containers may round their count by one; more than that is a truncated or corrupt file.
                 endReason = "\(name): ended after \(index) of \(declared) declared frames (truncated or corrupt)"
@@ -64,6 +79,17 @@ public final class VideoFileSource: FrameSource {
         let frame = Frame(index: index, time: timestamp(positionMs), image: Image(handle: image))
         index += 1
         return frame
+    }
+
+    /// A file that opens but yields no frame at all is no recording: an error that ends the source, not an empty
+    /// run that looks like a quiet showroom.
+    private func endWithoutFrames(_ why: String) throws(VisionError) {
+        guard index == 0 else { return }
+        close()
+        throw VisionError(
+            .open,
+            "cannot decode any frame of \(name) (\(width)x\(height), \(declaredFrameCount ?? 0) frames declared): \(why)"
+        )
     }
 
     /// Longest gap between two frames' container timestamps taken as real: a longer one is a broken timestamp.

@@ -193,4 +193,46 @@ struct RunCommandTests {
     struct Envelope: Decodable {
         var payload: VisitorEvent
     }
+
+    @Test("bad sources end alone: a file with no decodable frame, a truncated one, bogus timestamps, a dead camera")
+    func isolation() async throws {
+        let media = Fixtures.root.appendingPathComponent("Tests/Corpus/media").path
+        let sentinel = try RunningSentinel(
+            pipeline: """
+                version: 1
+                sources:
+                  - { id: good, input: \(try RunningSentinel.clip.get().path) }
+                  - { id: garbage, input: \(media)/garbage-after-header.avi }
+                  - { id: truncated, input: \(media)/truncated-90pct.avi }
+                  - { id: stamps, input: \(media)/jpeg-renamed.mp4 }
+                  - { id: camera, input: "rtsp://127.0.0.1:9/none" }
+                """, arguments: ["--pace", "fastest"])
+        func states() async throws -> [String: (state: String, message: String)] {
+            let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]] ?? []
+            return Dictionary(
+                uniqueKeysWithValues: sources.map {
+                    ($0["id"] as! String, ($0["state"] as! String, $0["message"] as? String ?? ""))
+                })
+        }
+        // The good recording plays to its end while the others fail, end or retry around it.
+        #expect(try await waitFor { try await states()["good"]?.state == "ended" }, "\(sentinel.log)")
+        let health = try await states()
+        #expect(health["garbage"]?.state == "failed")
+        #expect(
+            health["garbage"]?.message.contains("cannot decode any frame of \(media)/garbage-after-header.avi") == true)
+        #expect(health["truncated"]?.state == "ended" && health["stamps"]?.state == "ended")
+        #expect(health["camera"]?.state == "reconnecting", "\(health)")
+        #expect(sentinel.log.contains("ended after 10 of 12 declared frames"))
+        #expect(sentinel.log.contains("unusable container timestamps replaced"))
+        // Still serving; then a clean stop with everything of the good source stored.
+        #expect(sentinel.process.isRunning)
+        kill(sentinel.process.processIdentifier, SIGTERM)
+        #expect(try await sentinel.exitStatus(within: 10) == 0, "\(sentinel.log)")
+        let queue = try DatabaseQueue(path: sentinel.database)
+        #expect(try await queue.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        let visits = try await queue.read {
+            try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM visits WHERE sourceId = 'good'")
+        }
+        #expect((visits ?? 0) > 0)
+    }
 }

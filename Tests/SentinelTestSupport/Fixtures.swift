@@ -49,23 +49,47 @@ extension Fixtures {
     public static func run(_ executable: URL, _ arguments: [String]) throws -> (
         status: Int32, output: String, errors: String
     ) {
+        let outcome = try run(executable, arguments, timeout: nil)
+        return (outcome.status, outcome.output, outcome.errors)
+    }
+
+    /// How a program ended.
+    public struct Outcome: Sendable {
+        public var status: Int32
+        /// Killed by a signal (a crash, or the timeout): `status` is then the signal's number.
+        public var signalled: Bool
+        public var timedOut: Bool
+        public var output: String
+        public var errors: String
+    }
+
+    /// Runs a program from the repository's root; one still running after `timeout` seconds is killed (SIGKILL).
+    public static func run(_ executable: URL, _ arguments: [String], timeout: Double?) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.currentDirectoryURL = root
         process.arguments = arguments
-        // Standard error goes to a file, so that neither stream can fill a pipe and block the program.
-        let errorFile = try temporaryFolder().appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        let errors = try FileHandle(forWritingTo: errorFile)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
+        // Both streams go to files, so that neither can fill a pipe and block the program.
+        let folder = try temporaryFolder()
+        let files = ["stdout", "stderr"].map { folder.appendingPathComponent($0) }
+        for file in files { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        let handles = try files.map { try FileHandle(forWritingTo: $0) }
+        process.standardOutput = handles[0]
+        process.standardError = handles[1]
         try process.run()
-        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let killer = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
+        if let timeout { DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer) }
+        let started = Date()
         process.waitUntilExit()
-        try errors.close()
-        let errorString = try String(contentsOf: errorFile, encoding: .utf8)
-        return (process.terminationStatus, outputText, errorString)
+        killer.cancel()
+        for handle in handles { try handle.close() }
+        let signalled = process.terminationReason == .uncaughtSignal
+        let texts = try files.map { String(decoding: try Data(contentsOf: $0), as: UTF8.self) }
+        try? FileManager.default.removeItem(at: folder)
+        return Outcome(
+            status: process.terminationStatus, signalled: signalled,
+            timedOut: signalled && timeout.map { Date().timeIntervalSince(started) >= $0 } == true,
+            output: texts[0], errors: texts[1])
     }
 
     /// The `sentinel` executable built beside the test bundle, for tests that run the real command.

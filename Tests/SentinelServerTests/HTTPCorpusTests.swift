@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import SentinelTestSupport
+import Testing
+
+@Suite("Fuzz corpus: HTTP requests and Last-Event-ID values", .timeLimit(.minutes(3)))
+struct HTTPCorpusTests {
+    @Test("every malformed request gets its expected status and message; the server and its store are unharmed")
+    func corpus() async throws {
+        let cases = try Corpus.cases("http")
+        #expect(cases.count >= 50)
+        let folder = try Fixtures.temporaryFolder()
+        let tokens = ["VISITOR": "visitor-token-0123456789", "AGGREGATE": "aggregate-token-0123456789"]
+        for (name, token) in tokens {
+            try (token + "\n").write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            chmod(folder.appendingPathComponent(name).path, 0o600)
+        }
+        let server = try await TestServer(
+            extra: "server: { tokenFile: \(folder.path)/VISITOR, aggregateTokenFile: \(folder.path)/AGGREGATE }")
+        try server.publish(10)
+        #expect(try await server.wait { try server.service.store.logBounds().last == 10 })
+        for item in cases {
+            var request = try Data(contentsOf: item.file)
+            for (name, token) in tokens {
+                request = request.replacing(Data("@\(name)@".utf8), with: Data(token.utf8))
+            }
+            let connection = try RawConnection(port: server.port)
+            connection.send(request)
+            // Read until the expected text has arrived (an SSE stream never ends) or the server closes.
+            var received = Data()
+            let deadline = Date().addingTimeInterval(2)
+            while Date() < deadline {
+                let (data, closed) = await connection.received(seconds: 0.2)
+                received += data
+                let text = String(decoding: received, as: UTF8.self)
+                if closed || (text.contains(item.expected) && text.contains("\r\n\r\n")) { break }
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+            // Status 0: no answer at all (the server waits for a request, until the idle timeout).
+            let matches = item.status == 0 ? text.isEmpty : text.contains(item.expected)
+            #expect(status == item.status && matches, "\(item): got \(status) \(text.prefix(600).debugDescription)")
+        }
+        // Still serving, and the store holds what it held.
+        #expect(
+            try await server.get("/healthz", headers: [("Authorization", "Bearer \(tokens["VISITOR"]!)")]).0.status
+                == 200)
+        #expect(try server.service.store.logBounds().last == 10)
+        try await server.stop()
+        let database = try DatabaseQueue(path: server.databasePath)
+        let check = try await database.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }
+        #expect(check == "ok")
+    }
+}
