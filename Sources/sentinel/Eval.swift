@@ -59,7 +59,7 @@ struct Eval: ParsableCommand {
             if let json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(results).write(to: URL(fileURLWithPath: json))
+                try OutputFile.write(encoder.encode(results), to: json)
             }
         }
 
@@ -176,7 +176,7 @@ struct Eval: ParsableCommand {
             if let json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(rows).write(to: URL(fileURLWithPath: json))
+                try OutputFile.write(encoder.encode(rows), to: json)
             }
         }
     }

@@ -51,6 +51,48 @@ final class OutputFile {
     }
 }
 
+extension OutputFile {
+    /// Writes `data` as a whole output at `path`, by the rules above.
+    static func write(_ data: Data, to path: String) throws {
+        let sink = try OutputFile(path: path)
+        sink.handle.write(data)
+        try sink.commit()
+    }
+}
+
+/// A review video's path. The video is written beside its target under a temporary name with the same extension
+/// (the container follows the extension) and renamed over the target by `commit()`, so a failed run leaves what was
+/// there; a symlink is followed. MP4 and AVI writers seek, so a device or FIFO is refused rather than written.
+final class OutputVideo {
+    /// Where the writer writes until `commit()`.
+    let path: String
+    private let target: String
+    private var committed = false
+
+    init(path: String) throws {
+        target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        var status = stat()
+        if stat(target, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
+            throw CommandError("cannot write a review video to \(path): not a regular file (MP4 and AVI need to seek)")
+        }
+        let url = URL(fileURLWithPath: target)
+        self.path =
+            url.deletingLastPathComponent()
+            .appendingPathComponent(
+                ".\(url.deletingPathExtension().lastPathComponent).\(getpid()).\(url.pathExtension)"
+            ).path
+    }
+
+    deinit { if !committed { unlink(path) } }
+
+    func commit() throws {
+        guard rename(path, target) == 0 else {
+            throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))")
+        }
+        committed = true
+    }
+}
+
 private func currentUmask() -> mode_t {
     let mask = umask(0o022)
     umask(mask)

@@ -59,6 +59,7 @@ struct Replay: ParsableCommand {
             definition: definition, source: chosen, models: try models.store(), input: recording, pace: pace,
             logger: logger)
         let sink = try OutputFile(path: output ?? "-")
+        let video = try annotate.map(OutputVideo.init)
         var mask = PrivacyMask(
             policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
         var review: ReviewVideo?
@@ -67,9 +68,9 @@ struct Replay: ParsableCommand {
             mask: &mask,
             onEvent: { sink.handle.write($0[.events]!.json + Data("\n".utf8)) },
             onFrame: { frame in
-                if let annotate, review == nil {
+                if let video, review == nil {
                     review = try ReviewVideo(
-                        path: annotate, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
+                        path: video.path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
                         zones: runner.source.zones, settings: definition.privacy.review)
                 }
                 try review?.write(frame)
@@ -78,6 +79,7 @@ struct Replay: ParsableCommand {
         review?.finish()
         progress.finish()
         try sink.commit()
+        try video?.commit()
     }
 }
 

@@ -76,4 +76,31 @@ struct ReplayOutputTests {
         // No temporary file is left beside it.
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") }.isEmpty)
     }
+
+    @Test("a review video goes through a symlink to its target, whole or not at all; a FIFO is refused, not written")
+    func reviewVideo() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let clip = try Self.clip.get().video
+        let target = folder.appendingPathComponent("review.mp4").path
+        let link = folder.appendingPathComponent("latest.mp4").path
+        try Data("old".utf8).write(to: URL(fileURLWithPath: target))
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let written = try Fixtures.run(Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--annotate", link])
+        #expect(written.status == 0, "\(written.errors)")
+        #expect(fileType(link) == S_IFLNK && fileType(target) == S_IFREG)
+        let video = try Data(contentsOf: URL(fileURLWithPath: target))
+        #expect(video.count > 10_000)
+        // A run that fails (its recording cannot be opened) leaves the video that was there.
+        let before = try Data(contentsOf: URL(fileURLWithPath: target))
+        let broken = Fixtures.root.appendingPathComponent("Tests/Corpus/media/zero-bytes.mp4").path
+        let failed = try Fixtures.run(Fixtures.sentinel, ["replay", broken, "-o", "/dev/null", "--annotate", link])
+        let after = try Data(contentsOf: URL(fileURLWithPath: target))
+        #expect(failed.status == 1 && after == before)
+        let fifo = folder.appendingPathComponent("review.avi").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let refused = try Fixtures.run(Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--annotate", fifo])
+        #expect(refused.status == 1 && refused.errors.contains("not a regular file"), "\(refused.errors)")
+        #expect(fileType(fifo) == S_IFIFO)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") }.isEmpty)
+    }
 }
