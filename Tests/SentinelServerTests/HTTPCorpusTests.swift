@@ -9,14 +9,8 @@ struct HTTPCorpusTests {
     func corpus() async throws {
         let cases = try Corpus.cases("http")
         #expect(cases.count >= 50)
-        let folder = try Fixtures.temporaryFolder()
-        let tokens = ["VISITOR": "visitor-token-0123456789", "AGGREGATE": "aggregate-token-0123456789"]
-        for (name, token) in tokens {
-            try (token + "\n").write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
-            chmod(folder.appendingPathComponent(name).path, 0o600)
-        }
-        let server = try await TestServer(
-            extra: "server: { tokenFile: \(folder.path)/VISITOR, aggregateTokenFile: \(folder.path)/AGGREGATE }")
+        let tokens = ["VISITOR": TestServer.tokens.visitors, "AGGREGATE": TestServer.tokens.aggregates]
+        let server = try await TestServer(extra: "server: { \(try TestServer.tokenSettings()) }")
         try server.publish(10)
         #expect(try await server.wait { try server.service.store.logBounds().last == 10 })
         for item in cases {

@@ -311,29 +311,23 @@ extension AccessTests {
     @Test(
         "with the aggregate token, a zone's count below k cannot be had from any endpoint; the visitor token reads all")
     func aggregateScope() async throws {
-        let folder = try Fixtures.temporaryFolder()
-        let tokens = ["visitors": "visitor-token-0123456789", "aggregates": "aggregate-token-0123456789"]
-        for (name, token) in tokens {
-            try (token + "\n").write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
-            chmod(folder.appendingPathComponent(name).path, 0o600)
-        }
         let server = try await TestServer(
             extra: """
-                server: { tokenFile: \(folder.path)/visitors, aggregateTokenFile: \(folder.path)/aggregates }
+                server: { \(try TestServer.tokenSettings()) }
                 privacy: { minGroupSize: 3 }
                 """)
         // One visitor at the display, one at the counter: both zones, and the total, are below k.
         try server.publish(2, visitors: 1, zone: "display")
         try server.publish(2, visitors: 1, zone: "counter", startingAt: 10)
         #expect(try await server.wait { try server.service.store.logBounds().last == 4 })
-        let asVisitors = [("Authorization", "Bearer \(tokens["visitors"]!)")]
+        let asVisitors = [("Authorization", "Bearer \(TestServer.tokens.visitors)")]
         let present = try JSONDecoder.sentinel().decode(
             APITests.Visitors.self, from: try await server.get("/api/visitors", headers: asVisitors).1)
         let faceId = try #require(present.visitors.first?.faceId)
         #expect(present.visitors.count == 1)
         // Every path the API has, with the aggregate token: only k-protected figures and what says nothing of
         // visitors answer; nothing that answers holds a pseudonym or a count of one.
-        let asAggregates = [("Authorization", "Bearer \(tokens["aggregates"]!)")]
+        let asAggregates = [("Authorization", "Bearer \(TestServer.tokens.aggregates)")]
         let paths: [(String, Int)] = [
             ("/api/zones", 200), ("/api/sentiment", 200), ("/healthz", 200), ("/openapi.json", 200), ("/", 200),
             ("/api/visitors", 403), ("/api/visitors?from=2020-01-01T00:00:00Z", 403), ("/api/visitors/\(faceId)", 403),

@@ -57,6 +57,17 @@ final class TestServer: @unchecked Sendable {
             policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
     }
 
+    /// The two scopes' tokens, and the `server:` settings that make a server read them from files (mode 0600).
+    static let tokens = (visitors: "visitor-token-0123456789", aggregates: "aggregate-token-0123456789")
+    static func tokenSettings() throws -> String {
+        let folder = try Fixtures.temporaryFolder()
+        for (name, token) in [("visitors", tokens.visitors), ("aggregates", tokens.aggregates)] {
+            try (token + "\n").write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            chmod(folder.appendingPathComponent(name).path, 0o600)
+        }
+        return "tokenFile: \(folder.path)/visitors, aggregateTokenFile: \(folder.path)/aggregates"
+    }
+
     /// Hands `count` visitor events to the hub, as a source would: `visitors` visitors in `zone`, updated in turn,
     /// one a second (published times are whole seconds).
     func publish(
