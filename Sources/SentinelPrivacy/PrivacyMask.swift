@@ -102,6 +102,17 @@ extension PrivacyPolicy {
         return MaskedEvent(output: .events, event: copy, json: (try? JSONEncoder.sentinel().encode(copy)) ?? Data())
     }
 
+    /// The `visitor.exited` event, reason `interrupted`, of a visit a crash left open. `record` is the store's copy
+    /// of the visitor, masked when it was written; it is filtered by the store's allowlist again, so nothing passes
+    /// that the mask would not let through. The visit ends when it was last seen.
+    public func interruptedExit(of record: VisitorRecord) -> MaskedEvent {
+        var event = VisitorEvent(type: .exited, time: coarsen(record.lastSeen ?? Date()), visitor: record)
+        event.visitor.state = "exited"
+        event.reason = "interrupted"
+        filter(&event, for: .store)
+        return MaskedEvent(output: .store, event: event, json: (try? JSONEncoder.sentinel().encode(event)) ?? Data())
+    }
+
     /// Removes the fields `output` may not carry.
     func filter(_ event: inout VisitorEvent, for output: Output) {
         let allowed = outputs[output] ?? PublishedField.defaults

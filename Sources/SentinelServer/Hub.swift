@@ -45,6 +45,11 @@ public final class Hub: @unchecked Sendable {
         }
     }
 
+    /// Votes the gauge had before a restart: the published visitor events of its window, from the log.
+    public func restoreGauge(_ events: [VisitorEvent]) {
+        lock.withLock { for event in events { gauge.record(event) } }
+    }
+
     /// A frame was processed at `time` (media time on the wall clock): the gauge may publish a reading.
     public func tick(time: Date) {
         lock.withLock {

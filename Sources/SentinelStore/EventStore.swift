@@ -41,6 +41,9 @@ public final class EventStore: Sendable {
 
     public let path: String
     private let pool: DatabasePool
+    /// The store's records of the visits a crash (or kill -9) left open, closed as `interrupted` when this store was
+    /// opened: the service publishes their `visitor.exited`, so clients drop them.
+    public let interrupted: [Data]
 
     /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
     /// `interrupted`.
@@ -61,9 +64,11 @@ public final class EventStore: Sendable {
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
-            try pool.write { db in
+            interrupted = try pool.write { db in
+                let open = try String.fetchAll(db, sql: "SELECT record FROM visits WHERE state != 'exited'")
                 try db.execute(
                     sql: "UPDATE visits SET state = 'exited', exitReason = 'interrupted' WHERE state != 'exited'")
+                return open.map { Data($0.utf8) }
             }
         } catch {
             throw StoreError(error, path: path)
@@ -214,6 +219,16 @@ public final class EventStore: Sendable {
                 ])
         default:
             break
+        }
+    }
+
+    /// The published visitor events logged at or after `time`, oldest first (to rebuild the gauge's window).
+    public func visitorEvents(since time: Date) throws(StoreError) -> [Data] {
+        try read { db in
+            try String.fetchAll(
+                db, sql: "SELECT payload FROM events WHERE time >= ? AND type LIKE 'visitor.%' ORDER BY id",
+                arguments: [time.timeIntervalSince1970]
+            ).map { Data($0.utf8) }
         }
     }
 

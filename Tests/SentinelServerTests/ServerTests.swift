@@ -386,6 +386,30 @@ struct StoreServiceTests {
         try await server.stop()
     }
 
+    @Test("after a crash, the visits it left open are published as exited (interrupted) and the mood comes back")
+    func restartAfterCrash() async throws {
+        // Three visitors present and voting; the service then stops without ending their visits, as kill -9 would
+        // (no source is running to end them).
+        let first = try await TestServer()
+        try first.publish(3, startingAt: 3590)  // ten seconds ago: inside the gauge's five-minute window
+        #expect(try await first.wait { try first.service.store.logBounds().last == 3 })
+        try await first.stop()
+        let second = try await TestServer(folder: first.folder)
+        #expect(try await second.wait { try second.service.store.logBounds().last == 6 })
+        let messages = try await second.stream("/events?lastEventId=3") { $0.ids.last == 6 }
+        let exits = messages.filter { $0.event == "visitor.exited" }.map(\.data)
+        #expect(exits.count == 3 && exits.allSatisfy { $0.contains("\"reason\":\"interrupted\"") }, "\(exits)")
+        #expect(String(decoding: try await second.get("/api/visitors").1, as: UTF8.self) == "{\"visitors\":[]}")
+        // The gauge's window is rebuilt from the log: three votes, so a figure, not "too few visitors".
+        second.service.hub.tick(time: Date())
+        #expect(
+            try await second.wait {
+                String(decoding: try await second.get("/api/sentiment").1, as: UTF8.self)
+                    .contains("\"overall\":{\"value\":{\"label\":\"hot\",\"score\":90},\"visitors\":3}")
+            })
+        try await second.stop()
+    }
+
     @Test("retention runs when the service starts and then on its clock, not only when events arrive")
     func retentionWithoutEvents() async throws {
         let folder = try Fixtures.temporaryFolder()
