@@ -16,6 +16,17 @@ public enum Emotion: String, Sendable, Codable, CaseIterable {
     }
 }
 
+/// Where a visit stands: `active` (seen in the last frame), `lost` (not seen, may come back) or `exited`.
+public enum VisitState: String, Sendable, Codable, CaseIterable {
+    case active, lost, exited
+}
+
+/// Why a visit ended, on `visitor.exited`: not seen for the tracker's patience (`lost`), its recording ended
+/// (`endOfStream`), the service stopped (`shutdown`), or a crash left it open until the next start (`interrupted`).
+public enum ExitReason: String, Sendable, Codable, CaseIterable {
+    case lost, endOfStream, shutdown, interrupted
+}
+
 /// A visitor: one visit of one face, with where it has been and how it seemed to feel.
 ///
 /// The visitor stage fills every field; the privacy mask (SentinelPrivacy) then replaces `faceId` with a
@@ -31,16 +42,19 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
     public var sourceId: String
     /// The zone the visitor is in now (the most recently entered of those it is in), or nil.
     public var zone: String?
-    /// `active` (seen in the last frame), `lost` (not seen, may come back) or `exited`.
-    public var state: String
+    public var state: VisitState
     /// Every zone entered during the visit, with the seconds spent in it so far (re-entries add up).
     public var zones: [ZoneDwell]?
     /// Seconds from first to last seen.
     public var dwellSeconds: Double?
     public var firstSeen: Date?
     public var lastSeen: Date?
-    /// The smoothed dominant expression, or "unknown" while too few or too unsure samples.
+    /// The smoothed dominant expression (an `Emotion`'s raw value), or `unknownEmotion` while too few or too unsure
+    /// samples.
     public var emotion: String?
+    public static let unknownEmotion = "unknown"
+    /// `emotion` when it names an expression; nil when unknown or not published.
+    public var knownEmotion: Emotion? { emotion.flatMap(Emotion.init(rawValue:)) }
     public var emotionConfidence: Double?
     /// The smoothed probability of each expression (empty while none was measured).
     public var emotionDistribution: [String: Double]?
@@ -61,7 +75,7 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
     }
 
     public init(
-        faceId: String, sourceId: String, zone: String?, state: String, zones: [ZoneDwell]? = nil,
+        faceId: String, sourceId: String, zone: String?, state: VisitState, zones: [ZoneDwell]? = nil,
         dwellSeconds: Double? = nil,
         firstSeen: Date? = nil, lastSeen: Date? = nil, emotion: String? = nil, emotionConfidence: Double? = nil,
         emotionDistribution: [String: Double]? = nil, valence: Double? = nil, box: Box? = nil,
@@ -114,13 +128,13 @@ public struct VisitorEvent: Sendable, Codable, Equatable {
     public var visitor: VisitorRecord
     /// The stay, on zone events.
     public var stay: Stay?
-    /// Why the visit ended, on `visitor.exited`: `lost`, `endOfStream` or `shutdown`.
-    public var reason: String?
+    /// Why the visit ended, on `visitor.exited`.
+    public var reason: ExitReason?
     /// Seconds into the source (joinable with its footage, so not published by default).
     public var mediaTime: Double?
 
     public init(
-        type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: String? = nil,
+        type: Kind, time: Date, visitor: VisitorRecord, stay: Stay? = nil, reason: ExitReason? = nil,
         mediaTime: Double? = nil
     ) {
         self.type = type

@@ -272,11 +272,11 @@ public final class SourceRunner {
             }
         } catch {
             edge.stop()
-            for event in stage?.finish(reason: stop.isSet ? "shutdown" : "endOfStream") ?? [] { try? onEvent(event) }
+            for event in stage?.finish(reason: stop.isSet ? .shutdown : .endOfStream) ?? [] { try? onEvent(event) }
             throw error
         }
         edge.stop()
-        for event in stage?.finish(reason: stop.isSet ? "shutdown" : "endOfStream") ?? [] { try onEvent(event) }
+        for event in stage?.finish(reason: stop.isSet ? .shutdown : .endOfStream) ?? [] { try onEvent(event) }
     }
 }
 

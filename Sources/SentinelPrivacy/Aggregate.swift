@@ -72,7 +72,7 @@ public struct Occupancy: Sendable {
         } else {
             present[visitor.faceId] = Visitor(
                 zone: visitor.zone.map { ZoneID(sourceId: visitor.sourceId, name: $0) },
-                emotion: visitor.emotion.flatMap { $0 == "unknown" ? nil : $0 })
+                emotion: visitor.knownEmotion?.rawValue)
         }
     }
 

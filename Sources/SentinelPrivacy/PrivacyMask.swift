@@ -107,8 +107,8 @@ extension PrivacyPolicy {
     /// that the mask would not let through. The visit ends when it was last seen.
     public func interruptedExit(of record: VisitorRecord) -> MaskedEvent {
         var event = VisitorEvent(type: .exited, time: coarsen(record.lastSeen ?? Date()), visitor: record)
-        event.visitor.state = "exited"
-        event.reason = "interrupted"
+        event.visitor.state = .exited
+        event.reason = .interrupted
         filter(&event, for: .store)
         return MaskedEvent(output: .store, event: event, json: (try? JSONEncoder.sentinel().encode(event)) ?? Data())
     }

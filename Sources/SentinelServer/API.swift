@@ -259,8 +259,8 @@ public struct HTTPAPI: Sendable {
 
     struct VisitorDetail: Codable {
         var visitor: VisitorRecord
-        var exitReason: String?
-        var stays: [EventStore.Visit.Stay]
+        var exitReason: ExitReason?
+        var stays: [VisitorEvent.Stay]
     }
 
     func visitor(_ faceId: String) throws -> Response {

@@ -65,9 +65,12 @@ public final class EventStore: Sendable {
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
             interrupted = try pool.write { db in
-                let open = try String.fetchAll(db, sql: "SELECT record FROM visits WHERE state != 'exited'")
+                let exited = VisitState.exited.rawValue
+                let open = try String.fetchAll(
+                    db, sql: "SELECT record FROM visits WHERE state != ?", arguments: [exited])
                 try db.execute(
-                    sql: "UPDATE visits SET state = 'exited', exitReason = 'interrupted' WHERE state != 'exited'")
+                    sql: "UPDATE visits SET state = ?, exitReason = ? WHERE state != ?",
+                    arguments: [exited, ExitReason.interrupted.rawValue, exited])
                 return open.map { Data($0.utf8) }
             }
         } catch {
@@ -200,8 +203,8 @@ public final class EventStore: Sendable {
                     lastSeen = excluded.lastSeen, exitReason = excluded.exitReason, record = excluded.record
                 """,
             arguments: [
-                visitor.faceId, visitor.sourceId, visitor.state, visitor.zone,
-                (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason,
+                visitor.faceId, visitor.sourceId, visitor.state.rawValue, visitor.zone,
+                (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason?.rawValue,
                 String(decoding: record, as: UTF8.self),
             ])
         guard let stay = event.stay else { return }
@@ -257,14 +260,8 @@ public final class EventStore: Sendable {
     /// A visit as published, with its zone stays.
     public struct Visit: Sendable, Equatable {
         public var record: Data
-        public var exitReason: String?
-        public var stays: [Stay]
-        public struct Stay: Sendable, Equatable, Codable {
-            public var zone: String
-            public var enteredAt: Date
-            public var exitedAt: Date?
-            public var dwellSeconds: Double?
-        }
+        public var exitReason: ExitReason?
+        public var stays: [VisitorEvent.Stay]
     }
 
     public func visit(_ faceId: String) throws(StoreError) -> Visit? {
@@ -279,12 +276,14 @@ public final class EventStore: Sendable {
                 db, sql: "SELECT zone, enteredAt, exitedAt, dwellSeconds FROM zoneStays WHERE faceId = ? ORDER BY id",
                 arguments: [faceId]
             ).map { row in
-                Visit.Stay(
+                VisitorEvent.Stay(
                     zone: row["zone"], enteredAt: Date(timeIntervalSince1970: row["enteredAt"]),
                     exitedAt: (row["exitedAt"] as Double?).map(Date.init(timeIntervalSince1970:)),
                     dwellSeconds: row["dwellSeconds"])
             }
-            return Visit(record: Data((row["record"] as String).utf8), exitReason: row["exitReason"], stays: stays)
+            return Visit(
+                record: Data((row["record"] as String).utf8),
+                exitReason: (row["exitReason"] as String?).flatMap(ExitReason.init(rawValue:)), stays: stays)
         }
     }
 

@@ -108,7 +108,7 @@ public struct VisitorStage: Sendable {
                 _ = visit.presence.observe(settings.point(of: seen.box), at: seen.time)
             }
             visits[track.id] = visit
-            events.append(event(.entered, visit, at: time, state: "active"))
+            events.append(event(.entered, visit, at: time, state: .active))
         }
         var output = FrameOutput()
         for (track, detection) in update.observed {
@@ -117,7 +117,7 @@ public struct VisitorStage: Sendable {
             visit.box = detection.box
             visit.score = detection.score
             for change in visit.presence.observe(settings.point(of: detection.box), at: time) {
-                events.append(zoneEvent(change, visit, at: time, state: "active"))
+                events.append(zoneEvent(change, visit, at: time, state: .active))
             }
             let side = min(detection.box.width, detection.box.height)
             let rate = settings.emotion.maxPerSecond
@@ -131,7 +131,7 @@ public struct VisitorStage: Sendable {
             }
             if (time - visit.lastUpdate).seconds >= settings.updateIntervalSeconds - 1e-9 {
                 visit.lastUpdate = time
-                events.append(event(.updated, visit, at: time, state: "active"))
+                events.append(event(.updated, visit, at: time, state: .active))
             }
             visits[track.id] = visit
             output.observed.append((internalID(visit.number), detection.box))
@@ -142,7 +142,7 @@ public struct VisitorStage: Sendable {
                 (internalID(visit.number), track.box.union(track.predicted(at: time)), (time - track.lastSeen).seconds))
         }
         for track in update.ended {
-            events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: "lost")
+            events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: .lost)
         }
         output.events = events
         return output
@@ -166,19 +166,20 @@ public struct VisitorStage: Sendable {
     }
 
     /// Ends every open visit: at the end of a recording (`endOfStream`) or on shutdown (`shutdown`).
-    public mutating func finish(reason: String) -> [VisitorEvent] {
+    public mutating func finish(reason: ExitReason) -> [VisitorEvent] {
         let time = lastFrame ?? .zero
         return tracker.finish().sorted { $0.id < $1.id }.flatMap { track in
             end(track, at: time, closing: track.firstMissed ?? (track.lastSeen + frameInterval), reason: reason)
         }
     }
 
-    private mutating func end(_ track: Track, at time: MediaTime, closing: MediaTime, reason: String) -> [VisitorEvent]
+    private mutating func end(_ track: Track, at time: MediaTime, closing: MediaTime, reason: ExitReason)
+        -> [VisitorEvent]
     {
         guard var visit = visits.removeValue(forKey: track.id) else { return [] }
-        var events = visit.presence.leaveAll(at: closing).map { zoneEvent($0, visit, at: time, state: "lost") }
+        var events = visit.presence.leaveAll(at: closing).map { zoneEvent($0, visit, at: time, state: .lost) }
         visit.lastUpdate = time
-        var exited = event(.exited, visit, at: time, state: "exited")
+        var exited = event(.exited, visit, at: time, state: .exited)
         exited.reason = reason
         events.append(exited)
         return events
@@ -192,7 +193,7 @@ public struct VisitorStage: Sendable {
 
     private func wall(_ time: MediaTime) -> Date { origin.addingTimeInterval(time.seconds) }
 
-    private func record(_ visit: Visit, state: String, now: MediaTime) -> VisitorRecord {
+    private func record(_ visit: Visit, state: VisitState, now: MediaTime) -> VisitorRecord {
         // In a zone with `emotion: false` (staff) a visitor carries no emotion at all, not even the one measured
         // before entering it; the smoother keeps it for when the visitor leaves.
         let measured =
@@ -207,22 +208,24 @@ public struct VisitorStage: Sendable {
                     Emotion.allCases.map(\.rawValue), measured.distribution.map { ($0 * 1000).rounded() / 1000 }))
         return VisitorRecord(
             faceId: internalID(visit.number), sourceId: sourceID,
-            zone: state == "exited" ? nil : visit.presence.currentZone, state: state,
+            zone: state == .exited ? nil : visit.presence.currentZone, state: state,
             zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
             dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen),
             lastSeen: wall(visit.lastSeen),
-            emotion: emotion?.rawValue ?? "unknown", emotionConfidence: (confidence * 1000).rounded() / 1000,
+            emotion: emotion?.rawValue ?? VisitorRecord.unknownEmotion,
+            emotionConfidence: (confidence * 1000).rounded() / 1000,
             emotionDistribution: distribution, valence: (measured.valence * 1000).rounded() / 1000, box: visit.box,
             detectionScore: (visit.score * 1000).rounded() / 1000)
     }
 
-    private func event(_ kind: VisitorEvent.Kind, _ visit: Visit, at time: MediaTime, state: String) -> VisitorEvent {
+    private func event(_ kind: VisitorEvent.Kind, _ visit: Visit, at time: MediaTime, state: VisitState) -> VisitorEvent
+    {
         VisitorEvent(
             type: kind, time: wall(time), visitor: record(visit, state: state, now: visit.lastSeen),
             mediaTime: time.seconds)
     }
 
-    private func zoneEvent(_ change: ZonePresence.Change, _ visit: Visit, at time: MediaTime, state: String)
+    private func zoneEvent(_ change: ZonePresence.Change, _ visit: Visit, at time: MediaTime, state: VisitState)
         -> VisitorEvent
     {
         switch change {

@@ -100,7 +100,7 @@ struct BenchSSE: AsyncParsableCommand {
             let due = start.addingTimeInterval(Double(k) / rate)
             if due > Date() { try await Task.sleep(for: .seconds(due.timeIntervalSinceNow)) }
             let visitor = VisitorRecord(
-                faceId: "showroom#0#\(k % 12)", sourceId: "showroom", zone: "display", state: "active",
+                faceId: "showroom#0#\(k % 12)", sourceId: "showroom", zone: "display", state: .active,
                 zones: [.init(zone: "display", dwellSeconds: Double(k) / rate)], dwellSeconds: Double(k) / rate,
                 firstSeen: start,
                 lastSeen: due, emotion: "happy", emotionConfidence: 0.9, valence: 1)

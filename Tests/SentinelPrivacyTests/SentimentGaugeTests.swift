@@ -26,7 +26,7 @@ struct SentimentGaugeTests {
         VisitorEvent(
             type: .updated, time: start.addingTimeInterval(second),
             visitor: VisitorRecord(
-                faceId: id, sourceId: source, zone: zone, state: "active", dwellSeconds: dwell, emotion: emotion,
+                faceId: id, sourceId: source, zone: zone, state: .active, dwellSeconds: dwell, emotion: emotion,
                 emotionConfidence: confidence, valence: valence))
     }
 

@@ -135,7 +135,7 @@ struct LiveCameraTests {
                 } == true
         }
         let events = try Self.visitorEvents(messages)
-        let lost = events.filter { $0.type == .exited && $0.reason == "lost" }.map(\.visitor.faceId)
+        let lost = events.filter { $0.type == .exited && $0.reason == .lost }.map(\.visitor.faceId)
         #expect(!lost.isEmpty)
         let present = Set(try await visitors().compactMap { $0["faceId"] as? String })
         #expect(present.isDisjoint(with: lost), "a visit across the outage continued")

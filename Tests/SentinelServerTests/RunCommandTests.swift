@@ -151,7 +151,7 @@ struct RunCommandTests {
         let entered = Set(visitorEvents.filter { $0.type == .entered }.map(\.visitor.faceId))
         let exited = visitorEvents.filter { $0.type == .exited }
         #expect(!entered.isEmpty && Set(exited.map(\.visitor.faceId)) == entered)
-        #expect(exited.contains { $0.reason == "shutdown" })
+        #expect(exited.contains { $0.reason == .shutdown })
         #expect(tables["visits"]?.allSatisfy { $0.contains("exited") } == true)
         #expect(!(tables["visits"]?.contains { $0.contains("interrupted") } ?? true))
         // The leak scan: store rows, the stream and the logs.

@@ -417,7 +417,7 @@ struct StoreServiceTests {
         var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
         let old = Date().addingTimeInterval(-40 * 86_400)
         let visitor = VisitorRecord(
-            faceId: "showroom#0#1", sourceId: "showroom", zone: nil, state: "active", firstSeen: old, lastSeen: old)
+            faceId: "showroom#0#1", sourceId: "showroom", zone: nil, state: .active, firstSeen: old, lastSeen: old)
         let masked = try mask.mask(VisitorEvent(type: .entered, time: old, visitor: visitor))[.store]!
         _ = try await store.append([.visitor(stored: masked, published: PrivacyPolicy().published(masked))])
         #expect(try store.logBounds() == (floor: 0, last: 1))

@@ -76,7 +76,7 @@ final class TestServer: @unchecked Sendable {
         for i in 0..<count {
             let time = origin.addingTimeInterval(second + Double(i))
             let visitor = VisitorRecord(
-                faceId: "showroom#0#\(i % visitors)", sourceId: "showroom", zone: zone, state: "active",
+                faceId: "showroom#0#\(i % visitors)", sourceId: "showroom", zone: zone, state: .active,
                 zones: [.init(zone: zone, dwellSeconds: Double(i))], dwellSeconds: 10, firstSeen: origin,
                 lastSeen: time,
                 emotion: "happy", emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1],
@@ -84,7 +84,9 @@ final class TestServer: @unchecked Sendable {
                 box: Box(x: 10, y: 20, width: 30, height: 40), detectionScore: 0.97)
             var event = VisitorEvent(
                 type: i < visitors ? .entered : .updated, time: time, visitor: visitor, mediaTime: Double(i))
-            if padding > 0 { event.reason = String(repeating: "x", count: padding) }
+            if padding > 0 {
+                event.visitor.zones?.append(.init(zone: String(repeating: "x", count: padding), dwellSeconds: 0))
+            }
             try submit(event)
         }
     }

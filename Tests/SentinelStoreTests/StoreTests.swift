@@ -15,11 +15,11 @@ struct Visit {
 
     mutating func publication(
         _ type: VisitorEvent.Kind, id: String = "cam#1#1", at second: Double, stay: VisitorEvent.Stay? = nil,
-        reason: String? = nil
+        reason: ExitReason? = nil
     ) throws -> Publication {
         let time = start.addingTimeInterval(second)
         let visitor = VisitorRecord(
-            faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? "exited" : "active",
+            faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? .exited : .active,
             dwellSeconds: second,
             firstSeen: start, lastSeen: time, emotion: "happy", emotionConfidence: 0.9, valence: 1,
             box: Box(x: 1, y: 2, width: 30, height: 30))
@@ -38,7 +38,7 @@ struct Visit {
                 .zoneExited, id: id, at: offset + 5,
                 stay: .init(
                     zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4)),
-            try publication(.exited, id: id, at: offset + 6, reason: "lost"),
+            try publication(.exited, id: id, at: offset + 6, reason: .lost),
         ]
     }
 }
@@ -138,7 +138,7 @@ struct StoreTests {
         #expect(logged[2].payload == published.json)
         let faceId = published.event.visitor.faceId
         let stored = try #require(try store.visit(faceId))
-        #expect(stored.exitReason == "lost")
+        #expect(stored.exitReason == .lost)
         #expect(
             stored.stays == [
                 .init(
@@ -146,7 +146,7 @@ struct StoreTests {
                     dwellSeconds: 4)
             ])
         let record = try JSONDecoder.sentinel().decode(VisitorRecord.self, from: stored.record)
-        #expect(record.state == "exited" && record.faceId == faceId && record.box == nil)
+        #expect(record.state == .exited && record.faceId == faceId && record.box == nil)
     }
 
     @Test("a visit left open by a crash is closed as interrupted when the store is opened again")
@@ -160,7 +160,7 @@ struct StoreTests {
             return
         }
         let reopened = try EventStore(path: path)
-        #expect(try reopened.visit(published.event.visitor.faceId)?.exitReason == "interrupted")
+        #expect(try reopened.visit(published.event.visitor.faceId)?.exitReason == .interrupted)
     }
 
     @Test("retention deletes exactly the records older than the limit, and the job runs once per interval")

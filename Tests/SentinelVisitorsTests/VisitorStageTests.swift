@@ -29,7 +29,7 @@ struct VisitorStageTests {
                     time: MediaTime(seconds: Double(i) / fps), detections: walk(i, fps: fps), classify: classify
                 ).events
         }
-        return all + stage.finish(reason: "endOfStream")
+        return all + stage.finish(reason: .endOfStream)
     }
 
     @Test("a visit yields entered, zone entered, updates, zone exited with its dwell, exited with totals")
@@ -42,7 +42,7 @@ struct VisitorStageTests {
         // Centre enters x 200 at t = 1 s; leaves x 400 at t = 6.5 s.
         #expect(abs((exit.stay?.dwellSeconds ?? 0) - 5.5) <= 1 / 15.0 + 1e-9)
         let final = try #require(all.last)
-        #expect(final.reason == "lost" && final.visitor.state == "exited")
+        #expect(final.reason == .lost && final.visitor.state == .exited)
         #expect(abs((final.visitor.dwellSeconds ?? -1) - (7 + 14 / 15.0)) < 1e-6)
         #expect(final.visitor.firstSeen == origin)
     }
@@ -71,7 +71,7 @@ struct VisitorStageTests {
                     #expect(carried.events.isEmpty && carried.observed.isEmpty)
                 }
             }
-            return all + stage.finish(reason: "endOfStream")
+            return all + stage.finish(reason: .endOfStream)
         }
         let full = run(every: 1)
         let third = run(every: 3)
@@ -210,7 +210,7 @@ struct VisitorStageTests {
         for i in 0..<(12 * 15) {
             events += stage.process(time: at(i), detections: walk(i, fps: 15)) { _ in self.happy }.events
         }
-        events += stage.finish(reason: "endOfStream")
+        events += stage.finish(reason: .endOfStream)
         let inside = events.filter { $0.visitor.zone == "display" }
         #expect(inside.count >= 3)
         #expect(
