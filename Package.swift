@@ -60,11 +60,24 @@ let package = Package(
             name: "SentinelPrivacy",
             dependencies: ["SentinelCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        /// What is computed over masked events, after the privacy stage: the sentiment gauge, occupancy (both
+        /// k-suppressed, with complementary suppression) and the retention schedule.
+        .target(name: "SentinelAggregates", dependencies: ["SentinelCore", "SentinelPrivacy"]),
+        /// A minimal HTTP/1.1 client and SSE parser over SwiftNIO, for the SSE bench and the tests: not part of the
+        /// server.
+        .target(
+            name: "SentinelLoopback",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         /// Pipeline definitions (YAML, validated with line numbers) and the runner that drives one source.
         .target(
             name: "SentinelPipeline",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "Yams",
+                "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy",
+                "SentinelAggregates", "Yams",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -72,7 +85,7 @@ let package = Package(
         .target(
             name: "SentinelStore",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", .product(name: "GRDB", package: "GRDB.swift"),
+                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -80,14 +93,12 @@ let package = Package(
         .target(
             name: "SentinelServer",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelModels",
-                "SentinelVision",
+                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelModels", "SentinelVision",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -100,8 +111,8 @@ let package = Package(
         .executableTarget(
             name: "sentinel",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelVisitors",
-                "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelServer",
+                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
+                "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -129,13 +140,16 @@ let package = Package(
         ),
         .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
         .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
-        .testTarget(name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelCore"]),
-        .testTarget(name: "SentinelStoreTests", dependencies: ["SentinelStore", "SentinelPrivacy", "SentinelCore"]),
+        .testTarget(
+            name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),
+        .testTarget(
+            name: "SentinelStoreTests",
+            dependencies: ["SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),
         .testTarget(
             name: "SentinelServerTests",
             dependencies: [
-                "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelPipeline", "SentinelCore",
-                "SentinelSynth", "SentinelTestSupport",
+                "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

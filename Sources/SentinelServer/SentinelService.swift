@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import SentinelAggregates
 import SentinelCore
 import SentinelModels
 import SentinelPipeline

@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 import Metrics
+import SentinelAggregates
 import SentinelPrivacy
 import SentinelStore
 import ServiceLifecycle

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SentinelCore
+import SentinelLoopback
 import SentinelModels
 import SentinelPipeline
 import SentinelPrivacy

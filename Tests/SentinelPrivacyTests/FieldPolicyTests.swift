@@ -1,4 +1,5 @@
 import Foundation
+import SentinelAggregates
 import SentinelCore
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelLoopback
 import SentinelServer
 import SentinelSynth
 import SentinelTestSupport

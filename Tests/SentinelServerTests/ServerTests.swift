@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SentinelCore
+import SentinelLoopback
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import SentinelCore
+import SentinelLoopback
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import Testing

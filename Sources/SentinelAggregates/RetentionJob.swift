@@ -1,4 +1,5 @@
 import Foundation
+import SentinelPrivacy
 
 /// Something that keeps timestamped records and can delete the old ones (the store).
 public protocol RetentionTarget {

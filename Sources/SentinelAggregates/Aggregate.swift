@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelPrivacy
 
 /// A figure computed over a group of visitors, published only when the group is large enough that nobody can
 /// be singled out. JSON: `{"value": ..., "visitors": n}`, or `{"suppressed": true}` with no value and no count.
