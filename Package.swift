@@ -125,7 +125,7 @@ let package = Package(
         ),
         /// Paths to the repository's models, photos and recordings, and to ../shared when it is there.
         .target(
-            name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth"],
+            name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth", "SentinelVision"],
             path: "Tests/SentinelTestSupport",
             exclude: ["rtsp_camera.py"]),
         .testTarget(

@@ -117,7 +117,8 @@ public final class SourceRunner {
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         input: String? = nil,
-        pace: Pacing? = nil, origin: Date? = nil, capture: Capture? = nil, logger: Logger
+        pace: Pacing? = nil, paceClock: any PaceClock = WallClock(), origin: Date? = nil, capture: Capture? = nil,
+        logger: Logger
     ) throws {
         self.definition = definition
         var source = source
@@ -142,7 +143,8 @@ public final class SourceRunner {
         var onStatus: @Sendable (LiveSource.Status) -> Void = { _ in }
         if let capture { onStatus = capture.onStatus }
         let opened = try spec.open(
-            pacing: pacing, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger, onStatus: onStatus)
+            pacing: pacing, clock: paceClock, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger,
+            onStatus: onStatus)
         let isLive: Bool = if case .live = spec { true } else { false }
         let lossless = capture == nil || (!isLive && pacing == .fastest)
         edge = CaptureEdge(

@@ -33,17 +33,17 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
     /// Opens the source. Pacing applies to files and folders; live sources arrive at their own pace, and with
     /// `retryLive` one that cannot be opened yet is retried with backoff (reported through `onStatus`).
     public func open(
-        pacing: Pacing = .fastest, folderFPS: Double = 1, retryLive: Bool = false, logger: Logger,
-        onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }
+        pacing: Pacing = .fastest, clock: any PaceClock = WallClock(), folderFPS: Double = 1, retryLive: Bool = false,
+        logger: Logger, onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }
     ) throws(VisionError) -> any FrameSource {
         switch self {
         case .file(let path):
             guard FileManager.default.fileExists(atPath: path) else {
                 throw VisionError(.open, "cannot open video file \(path): no such file")
             }
-            return PacedSource(try VideoFileSource(path: path), pacing: pacing)
+            return PacedSource(try VideoFileSource(path: path), pacing: pacing, clock: clock)
         case .folder(let path):
-            return PacedSource(try ImageFolderSource(path: path, fps: folderFPS), pacing: pacing)
+            return PacedSource(try ImageFolderSource(path: path, fps: folderFPS), pacing: pacing, clock: clock)
         case .live(let endpoint):
             return try LiveSource(endpoint, retryFirstOpen: retryLive, logger: logger, onStatus: onStatus)
         }

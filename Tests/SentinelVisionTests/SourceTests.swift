@@ -140,13 +140,19 @@ struct SourceTests {
     @Test("paced replay never runs ahead of media time divided by the speed, and keeps timestamps")
     func pacingHoldsFramesBack() throws {
         let path = try makeVideo("paced.avi", frames: 26, fps: 25)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let paced = PacedSource(try VideoFileSource(path: path), pacing: .speed(4))
+        let clock = VirtualClock()
+        let paced = PacedSource(try VideoFileSource(path: path), pacing: .speed(4), clock: clock)
         var times: [MediaTime] = []
-        while let frame = try paced.next() { times.append(frame.time) }
-        // 1 s of media at 4x cannot take less than 0.25 s (only a lower bound: machines are noisy).
-        #expect(clock.now - start >= .milliseconds(240))
+        var held: [Duration] = []
+        while let frame = try paced.next() {
+            times.append(frame.time)
+            held.append(clock.elapsed)
+        }
+        // Each frame comes out when its media time, divided by the speed, has passed: 1 s of media at 4x is 0.25 s.
+        for (time, wait) in zip(times, held) {
+            #expect(abs(wait.seconds - (time - times[0]).seconds / 4) < 1e-9, "\(time): \(wait)")
+        }
+        #expect(abs(held.last!.seconds - 0.25) < 1e-9)
         let fast = try VideoFileSource(path: path)
         var fastTimes: [MediaTime] = []
         while let frame = try fast.next() { fastTimes.append(frame.time) }
