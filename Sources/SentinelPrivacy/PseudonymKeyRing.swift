@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// The secret keys behind pseudonymous ids: one random 256-bit key per rotation period.
 ///
@@ -8,11 +9,10 @@ import Foundation
 /// whoever later reads the process's memory. With a key file, the current key is also kept on disk (mode 0600)
 /// so that a restart within the period keeps the ids; the file is rewritten at each rotation and never holds
 /// more than the current key. Thread-safe: sources on several threads may share one ring.
-public final class PseudonymKeyRing: @unchecked Sendable {
+public final class PseudonymKeyRing: Sendable {
     public let settings: PseudonymSettings
     private let clock: @Sendable () -> Date
-    private let lock = NSLock()
-    private var keys: [Int64: SymmetricKey] = [:]
+    private let keys = Mutex<[Int64: SymmetricKey]>([:])
 
     public init(settings: PseudonymSettings = PseudonymSettings(), clock: @escaping @Sendable () -> Date = { Date() })
         throws(PrivacyError)
@@ -23,7 +23,7 @@ public final class PseudonymKeyRing: @unchecked Sendable {
         if let path = settings.keyFile, let stored = try Self.read(path, rotationSeconds: settings.rotationSeconds),
             stored.epoch == epoch
         {
-            keys[epoch] = stored.key
+            keys.withLock { $0[epoch] = stored.key }
         } else {
             try rotate(to: epoch)
         }
@@ -43,44 +43,38 @@ public final class PseudonymKeyRing: @unchecked Sendable {
     /// The current period, making its key (and rewriting the key file) when it has just begun.
     public func currentEpoch() throws(PrivacyError) -> Int64 {
         let epoch = epoch(at: clock())
-        lock.lock()
-        let known = keys[epoch] != nil
-        lock.unlock()
+        let known = keys.withLock { $0[epoch] != nil }
         if !known { try rotate(to: epoch) }
         return epoch
     }
 
     /// HMAC-SHA256 of `message` under the key of `epoch`, or nil when that key has been forgotten.
     func authenticate(_ message: String, epoch: Int64) -> [UInt8]? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let key = keys[epoch] else { return nil }
+        guard let key = keys.withLock({ $0[epoch] }) else { return nil }
         return Array(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: key))
     }
 
     /// Forgets every key but the current one and those in `inUse`.
     func forget(keeping inUse: Set<Int64>) {
         let current = epoch(at: clock())
-        lock.lock()
-        keys = keys.filter { $0.key == current || inUse.contains($0.key) }
-        lock.unlock()
+        keys.withLock { $0 = $0.filter { $0.key == current || inUse.contains($0.key) } }
     }
 
     /// How many keys are held: the current one plus those of periods with visits still open.
-    public var heldKeys: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return keys.count
-    }
+    public var heldKeys: Int { keys.withLock { $0.count } }
 
+    /// Makes the key of `epoch` unless another thread just did (the first one wins, so every source uses the same
+    /// key), then keeps it in the key file.
     private func rotate(to epoch: Int64) throws(PrivacyError) {
-        let key = SymmetricKey(size: .bits256)
+        let key = keys.withLock { keys in
+            if let made = keys[epoch] { return made }
+            let key = SymmetricKey(size: .bits256)
+            keys[epoch] = key
+            return key
+        }
         if let path = settings.keyFile {
             try Self.write(path, epoch: epoch, key: key, rotationSeconds: settings.rotationSeconds)
         }
-        lock.lock()
-        keys[epoch] = key
-        lock.unlock()
     }
 
     private struct Stored: Codable {

@@ -1,6 +1,7 @@
 import Foundation
 import SentinelCore
 import SentinelStore
+import Synchronization
 
 /// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.
 /// The zone filter applies to visitor events; gauge readings have no zone and pass it. A zone is written `name` (that
@@ -31,12 +32,15 @@ public struct EventFilter: Sendable, Equatable {
 
 /// Fans committed events out to SSE clients. Each client has a bounded queue: one that falls behind by more than
 /// its bound is cut off (and told why) instead of slowing the pipeline or the other clients.
-public final class Broadcaster: @unchecked Sendable {
-    private let lock = NSLock()
-    private var subscriptions: [Int: Subscription] = [:]
-    private var nextID = 0
-    private var closed = false
+public final class Broadcaster: Sendable {
+    private let state = Mutex(State())
     private let telemetry: Telemetry
+
+    private struct State {
+        var subscriptions: [Int: Subscription] = [:]
+        var nextID = 0
+        var closed = false
+    }
 
     public init(telemetry: Telemetry) { self.telemetry = telemetry }
 
@@ -47,13 +51,13 @@ public final class Broadcaster: @unchecked Sendable {
     }
 
     /// One client's queue.
-    public final class Subscription: @unchecked Sendable {
+    public final class Subscription: Sendable {
         public let id: Int
         public let filter: EventFilter
         public let items: AsyncStream<Item>
         let continuation: AsyncStream<Item>.Continuation
-        private let lock = NSLock()
-        private var cut = 0
+        /// Messages lost since the client was cut off (0 while it keeps up).
+        private let cut = Atomic(0)
 
         init(id: Int, filter: EventFilter, capacity: Int) {
             self.id = id
@@ -62,19 +66,20 @@ public final class Broadcaster: @unchecked Sendable {
         }
 
         /// How many messages were lost when the client was cut off (0 while it keeps up).
-        public var droppedMessages: Int { lock.withLock { cut } }
+        public var droppedMessages: Int { cut.load(ordering: .relaxed) }
 
         /// Queues a heartbeat; a full queue already has something to send, so nothing is lost by skipping it.
         public func heartbeat() { continuation.yield(.heartbeat) }
 
-        /// Queues a message; false when the queue was full and the client has been cut off.
+        /// Queues a message; false when the queue was full and the client has been cut off. Called by the writer
+        /// alone, one message after another.
         fileprivate func offer(_ item: Item) -> Bool {
-            if lock.withLock({ cut > 0 }) {
-                lock.withLock { cut += 1 }
+            if cut.load(ordering: .relaxed) > 0 {
+                cut.add(1, ordering: .relaxed)
                 return false
             }
             if case .dropped = continuation.yield(item) {
-                lock.withLock { cut += 1 }
+                cut.add(1, ordering: .relaxed)
                 continuation.finish()
                 return false
             }
@@ -84,35 +89,37 @@ public final class Broadcaster: @unchecked Sendable {
 
     /// A new client's queue, or nil when `limit` clients are already subscribed.
     public func subscribe(_ filter: EventFilter, capacity: Int, limit: Int = .max) -> Subscription? {
-        lock.withLock {
-            guard subscriptions.count < limit else { return nil }
-            nextID += 1
-            let subscription = Subscription(id: nextID, filter: filter, capacity: capacity)
-            if closed {
+        let (subscription, count): (Subscription?, Int) = state.withLock { state in
+            guard state.subscriptions.count < limit else { return (nil, state.subscriptions.count) }
+            state.nextID += 1
+            let subscription = Subscription(id: state.nextID, filter: filter, capacity: capacity)
+            if state.closed {
                 subscription.continuation.finish()
             } else {
-                subscriptions[nextID] = subscription
+                state.subscriptions[state.nextID] = subscription
             }
-            telemetry.sseSubscribers.record(subscriptions.count)
-            return subscription
+            return (subscription, state.subscriptions.count)
         }
+        telemetry.sseSubscribers.record(count)
+        return subscription
     }
 
     public func unsubscribe(_ subscription: Subscription) {
         subscription.continuation.finish()
-        lock.withLock {
-            subscriptions[subscription.id] = nil
-            telemetry.sseSubscribers.record(subscriptions.count)
+        let count = state.withLock { state in
+            state.subscriptions[subscription.id] = nil
+            return state.subscriptions.count
         }
+        telemetry.sseSubscribers.record(count)
     }
 
-    public var subscriberCount: Int { lock.withLock { subscriptions.count } }
+    public var subscriberCount: Int { state.withLock { $0.subscriptions.count } }
 
     /// Offers committed events to every client whose filter matches; each message is rendered once.
     public func publish(_ events: [LoggedEvent]) {
         guard !events.isEmpty else { return }
         let messages = events.map { Item.event($0, message: ServerSentEvents.message(for: $0)) }
-        let current = lock.withLock { Array(subscriptions.values) }
+        let current = state.withLock { Array($0.subscriptions.values) }
         for subscription in current {
             for message in messages {
                 guard case .event(let event, _) = message, subscription.filter.matches(event) else { continue }
@@ -123,9 +130,9 @@ public final class Broadcaster: @unchecked Sendable {
 
     /// Ends every stream (at shutdown): clients get what is queued, then the end of the response.
     public func close() {
-        let current = lock.withLock {
-            closed = true
-            return Array(subscriptions.values)
+        let current = state.withLock { state in
+            state.closed = true
+            return Array(state.subscriptions.values)
         }
         for subscription in current { subscription.continuation.finish() }
     }

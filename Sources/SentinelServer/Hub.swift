@@ -3,14 +3,13 @@ import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
+import Synchronization
 
 /// Where the sources hand over their masked events: the gauge reads them, and they wait for the store in a bounded
 /// queue. Sources never block here: when the database cannot keep up or is down, the oldest waiting publications
 /// are dropped beyond the bound, and counted.
-public final class Hub: @unchecked Sendable {
-    private let lock = NSLock()
-    private var pending: [Entry] = []
-    private var gauge: SentimentGauge
+public final class Hub: Sendable {
+    private let state: Mutex<State>
     /// What the log may publish, and the published times of gauge readings.
     private let policy: PrivacyPolicy
     private let bound: Int
@@ -20,8 +19,20 @@ public final class Hub: @unchecked Sendable {
     /// Ticks whenever something is waiting.
     let wakeups: AsyncStream<Void>
 
+    private struct State {
+        var pending: [Entry] = []
+        var gauge: SentimentGauge
+
+        /// Drops the oldest beyond `bound`; returns how many went and how many wait.
+        mutating func trim(to bound: Int) -> (dropped: Int, depth: Int) {
+            let excess = max(pending.count - bound, 0)
+            pending.removeFirst(excess)
+            return (excess, pending.count)
+        }
+    }
+
     public init(gauge: SentimentGauge, policy: PrivacyPolicy, bound: Int, telemetry: Telemetry, live: LiveState) {
-        self.gauge = gauge
+        state = Mutex(State(gauge: gauge))
         self.policy = policy
         self.bound = bound
         self.telemetry = telemetry
@@ -40,67 +51,66 @@ public final class Hub: @unchecked Sendable {
     public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent], capturedAt: ContinuousClock.Instant? = nil) {
         guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
         let published = policy.published(stored)
-        lock.withLock {
-            gauge.record(published.event)
-            enqueue(Entry(publication: .visitor(stored: stored, published: published), capturedAt: capturedAt))
-        }
+        let entry = Entry(publication: .visitor(stored: stored, published: published), capturedAt: capturedAt)
+        report(
+            state.withLock { state in
+                state.gauge.record(published.event)
+                state.pending.append(entry)
+                return state.trim(to: bound)
+            })
+        wake.yield()
     }
 
     /// Votes the gauge had before a restart: the published visitor events of its window, from the log.
     public func restoreGauge(_ events: [VisitorEvent]) {
-        lock.withLock { for event in events { gauge.record(event) } }
+        state.withLock { state in for event in events { state.gauge.record(event) } }
     }
 
     /// A frame was processed at `time` (media time on the wall clock): the gauge may publish a reading.
     public func tick(time: Date) {
-        lock.withLock {
-            guard var reading = gauge.tick(now: time) else { return }
+        let trimmed: (dropped: Int, depth: Int)? = state.withLock { state in
+            guard var reading = state.gauge.tick(now: time) else { return nil }
             reading.time = policy.coarsen(reading.time)
-            enqueue(Entry(publication: .gauge(reading)))
+            state.pending.append(Entry(publication: .gauge(reading)))
+            return state.trim(to: bound)
         }
-    }
-
-    private func enqueue(_ entry: Entry) {
-        pending.append(entry)
-        trim()
+        guard let trimmed else { return }
+        report(trimmed)
         wake.yield()
     }
 
     /// Takes up to `limit` waiting publications, oldest first.
     func take(limit: Int) -> [Entry] {
-        lock.withLock {
-            let batch = Array(pending.prefix(limit))
-            pending.removeFirst(batch.count)
-            trim()
-            return batch
+        let (batch, depth) = state.withLock { state in
+            let batch = Array(state.pending.prefix(limit))
+            state.pending.removeFirst(batch.count)
+            return (batch, state.pending.count)
         }
+        report((0, depth))
+        return batch
     }
 
     /// Puts back a batch the store could not take, ahead of what arrived since (still within the bound).
     func putBack(_ batch: [Entry]) {
-        lock.withLock {
-            pending.insert(contentsOf: batch, at: 0)
-            trim()
-        }
+        report(
+            state.withLock { state in
+                state.pending.insert(contentsOf: batch, at: 0)
+                return state.trim(to: bound)
+            })
     }
 
-    /// Drops the oldest beyond the bound (counted), and reports the depth. Called with the lock held; the live state
-    /// is only ever locked after the hub, never before.
-    private func trim() {
-        let excess = pending.count - bound
-        if excess > 0 {
-            pending.removeFirst(excess)
-            telemetry.droppedByStoreBuffer.increment(by: excess)
-        }
-        let depth = pending.count
-        telemetry.storeQueueDepth.record(depth)
+    /// Counts what the bound dropped and reports the depth, once the queue's lock is released: no other lock is
+    /// ever taken while it is held.
+    private func report(_ trimmed: (dropped: Int, depth: Int)) {
+        if trimmed.dropped > 0 { telemetry.droppedByStoreBuffer.increment(by: trimmed.dropped) }
+        telemetry.storeQueueDepth.record(trimmed.depth)
         live.updateDatabase {
-            $0.dropped += max(excess, 0)
-            $0.buffered = depth
+            $0.dropped += trimmed.dropped
+            $0.buffered = trimmed.depth
         }
     }
 
-    var waiting: Int { lock.withLock { pending.count } }
+    var waiting: Int { state.withLock { $0.pending.count } }
 
     func wakeUp() { wake.yield() }
 }

@@ -3,23 +3,28 @@ import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
+import Synchronization
 
 /// What the REST API reports about now: visitors present, zone counts, the latest gauge reading, and the health
 /// of every source and of the database. Updated from committed publications only, so it agrees with the store.
-public final class LiveState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var visitors: [String: Data] = [:]
-    private var arrival: [String: Int] = [:]
-    private var arrivals = 0
-    private var occupancy: Occupancy
-    private var gauge: GaugeReading?
-    private var sources: [String: SourceHealth]
-    private var database = DatabaseHealth()
-    private let encoder = JSONEncoder.sentinel()
+public final class LiveState: Sendable {
+    private let state: Mutex<State>
+
+    private struct State {
+        var visitors: [String: Data] = [:]
+        var arrival: [String: Int] = [:]
+        var arrivals = 0
+        var occupancy: Occupancy
+        var gauge: GaugeReading?
+        var sources: [String: SourceHealth]
+        var database = DatabaseHealth()
+    }
 
     public init(sourceIDs: [String], minGroupSize: Int) {
-        occupancy = Occupancy(minGroupSize: minGroupSize)
-        sources = Dictionary(uniqueKeysWithValues: sourceIDs.map { ($0, SourceHealth()) })
+        state = Mutex(
+            State(
+                occupancy: Occupancy(minGroupSize: minGroupSize),
+                sources: Dictionary(uniqueKeysWithValues: sourceIDs.map { ($0, SourceHealth()) })))
     }
 
     /// One source's state.
@@ -60,24 +65,25 @@ public final class LiveState: @unchecked Sendable {
     }
 
     func apply(_ publications: [Publication]) {
-        lock.withLock {
+        let encoder = JSONEncoder.sentinel()
+        state.withLock { state in
             for publication in publications {
                 switch publication {
                 case .visitor(_, let published):
                     let visitor = published.event.visitor
-                    occupancy.process(published)
+                    state.occupancy.process(published)
                     if published.event.type == .exited {
-                        visitors[visitor.faceId] = nil
-                        arrival[visitor.faceId] = nil
+                        state.visitors[visitor.faceId] = nil
+                        state.arrival[visitor.faceId] = nil
                     } else {
-                        visitors[visitor.faceId] = (try? encoder.encode(visitor)) ?? Data()
-                        if arrival[visitor.faceId] == nil {
-                            arrivals += 1
-                            arrival[visitor.faceId] = arrivals
+                        state.visitors[visitor.faceId] = (try? encoder.encode(visitor)) ?? Data()
+                        if state.arrival[visitor.faceId] == nil {
+                            state.arrivals += 1
+                            state.arrival[visitor.faceId] = state.arrivals
                         }
                     }
                 case .gauge(let reading):
-                    gauge = reading
+                    state.gauge = reading
                 }
             }
         }
@@ -85,22 +91,25 @@ public final class LiveState: @unchecked Sendable {
 
     /// Visitors present now, as published, in order of arrival.
     public var currentVisitors: [Data] {
-        lock.withLock { visitors.sorted { arrival[$0.key]! < arrival[$1.key]! }.map(\.value) }
+        state.withLock { state in state.visitors.sorted { state.arrival[$0.key]! < state.arrival[$1.key]! }.map(\.value)
+        }
     }
 
-    public func occupancy(zones: [ZoneID]) -> Occupancy.Snapshot { lock.withLock { occupancy.snapshot(zones: zones) } }
+    public func occupancy(zones: [ZoneID]) -> Occupancy.Snapshot {
+        state.withLock { $0.occupancy.snapshot(zones: zones) }
+    }
 
-    public var latestGauge: GaugeReading? { lock.withLock { gauge } }
+    public var latestGauge: GaugeReading? { state.withLock { $0.gauge } }
 
-    public var sourceHealth: [String: SourceHealth] { lock.withLock { sources } }
+    public var sourceHealth: [String: SourceHealth] { state.withLock { $0.sources } }
 
-    public var databaseHealth: DatabaseHealth { lock.withLock { database } }
+    public var databaseHealth: DatabaseHealth { state.withLock { $0.database } }
 
     func updateSource(_ id: String, _ change: (inout SourceHealth) -> Void) {
-        lock.withLock { change(&sources[id, default: SourceHealth()]) }
+        state.withLock { change(&$0.sources[id, default: SourceHealth()]) }
     }
 
     func updateDatabase(_ change: (inout DatabaseHealth) -> Void) {
-        lock.withLock { change(&database) }
+        state.withLock { change(&$0.database) }
     }
 }

@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// One source, run on a thread of its own (OpenCV calls block; they must not hold the few threads Swift's
 /// concurrency runs on). Masked events go to the hub. A recording can loop; a source that fails is logged and
 /// marked failed in /healthz, and the rest of the service goes on.
-public final class SourceService: Service, @unchecked Sendable {
+public final class SourceService: Service, Sendable {
     let definition: PipelineDefinition
     let source: PipelineDefinition.SourceDefinition
     let models: ModelStore

@@ -11,16 +11,22 @@ import ServiceLifecycle
 /// to the SSE clients and the live state: nothing is published before it is durable, so a client that resumes
 /// from the store never misses or repeats an event. While the database cannot be written, publications wait in the
 /// hub (bounded) and the writer retries with backoff. Retention runs when it is due, between batches.
-public final class StoreWriter: Service, @unchecked Sendable {
+public final class StoreWriter: Service, Sendable {
     let store: EventStore
     let hub: Hub
     let broadcaster: Broadcaster
     let live: LiveState
     let telemetry: Telemetry
     let logger: Logger
-    private var retention: RetentionJob
-    private var failure: StoreError?
+    let retention: RetentionPolicy
     static let batchLimit = 500
+
+    /// What the writing task alone keeps between batches: the retention schedule, and the store's last failure
+    /// (to log a change of state once, not every retry).
+    struct Progress {
+        var retention: RetentionJob
+        var failure: StoreError?
+    }
 
     public init(
         store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, retention: RetentionPolicy,
@@ -30,16 +36,17 @@ public final class StoreWriter: Service, @unchecked Sendable {
         self.hub = hub
         self.broadcaster = broadcaster
         self.live = live
-        self.retention = RetentionJob(policy: retention)
+        self.retention = retention
         self.telemetry = telemetry
         self.logger = logger
     }
 
     public func run() async throws {
+        var progress = Progress(retention: RetentionJob(policy: retention))
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
             // forgets on time.
-            group.addTask { [hub, interval = retention.policy.intervalSeconds] in
+            group.addTask { [hub, interval = retention.intervalSeconds] in
                 while true {
                     hub.wakeUp()
                     try await Task.sleep(for: .seconds(interval))
@@ -47,7 +54,7 @@ public final class StoreWriter: Service, @unchecked Sendable {
             }
             var backoff = Duration.milliseconds(250)
             for await _ in hub.wakeups.cancelOnGracefulShutdown() {
-                if await flush() {
+                if await flush(&progress) {
                     backoff = .milliseconds(250)
                 } else {
                     try? await Task.sleep(for: backoff)
@@ -58,19 +65,19 @@ public final class StoreWriter: Service, @unchecked Sendable {
             group.cancelAll()
         }
         // Shutting down: the sources have stopped; write what they left, trying a little longer if the database is down.
-        for attempt in 0..<5 where !(await flush()) {
+        for attempt in 0..<5 where !(await flush(&progress)) {
             try? await Task.sleep(for: .milliseconds(200 << attempt))
         }
         if hub.waiting > 0 {
             logger.error(
                 "events not stored at shutdown",
-                metadata: ["count": "\(hub.waiting)", "reason": "\(failure.map(\.message) ?? "")"])
+                metadata: ["count": "\(hub.waiting)", "reason": "\(progress.failure.map(\.message) ?? "")"])
         }
         broadcaster.close()
     }
 
     /// Writes everything waiting; false when the database refused (the batch is back in the hub).
-    func flush() async -> Bool {
+    func flush(_ progress: inout Progress) async -> Bool {
         while case let batch = hub.take(limit: Self.batchLimit), !batch.isEmpty {
             let start = ContinuousClock.now
             let logged: [LoggedEvent]
@@ -78,11 +85,11 @@ public final class StoreWriter: Service, @unchecked Sendable {
                 logged = try await store.append(batch.map(\.publication))
             } catch {
                 hub.putBack(batch)
-                if failure?.kind != error.kind {
+                if progress.failure?.kind != error.kind {
                     logger.error(
                         "cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
                 }
-                failure = error
+                progress.failure = error
                 live.updateDatabase {
                     $0.writable = false
                     $0.message = error.message
@@ -90,11 +97,11 @@ public final class StoreWriter: Service, @unchecked Sendable {
                 return false
             }
             telemetry.storeLatency.recordInterval(since: start)
-            if failure != nil {
+            if progress.failure != nil {
                 logger.notice(
                     "the store is writable again; flushing the events kept in memory",
                     metadata: ["waiting": "\(hub.waiting + batch.count)"])
-                failure = nil
+                progress.failure = nil
             }
             live.updateDatabase {
                 $0.writable = true
@@ -109,11 +116,11 @@ public final class StoreWriter: Service, @unchecked Sendable {
             }
             telemetry.eventsPublished.increment(by: logged.count)
         }
-        runRetention()
+        runRetention(&progress.retention)
         return true
     }
 
-    private func runRetention() {
+    private func runRetention(_ retention: inout RetentionJob) {
         var target = store
         do {
             if let deleted = try retention.runIfDue(now: Date(), on: &target), deleted > 0 {
