@@ -175,23 +175,74 @@ extension JSONDecoder {
 }
 
 /// ISO-8601 in UTC with milliseconds, e.g. 2026-11-21T10:00:01.250Z.
+///
+/// Written and read by hand in that one form (every event carries several dates, and a Foundation formatter costs
+/// more to make than the rest of the event to encode); other ISO-8601 forms, such as offsets, are read through
+/// Foundation.
 public enum ISO8601 {
     public static func string(from date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        let seconds = millis.quotientAndRemainder(dividingBy: 1000)
-        let whole = Date(timeIntervalSince1970: TimeInterval(seconds.quotient - (seconds.remainder < 0 ? 1 : 0)))
-        let fraction = (seconds.remainder + 1000) % 1000
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        let text = formatter.string(from: whole)
-        return String(text.dropLast()) + String(format: ".%03dZ", fraction)
+        let fraction = ((millis % 1000) + 1000) % 1000
+        var seconds = time_t((millis - fraction) / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func digits(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return digits(parts.tm_year + 1900, 4) + "-" + digits(parts.tm_mon + 1, 2) + "-" + digits(parts.tm_mday, 2)
+            + "T" + digits(parts.tm_hour, 2) + ":" + digits(parts.tm_min, 2) + ":" + digits(parts.tm_sec, 2) + "."
+            + digits(Int32(fraction), 3) + "Z"
     }
 
     public static func date(from text: String) -> Date? {
+        // A UTC form is read here alone: Foundation would roll February 30th over into March.
+        if text.hasSuffix("Z") { return utcDate(text) }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.date(from: text)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.fff...]Z` with every field in range, or nil.
+    private static func utcDate(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
+            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+            bytes[16] == UInt8(ascii: ":")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int32? {
+            var value: Int32 = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int32(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var fraction = 0.0
+        if bytes.count > 20 {
+            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, let digits = number(20..<(bytes.count - 1)),
+                bytes.count - 21 <= 9
+            else { return nil }
+            fraction = Double(digits) / pow(10, Double(bytes.count - 21))
+        } else if bytes[19] != UInt8(ascii: "Z") {
+            return nil
+        }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        let seconds = timegm(&parts)
+        // timegm normalises out-of-range days (February 30th becomes March 2nd): such a date is not valid.
+        guard parts.tm_mday == day, parts.tm_mon == month - 1 else { return nil }
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
     }
 }

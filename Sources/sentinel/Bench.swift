@@ -6,8 +6,9 @@ import SentinelVision
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, and SSE fan-out.",
-        subcommands: [BenchDetect.self, BenchPipeline.self, BenchSSE.self], defaultSubcommand: BenchDetect.self)
+            "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, SSE fan-out, and the store after 30 days.",
+        subcommands: [BenchDetect.self, BenchPipeline.self, BenchSSE.self, BenchStore.self],
+        defaultSubcommand: BenchDetect.self)
 }
 
 struct BenchDetect: ParsableCommand {

@@ -139,3 +139,31 @@ struct RetentionTests {
         #expect(records.times.count == 2)
     }
 }
+
+@Suite("Published dates")
+struct PublishedDateTests {
+    @Test("written as UTC with milliseconds and read back exactly, across years, leap days and before 1970")
+    func roundTrip() throws {
+        let samples: [(Double, String)] = [
+            (0, "1970-01-01T00:00:00.000Z"), (1_795_255_201.25, "2026-11-21T10:00:01.250Z"),
+            (951_782_400.999, "2000-02-29T00:00:00.999Z"), (-1.5, "1969-12-31T23:59:58.500Z"),
+            (4_102_444_799.001, "2099-12-31T23:59:59.001Z"),
+        ]
+        for (seconds, text) in samples {
+            #expect(ISO8601.string(from: Date(timeIntervalSince1970: seconds)) == text)
+            let read = try #require(ISO8601.date(from: text))
+            #expect(abs(read.timeIntervalSince1970 - seconds) < 1e-6, "\(text)")
+        }
+        // Other forms a client may send: no fraction, more digits, an offset.
+        #expect(ISO8601.date(from: "2026-11-21T10:00:01Z")?.timeIntervalSince1970 == 1_795_255_201)
+        #expect(
+            ISO8601.date(from: "2026-11-21T10:00:01.123456Z").map {
+                abs($0.timeIntervalSince1970 - 1_795_255_201.123456) < 1e-6
+            } == true)
+        #expect(ISO8601.date(from: "2026-11-21T12:00:01+02:00")?.timeIntervalSince1970 == 1_795_255_201)
+        // Not dates: out-of-range fields, February 30th, words.
+        for text in ["2026-13-45T25:61:00Z", "2026-02-30T00:00:00Z", "yesterday", "2026-11-21T10:00:01.Z", ""] {
+            #expect(ISO8601.date(from: text) == nil, "\(text)")
+        }
+    }
+}

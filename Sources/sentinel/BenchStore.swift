@@ -1,0 +1,281 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SentinelAggregates
+import SentinelCore
+import SentinelLoopback
+import SentinelModels
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelServer
+import SentinelStore
+
+/// The store soak bench: a database filled with 30 days of a busy four-camera showroom, then served by the same
+/// service as `sentinel run` while visitor events are written at a busy rate, REST clients read, and a client
+/// resumes from far back.
+struct BenchStore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "A store after 30 days of a busy showroom: write and REST latency, resume rate, file size, memory.",
+        discussion: """
+            Fills the database (if it holds fewer events) with visits of four cameras over the last 30 days, each \
+            visit about ten events, through the privacy mask and the store's own batched writes; then, for \
+            --seconds, writes visitor events at --rate in batches of a fifth of a second while REST clients read \
+            /api/visitors (history of the last day) and /api/sentiment, and prints the latencies; then resumes an \
+            SSE stream from --resume events back and prints its rate. Keep the database (--database) to run again \
+            without filling.
+            """)
+
+    @Option(help: "Events in the filled store.")
+    var events = 10_000_000
+
+    @Option(help: "The database to fill and use (default: a temporary one, deleted at the end).")
+    var database: String?
+
+    @Option(help: "Seconds of live writing and reading.")
+    var seconds = 30.0
+
+    @Option(help: "Visitor events written per second while live.")
+    var rate = 200.0
+
+    @Option(help: "How many events back the resuming client starts.")
+    var resume = 1_000_000
+
+    func validate() throws {
+        try checkRange(events, "events", 1_000...1_000_000_000)
+        try checkRange(seconds, "seconds", 1...3_600)
+        try checkRange(rate, "rate", 1...100_000)
+        try checkRange(resume, "resume", 1...1_000_000_000)
+    }
+
+    static let cameras = ["door", "floor", "lounge", "counter"]
+    static let zones = ["entrance", "display", "counter"]
+
+    func run() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sentinel-bench-store-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = database ?? folder.appendingPathComponent("soak.sqlite").path
+        defer { if database == nil { try? FileManager.default.removeItem(at: folder) } }
+        let definition = try PipelineDefinition.parse(
+            "version: 1\nsources:\n"
+                + Self.cameras.map { camera in
+                    "  - id: \(camera)\n    input: \(camera).mp4\n    zones:\n"
+                        + Self.zones.enumerated().map { i, zone in
+                            "      - name: \(zone)\n        polygon: [[\(Double(i) / 3), 0], [\(Double(i + 1) / 3), 0], "
+                                + "[\(Double(i + 1) / 3), 1], [\(Double(i) / 3), 1]]\n"
+                        }.joined()
+                }.joined(),
+            file: folder.appendingPathComponent("soak.yml").path)
+        var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
+
+        let filled = try await fill(path, mask: &mask, policy: definition.privacy)
+        var options = SentinelService.Options()
+        options.sources = []
+        options.port = 0
+        options.databasePath = path
+        var logger = Logger(label: "sentinel.bench")
+        logger.logLevel = .warning
+        let (service, port, server) = try await SentinelService.start(
+            definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
+
+        // Live: a writer at `rate`, two REST readers, memory sampled each second.
+        let end = Date().addingTimeInterval(seconds)
+        async let writes = write(to: service.store, until: end, mask: mask, policy: definition.privacy)
+        async let visitors = read(port: port, until: end) { _ in
+            "/api/visitors?from=\(ISO8601.string(from: Date().addingTimeInterval(-86_400)))&limit=100"
+        }
+        async let sentiment = read(port: port, until: end) { _ in "/api/sentiment?minutes=60" }
+        var memory: [Double] = []
+        while Date() < end {
+            memory.append(ProcessUsage.now().residentMegabytes)
+            try await Task.sleep(for: .seconds(1))
+        }
+        let (written, writeTimes) = try await writes
+        let visitorTimes = try await visitors
+        let sentimentTimes = try await sentiment
+
+        // Resume from far back, as a dashboard that was away for a while.
+        let last = try service.store.logBounds().last
+        let from = max(0, last - Int64(resume))
+        var parser = EventStreamParser()
+        var received = 0
+        var reached: Int64 = from
+        let start = ContinuousClock.now
+        try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(from)", timeout: .seconds(600)) { chunk in
+            for message in parser.feed(String(buffer: chunk)) {
+                guard let id = message.id.flatMap({ Int64($0) }) else { continue }
+                received += 1
+                reached = id
+            }
+            return reached < last
+        }
+        let resumeSeconds = (ContinuousClock.now - start).seconds
+        await service.group.triggerGracefulShutdown()
+        try await server.value
+
+        let size = ["", "-wal"].reduce(0.0) { total, suffix in
+            total + ((try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? Double) ?? 0)
+        }
+        func percentile(_ values: [Duration], _ p: Double) -> Double {
+            let sorted = values.sorted()
+            return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].seconds * 1000
+        }
+        print("store: \(path)")
+        print(
+            String(
+                format: "filled: %d events in the log (%@), file %.2f GB", last,
+                filled.map {
+                    String(
+                        format: "%d written in %.0f s, %.0f events/s", $0.count, $0.seconds,
+                        Double($0.count) / $0.seconds)
+                }
+                    ?? "already filled", size / 1e9))
+        print(
+            String(
+                format:
+                    "writes: %d events in %d batches over %.0f s; batch write p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+                written, writeTimes.count, seconds, percentile(writeTimes, 0.5), percentile(writeTimes, 0.99),
+                percentile(writeTimes, 1)))
+        for (name, times) in [
+            ("/api/visitors?from=(a day ago)&limit=100", visitorTimes), ("/api/sentiment?minutes=60", sentimentTimes),
+        ] {
+            print(
+                String(
+                    format: "%@: %d requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms", name, times.count,
+                    percentile(times, 0.5), percentile(times, 0.99), percentile(times, 1)))
+        }
+        print(
+            String(
+                format: "resume: %d events from id %d in %.1f s, %.0f events/s", received, from, resumeSeconds,
+                Double(received) / resumeSeconds))
+        print(
+            String(
+                format: "memory (RSS) during the live phase: first %.0f MB, last %.0f MB, max %.0f MB",
+                memory.first ?? 0, memory.last ?? 0, memory.max() ?? 0))
+    }
+
+    /// The events of one visit: entered, a stay in a zone with updates, its exit, then exited; about ten events.
+    static func visit(_ n: Int, at start: Date, source: String) -> [VisitorEvent] {
+        let zone = zones[n % zones.count]
+        let emotions = ["happy", "neutral", "surprise", "sad"]
+        var events: [VisitorEvent] = []
+        func record(_ t: Double, state: VisitState, inZone: Bool) -> VisitorRecord {
+            VisitorRecord(
+                faceId: "\(source)#0#\(n)", sourceId: source, zone: inZone ? zone : nil, state: state,
+                zones: [.init(zone: zone, dwellSeconds: max(0, t - 2))], dwellSeconds: t, firstSeen: start,
+                lastSeen: start.addingTimeInterval(t), emotion: emotions[n % emotions.count], emotionConfidence: 0.8,
+                emotionDistribution: ["happy": 0.5, "neutral": 0.3, "surprise": 0.2], valence: 0.5)
+        }
+        events.append(VisitorEvent(type: .entered, time: start, visitor: record(0, state: .active, inZone: false)))
+        events.append(
+            VisitorEvent(
+                type: .zoneEntered, time: start.addingTimeInterval(2), visitor: record(2, state: .active, inZone: true),
+                stay: .init(zone: zone, enteredAt: start.addingTimeInterval(2))))
+        for k in 1...6 {
+            let t = 2 + Double(k) * 5
+            events.append(
+                VisitorEvent(
+                    type: .updated, time: start.addingTimeInterval(t), visitor: record(t, state: .active, inZone: true))
+            )
+        }
+        events.append(
+            VisitorEvent(
+                type: .zoneExited, time: start.addingTimeInterval(34),
+                visitor: record(34, state: .active, inZone: false),
+                stay: .init(
+                    zone: zone, enteredAt: start.addingTimeInterval(2), exitedAt: start.addingTimeInterval(34),
+                    dwellSeconds: 32)))
+        var exited = VisitorEvent(
+            type: .exited, time: start.addingTimeInterval(36), visitor: record(36, state: .exited, inZone: false))
+        exited.reason = .lost
+        events.append(exited)
+        return events
+    }
+
+    /// Fills the store up to `events` with visits spread evenly over the last 30 days (and a gauge reading every
+    /// 30 s of them); nil when it already holds that many.
+    private func fill(_ path: String, mask: inout PrivacyMask, policy: PrivacyPolicy) async throws -> (
+        count: Int, seconds: Double
+    )? {
+        let store = try EventStore(path: path)
+        let have = Int(try store.logBounds().last)
+        guard have < events else { return nil }
+        let perVisit = Self.visit(0, at: Date(), source: "door").count
+        let visits = (events - have) / perVisit
+        let span = 30 * 86_400.0
+        let first = Date().addingTimeInterval(-span)
+        var gauge = SentimentGauge(
+            settings: GaugeSettings(), minGroupSize: policy.minGroupSize, sources: Self.cameras,
+            zones: Self.cameras.flatMap { camera in Self.zones.map { ZoneID(sourceId: camera, name: $0) } })
+        var batch: [Publication] = []
+        var written = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        for n in 0..<visits {
+            let at = first.addingTimeInterval(span * Double(n) / Double(visits))
+            for event in Self.visit(have + n, at: at, source: Self.cameras[n % Self.cameras.count]) {
+                let stored = try mask.mask(event)[.store]!
+                let published = policy.published(stored)
+                gauge.record(published.event)
+                batch.append(.visitor(stored: stored, published: published))
+            }
+            if var reading = gauge.tick(now: at) {
+                reading.time = policy.coarsen(reading.time)
+                batch.append(.gauge(reading))
+            }
+            if batch.count >= 5_000 {
+                written += try await store.append(batch).count
+                batch.removeAll(keepingCapacity: true)
+                if n % 50_000 < 500 {
+                    FileHandle.standardError.write(Data("filling: \(have + written) events\r".utf8))
+                }
+            }
+        }
+        written += try await store.append(batch).count
+        FileHandle.standardError.write(Data("\n".utf8))
+        return (written, (clock.now - start).seconds)
+    }
+
+    /// Writes visitor events at `rate` in batches every 0.2 s until `end`; the count and each batch's write time.
+    private func write(to store: EventStore, until end: Date, mask: PrivacyMask, policy: PrivacyPolicy) async throws
+        -> (Int, [Duration])
+    {
+        var mask = mask
+        var times: [Duration] = []
+        var count = 0
+        var n = 10_000_000
+        let perBatch = max(1, Int(rate / 5))
+        while Date() < end {
+            let due = ContinuousClock.now + .milliseconds(200)
+            var batch: [Publication] = []
+            while batch.count < perBatch {
+                for event in Self.visit(n, at: Date(), source: Self.cameras[n % Self.cameras.count]) {
+                    let stored = try mask.mask(event)[.store]!
+                    batch.append(.visitor(stored: stored, published: policy.published(stored)))
+                }
+                n += 1
+            }
+            let start = ContinuousClock.now
+            count += try await store.append(batch).count
+            times.append(ContinuousClock.now - start)
+            try await Task.sleep(until: due)
+        }
+        return (count, times)
+    }
+
+    /// GETs the path `path` gives, one request after another, until `end`; each request's time.
+    private func read(port: Int, until end: Date, path: @escaping @Sendable (Int) -> String) async throws
+        -> [Duration]
+    {
+        var times: [Duration] = []
+        var k = 0
+        while Date() < end {
+            let start = ContinuousClock.now
+            let (head, _) = try await LoopbackClient.fetch(port: port, path: path(k))
+            guard head.status == 200 else { throw CommandError("\(path(k)) answered \(head.status)") }
+            times.append(ContinuousClock.now - start)
+            k += 1
+        }
+        return times
+    }
+}
