@@ -51,11 +51,11 @@ public struct HTTPAPI: Sendable {
         router.add(middleware: ReadOnlyRequests())
         router.add(middleware: BearerAuthentication(tokens: tokens))
         router.get("/events") { request, _ in try events(request) }
-        router.get("/api/visitors") { request, _ in try visitors(request) }
-        router.get("/api/visitors/{faceId}") { _, context in try visitor(context.parameters.require("faceId")) }
-        router.get("/api/sentiment") { request, _ in try sentiment(request) }
+        router.get("/api/visitors") { request, _ in try await visitors(request) }
+        router.get("/api/visitors/{faceId}") { _, context in try await visitor(context.parameters.require("faceId")) }
+        router.get("/api/sentiment") { request, _ in try await sentiment(request) }
         router.get("/api/zones") { _, _ in zoneCounts() }
-        router.get("/healthz") { _, _ in health() }
+        router.get("/healthz") { _, _ in await health() }
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -145,7 +145,7 @@ public struct HTTPAPI: Sendable {
             var lastSent: Int64 = 0
             var text = ServerSentEvents.retry(milliseconds: settings.retryMilliseconds)
             if let resume {
-                let (notice, start) = try resumePoint(resume, store: store)
+                let (notice, start) = try await resumePoint(resume, store: store)
                 text += notice ?? ""
                 try await writer.write(ByteBuffer(string: text))
                 text = ""
@@ -177,8 +177,8 @@ public struct HTTPAPI: Sendable {
     }
 
     /// Where a resuming client continues, and the `stream.reset` notice when its id is not in the log.
-    static func resumePoint(_ requested: String, store: EventStore) throws -> (notice: String?, after: Int64) {
-        let bounds = try store.logBounds()
+    static func resumePoint(_ requested: String, store: EventStore) async throws -> (notice: String?, after: Int64) {
+        let bounds = try await store.logBounds()
         if let id = Int64(requested), id >= bounds.floor, id <= bounds.last { return (nil, id) }
         let expired = Int64(requested).map { $0 >= 0 && $0 < bounds.floor } ?? false
         let start = expired ? bounds.floor : bounds.last
@@ -200,7 +200,7 @@ public struct HTTPAPI: Sendable {
     {
         var cursor = id
         while true {
-            let page = try store.events(after: cursor, limit: 500)
+            let page = try await store.events(after: cursor, limit: 500)
             let text = page.filter(filter.matches).map(ServerSentEvents.message).joined()
             if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
             cursor = page.last?.id ?? cursor
@@ -216,7 +216,7 @@ public struct HTTPAPI: Sendable {
         var nextCursor: String?
     }
 
-    func visitors(_ request: Request) throws -> Response {
+    func visitors(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
         let accepted = ["from", "to", "limit", "cursor"]
         if let unknown = query.map({ String($0.key) }).first(where: { !accepted.contains($0) }) {
@@ -251,7 +251,7 @@ public struct HTTPAPI: Sendable {
             }
             return n
         }
-        let page = try store.visits(from: from, to: to, after: cursor, limit: limit)
+        let page = try await store.visits(from: from, to: to, after: cursor, limit: limit)
         return try APIResponse.encode(
             VisitorList(
                 visitors: try page.records.map { try decoder.decode(VisitorRecord.self, from: $0) },
@@ -264,8 +264,8 @@ public struct HTTPAPI: Sendable {
         var stays: [VisitorEvent.Stay]
     }
 
-    func visitor(_ faceId: String) throws -> Response {
-        guard let visit = try store.visit(faceId) else {
+    func visitor(_ faceId: String) async throws -> Response {
+        guard let visit = try await store.visit(faceId) else {
             return APIResponse.error(
                 .notFound, "no visitor \(faceId) (ids rotate, and visits older than retention are deleted)")
         }
@@ -280,7 +280,7 @@ public struct HTTPAPI: Sendable {
         var series: [GaugeReading]
     }
 
-    func sentiment(_ request: Request) throws -> Response {
+    func sentiment(_ request: Request) async throws -> Response {
         let text = request.uri.queryParameters["minutes"]
         let minutes =
             try text.map { text in
@@ -290,7 +290,7 @@ public struct HTTPAPI: Sendable {
                 return m
             } ?? 60
         let decoder = JSONDecoder.sentinel()
-        let series = try store.gaugeReadings(since: Date().addingTimeInterval(-minutes * 60), limit: 1000)
+        let series = try await store.gaugeReadings(since: Date().addingTimeInterval(-minutes * 60), limit: 1000)
             .map { try decoder.decode(GaugeReading.self, from: $0) }
         return try APIResponse.encode(Sentiment(current: live.latestGauge, series: series))
     }
@@ -340,11 +340,11 @@ public struct HTTPAPI: Sendable {
         var database: LiveState.DatabaseHealth
     }
 
-    func health() -> Response {
+    func health() async -> Response {
         let now = Date()
         var database = live.databaseHealth
         do {
-            try store.check()
+            try await store.check()
         } catch {
             database.writable = false
             database.message = error.message

@@ -59,25 +59,10 @@ public struct SentinelService: Sendable {
                 zones: definition.zoneIDs),
             policy: definition.privacy, bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
         self.hub = hub
-        // After a crash: the mood of the last window comes back from the log, and the visits it left open end,
-        // published like any exit, so no client keeps showing a visitor who is gone.
-        let decoder = JSONDecoder.sentinel()
-        hub.restoreGauge(
-            try store.visitorEvents(since: Date().addingTimeInterval(-definition.gauge.windowSeconds)).compactMap {
-                try? decoder.decode(VisitorEvent.self, from: $0)
-            })
-        let kept = Date().addingTimeInterval(-definition.privacy.retention.maxAgeSeconds)
-        for record in store.interrupted {
-            // A visit beyond retention is about to be deleted, not announced.
-            guard let visitor = try? decoder.decode(VisitorRecord.self, from: record),
-                (visitor.lastSeen ?? .distantPast) >= kept
-            else { continue }
-            hub.submit([.store: definition.privacy.interruptedExit(of: visitor)])
-        }
         let writer = StoreWriter(
-            store: store, hub: hub, broadcaster: broadcaster, live: live, retention: definition.privacy.retention,
-            telemetry: telemetry,
-            logger: logger)
+            store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
+            gaugeWindowSeconds: definition.gauge.windowSeconds, clientBufferEvents: server.clientBufferEvents,
+            telemetry: telemetry, logger: logger)
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
         let api = HTTPAPI(
             definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import SentinelAggregates
+import SentinelCore
 import SentinelPrivacy
 import SentinelStore
 import ServiceLifecycle
@@ -18,8 +19,11 @@ public final class StoreWriter: Service, Sendable {
     let live: LiveState
     let telemetry: Telemetry
     let logger: Logger
-    let retention: RetentionPolicy
-    static let batchLimit = 500
+    let policy: PrivacyPolicy
+    let gaugeWindowSeconds: Double
+    /// Publications per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
+    /// the smallest queue: a client that keeps up is never cut off by one batch.
+    let batchLimit: Int
 
     /// What the writing task alone keeps between batches: the retention schedule, and the store's last failure
     /// (to log a change of state once, not every retry).
@@ -29,24 +33,47 @@ public final class StoreWriter: Service, Sendable {
     }
 
     public init(
-        store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, retention: RetentionPolicy,
-        telemetry: Telemetry, logger: Logger
+        store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
+        gaugeWindowSeconds: Double, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
     ) {
+        batchLimit = min(500, max(1, clientBufferEvents / 2))
         self.store = store
         self.hub = hub
         self.broadcaster = broadcaster
         self.live = live
-        self.retention = retention
+        self.policy = policy
+        self.gaugeWindowSeconds = gaugeWindowSeconds
         self.telemetry = telemetry
         self.logger = logger
     }
 
+    /// After a crash: the gauge's window comes back from the log, and the visits the crash left open end, published
+    /// like any exit, so no client keeps showing a visitor who is gone. Visits beyond retention are about to be
+    /// deleted, not announced.
+    private func recover() async {
+        let decoder = JSONDecoder.sentinel()
+        do {
+            let window = try await store.visitorEvents(since: Date().addingTimeInterval(-gaugeWindowSeconds))
+            hub.restoreGauge(window.compactMap { try? decoder.decode(VisitorEvent.self, from: $0) })
+        } catch {
+            logger.error("cannot read the gauge's window from the store", metadata: ["error": "\(error.message)"])
+        }
+        let kept = Date().addingTimeInterval(-policy.retention.maxAgeSeconds)
+        for record in store.interrupted {
+            guard let visitor = try? decoder.decode(VisitorRecord.self, from: record),
+                (visitor.lastSeen ?? .distantPast) >= kept
+            else { continue }
+            hub.submit([.store: policy.interruptedExit(of: visitor)])
+        }
+    }
+
     public func run() async throws {
-        var progress = Progress(retention: RetentionJob(policy: retention))
+        await recover()
+        var progress = Progress(retention: RetentionJob(policy: policy.retention))
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
             // forgets on time.
-            group.addTask { [hub, interval = retention.intervalSeconds] in
+            group.addTask { [hub, interval = policy.retention.intervalSeconds] in
                 while true {
                     hub.wakeUp()
                     try await Task.sleep(for: .seconds(interval))
@@ -78,7 +105,7 @@ public final class StoreWriter: Service, Sendable {
 
     /// Writes everything waiting; false when the database refused (the batch is back in the hub).
     func flush(_ progress: inout Progress) async -> Bool {
-        while case let batch = hub.take(limit: Self.batchLimit), !batch.isEmpty {
+        while case let batch = hub.take(limit: batchLimit), !batch.isEmpty {
             let start = ContinuousClock.now
             let logged: [LoggedEvent]
             do {

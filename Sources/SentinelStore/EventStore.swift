@@ -227,8 +227,8 @@ public final class EventStore: Sendable {
     }
 
     /// The published visitor events logged at or after `time`, oldest first (to rebuild the gauge's window).
-    public func visitorEvents(since time: Date) throws(StoreError) -> [Data] {
-        try read { db in
+    public func visitorEvents(since time: Date) async throws(StoreError) -> [Data] {
+        try await read { db in
             try String.fetchAll(
                 db, sql: "SELECT payload FROM events WHERE time >= ? AND type LIKE 'visitor.%' ORDER BY id",
                 arguments: [time.timeIntervalSince1970]
@@ -237,8 +237,8 @@ public final class EventStore: Sendable {
     }
 
     /// Log rows after `id`, oldest first.
-    public func events(after id: Int64, limit: Int) throws(StoreError) -> [LoggedEvent] {
-        try read { db in
+    public func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql:
@@ -250,8 +250,8 @@ public final class EventStore: Sendable {
 
     /// What a resuming client can be given: ids after `floor` are all in the log (ids at or below it were deleted by
     /// retention), and `last` is the newest id ever assigned.
-    public func logBounds() throws(StoreError) -> (floor: Int64, last: Int64) {
-        try read { db in
+    public func logBounds() async throws(StoreError) -> (floor: Int64, last: Int64) {
+        try await read { db in
             let last = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
             let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(id) FROM events")
             return (floor: oldest.map { $0 - 1 } ?? last, last: last)
@@ -265,8 +265,8 @@ public final class EventStore: Sendable {
         public var stays: [VisitorEvent.Stay]
     }
 
-    public func visit(_ faceId: String) throws(StoreError) -> Visit? {
-        try read { db in
+    public func visit(_ faceId: String) async throws(StoreError) -> Visit? {
+        try await read { db in
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT record, exitReason FROM visits WHERE faceId = ?", arguments: [faceId])
@@ -290,10 +290,10 @@ public final class EventStore: Sendable {
 
     /// Visits that overlap `from..<to`, in order of first sighting, a page at a time: pass the returned cursor back
     /// for the next page (nil when there is none).
-    public func visits(from: Date, to: Date, after cursor: Int64?, limit: Int) throws(StoreError) -> (
+    public func visits(from: Date, to: Date, after cursor: Int64?, limit: Int) async throws(StoreError) -> (
         records: [Data], next: Int64?
     ) {
-        try read { db in
+        try await read { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -307,8 +307,8 @@ public final class EventStore: Sendable {
     }
 
     /// Gauge readings since `since`, oldest first, at most `limit` (the newest ones).
-    public func gaugeReadings(since: Date, limit: Int) throws(StoreError) -> [Data] {
-        try read { db in
+    public func gaugeReadings(since: Date, limit: Int) async throws(StoreError) -> [Data] {
+        try await read { db in
             try String.fetchAll(
                 db,
                 sql:
@@ -319,13 +319,15 @@ public final class EventStore: Sendable {
     }
 
     /// A cheap query that fails when the database cannot be read.
-    public func check() throws(StoreError) {
-        _ = try read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    public func check() async throws(StoreError) {
+        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    /// Reads on GRDB's reader pool without blocking the caller's thread: the HTTP handlers that call this run on
+    /// Swift's few cooperative threads.
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
         do {
-            return try pool.read(body)
+            return try await pool.read(body)
         } catch {
             throw StoreError(error, path: path)
         }

@@ -95,7 +95,7 @@ struct BenchStore: AsyncParsableCommand {
         let sentimentTimes = try await sentiment
 
         // Resume from far back, as a dashboard that was away for a while.
-        let last = try service.store.logBounds().last
+        let last = try await service.store.logBounds().last
         let from = max(0, last - Int64(resume))
         var parser = EventStreamParser()
         var received = 0
@@ -198,7 +198,7 @@ struct BenchStore: AsyncParsableCommand {
         count: Int, seconds: Double
     )? {
         let store = try EventStore(path: path)
-        let have = Int(try store.logBounds().last)
+        let have = Int(try await store.logBounds().last)
         guard have < events else { return nil }
         let perVisit = Self.visit(0, at: Date(), source: "door").count
         let visits = (events - have) / perVisit

@@ -12,7 +12,7 @@ struct HTTPCorpusTests {
         let tokens = ["VISITOR": TestServer.tokens.visitors, "AGGREGATE": TestServer.tokens.aggregates]
         let server = try await TestServer(extra: "server: { \(try TestServer.tokenSettings()) }")
         try server.publish(10)
-        #expect(try await server.wait { try server.service.store.logBounds().last == 10 })
+        #expect(try await server.wait { try await server.service.store.logBounds().last == 10 })
         for item in cases {
             var request = try Data(contentsOf: item.file)
             for (name, token) in tokens {
@@ -39,7 +39,7 @@ struct HTTPCorpusTests {
         #expect(
             try await server.get("/healthz", headers: [("Authorization", "Bearer \(tokens["VISITOR"]!)")]).0.status
                 == 200)
-        #expect(try server.service.store.logBounds().last == 10)
+        #expect(try await server.service.store.logBounds().last == 10)
         try await server.stop()
         let database = try DatabaseQueue(path: server.databasePath)
         let check = try await database.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }

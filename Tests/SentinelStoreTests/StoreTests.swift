@@ -66,8 +66,8 @@ struct StoreTests {
         let second = try await again.append(try visit.whole(id: "cam#1#2", at: 10) + [.gauge(reading(at: 17))])
         #expect(second.map(\.id) == [6, 7, 8, 9, 10])
         #expect(second.map(\.sequenceNumber) == [5, 6, 7, 8, 2])
-        #expect(try again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
-        #expect(try again.logBounds() == (floor: 0, last: 10))
+        #expect(try await again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
+        #expect(try await again.logBounds() == (floor: 0, last: 10))
     }
 
     @Test("the database and its WAL files are readable by the service's user only, even one made 0644 before")
@@ -116,7 +116,7 @@ struct StoreTests {
         let store = try EventStore(path: path)
         let appended = try await store.append(try visit.whole(id: "cam#1#9"))
         #expect(appended.map(\.sequenceNumber) == [3, 4, 5, 6])
-        #expect(try store.logBounds() == (floor: 0, last: 6))
+        #expect(try await store.logBounds() == (floor: 0, last: 6))
         let plan = try await DatabaseQueue(path: path).read { db in
             try Row.fetchAll(
                 db, sql: "EXPLAIN QUERY PLAN SELECT MAX(sequenceNumber) FROM events WHERE streamId = 'cam'"
@@ -138,7 +138,7 @@ struct StoreTests {
         }
         #expect(logged[2].payload == published.json)
         let faceId = published.event.visitor.faceId
-        let stored = try #require(try store.visit(faceId))
+        let stored = try #require(try await store.visit(faceId))
         #expect(stored.exitReason == .lost)
         #expect(
             stored.stays == [
@@ -161,7 +161,7 @@ struct StoreTests {
             return
         }
         let reopened = try EventStore(path: path)
-        #expect(try reopened.visit(published.event.visitor.faceId)?.exitReason == .interrupted)
+        #expect(try await reopened.visit(published.event.visitor.faceId)?.exitReason == .interrupted)
     }
 
     @Test("retention deletes exactly the records older than the limit, and the job runs once per interval")
@@ -180,10 +180,10 @@ struct StoreTests {
         // 4 events + 1 gauge event, 1 gauge row, 1 stay, 1 visit.
         #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1 + 1)
         #expect(try job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
-        #expect(try store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
-        #expect(try store.logBounds() == (floor: 5, last: 10))
-        #expect(try store.gaugeReadings(since: start, limit: 10).count == 1)
-        #expect(try store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
+        #expect(try await store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
+        #expect(try await store.logBounds() == (floor: 5, last: 10))
+        #expect(try await store.gaugeReadings(since: start, limit: 10).count == 1)
+        #expect(try await store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
     }
 
     @Test("database failures say which file and what is wrong: full disk, locked, not a database")
