@@ -14,7 +14,7 @@ struct Sentinel: AsyncParsableCommand {
     )
 
     /// Sentinel's own version, raised with each round of work that lands.
-    static let version = "0.3.0"
+    static let version = "0.4.0"
 
     /// What `--version` prints: Sentinel's version, those of the libraries it runs on, as loaded, and each model
     /// of the manifest (in $SENTINEL_MODELS or ./Models) by its pinned checksum and where it comes from.
