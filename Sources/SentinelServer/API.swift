@@ -210,12 +210,6 @@ public struct HTTPAPI: Sendable {
 
     // MARK: REST
 
-    struct VisitorList: Codable {
-        var visitors: [VisitorRecord]
-        /// Pass as `cursor` for the next page of history; absent on the last page and for current visitors.
-        var nextCursor: String?
-    }
-
     func visitors(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
         let accepted = ["from", "to", "limit", "cursor"]
@@ -223,11 +217,8 @@ public struct HTTPAPI: Sendable {
             throw APIResponse.badRequest(
                 "\(unknown) is not a parameter of /api/visitors; it takes \(accepted.joined(separator: ", "))")
         }
-        let decoder = JSONDecoder.sentinel()
         guard query["from"] != nil || query["to"] != nil else {
-            return try APIResponse.encode(
-                VisitorList(visitors: try live.currentVisitors.map { try decoder.decode(VisitorRecord.self, from: $0) })
-            )
+            return APIResponse.object([("visitors", APIResponse.array(live.currentVisitors))])
         }
         func date(_ name: String, _ fallback: Date) throws -> Date {
             guard let text = query[Substring(name)] else { return fallback }
@@ -252,10 +243,9 @@ public struct HTTPAPI: Sendable {
             return n
         }
         let page = try await store.visits(from: from, to: to, after: cursor, limit: limit)
-        return try APIResponse.encode(
-            VisitorList(
-                visitors: try page.records.map { try decoder.decode(VisitorRecord.self, from: $0) },
-                nextCursor: page.next.map(String.init)))
+        return APIResponse.object(
+            (page.next.map { [("nextCursor", Data("\"\($0)\"".utf8))] } ?? [])
+                + [("visitors", APIResponse.array(page.records))])
     }
 
     struct VisitorDetail: Codable {
@@ -275,11 +265,6 @@ public struct HTTPAPI: Sendable {
                 exitReason: visit.exitReason, stays: visit.stays))
     }
 
-    struct Sentiment: Codable {
-        var current: GaugeReading?
-        var series: [GaugeReading]
-    }
-
     func sentiment(_ request: Request) async throws -> Response {
         let text = request.uri.queryParameters["minutes"]
         let minutes =
@@ -289,10 +274,10 @@ public struct HTTPAPI: Sendable {
                 }
                 return m
             } ?? 60
-        let decoder = JSONDecoder.sentinel()
         let series = try await store.gaugeReadings(since: Date().addingTimeInterval(-minutes * 60), limit: 1000)
-            .map { try decoder.decode(GaugeReading.self, from: $0) }
-        return try APIResponse.encode(Sentiment(current: live.latestGauge, series: series))
+        let current = try live.latestGauge.map { try JSONEncoder.sentinel().encode($0) }
+        return APIResponse.object(
+            (current.map { [("current", $0)] } ?? []) + [("series", APIResponse.array(series))])
     }
 
     struct Zones: Codable {
@@ -380,6 +365,22 @@ enum APIResponse {
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
         json((try? JSONEncoder.sentinel().encode(["error": message])) ?? Data(), status: status)
+    }
+
+    /// A JSON object from values that are JSON already (stored records and readings are kept as the API publishes
+    /// them, so they are sent as they are rather than decoded and encoded again). Keys are given in sorted order,
+    /// as the encoder writes every other response.
+    static func object(_ fields: [(String, Data)]) -> Response {
+        var body = Data("{".utf8)
+        for (i, (key, value)) in fields.enumerated() {
+            body += Data("\(i == 0 ? "" : ",")\"\(key)\":".utf8) + value
+        }
+        return json(body + Data("}".utf8))
+    }
+
+    /// A JSON array of values that are JSON already.
+    static func array(_ values: [Data]) -> Data {
+        Data("[".utf8) + Data(values.joined(separator: Data(",".utf8))) + Data("]".utf8)
     }
 
     static func badRequest(_ message: String) -> HTTPResponseError { BadRequest(message: message) }
