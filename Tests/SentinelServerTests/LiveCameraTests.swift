@@ -56,7 +56,11 @@ struct LiveCameraTests {
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         // Every visitor of the recording has entered and left (the stream then starts again: later visits are not
         // part of this playback).
-        let messages = try await sentinel.events { messages in
+        // The 40 s recording in real time, after the camera and the service start: up to three minutes on a loaded
+        // machine. Events are decoded only once enough exits have arrived (decoding them all on every chunk made the
+        // reader itself slow).
+        let messages = try await sentinel.events(timeout: .seconds(180)) { messages in
+            guard messages.count(where: { $0.event == "visitor.exited" }) >= truth.visitors.count else { return false }
             let events = (try? Self.visitorEvents(messages)) ?? []
             let first = events.filter { $0.type == .entered }.prefix(truth.visitors.count).map(\.visitor.faceId)
             return first.count == truth.visitors.count

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOCore
 import SentinelCore
 import SentinelLoopback
 import SentinelServer
@@ -64,13 +65,14 @@ final class RunningSentinel: @unchecked Sendable {
         try await events { $0.ids.count >= count }
     }
 
-    /// Reads `/events` from the start until `enough` says so (or the stream ends).
-    func events(until enough: @escaping ([EventStreamParser.Message]) -> Bool) async throws -> [EventStreamParser
-        .Message]
-    {
+    /// Reads `/events` from the start until `enough` says so (or the stream ends, or `timeout` passes: a camera
+    /// played in real time on a loaded machine needs more than a recording's length).
+    func events(
+        timeout: TimeAmount = .seconds(60), until enough: @escaping ([EventStreamParser.Message]) -> Bool
+    ) async throws -> [EventStreamParser.Message] {
         var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
-        try await LoopbackClient.get(port: port, path: "/events?lastEventId=0") { chunk in
+        try await LoopbackClient.get(port: port, path: "/events?lastEventId=0", timeout: timeout) { chunk in
             messages += parser.feed(String(buffer: chunk))
             return !enough(messages)
         }
