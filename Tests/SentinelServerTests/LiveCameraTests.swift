@@ -59,12 +59,16 @@ struct LiveCameraTests {
         // The 40 s recording in real time, after the camera and the service start: up to three minutes on a loaded
         // machine. Events are decoded only once enough exits have arrived (decoding them all on every chunk made the
         // reader itself slow).
-        let messages = try await sentinel.events(timeout: .seconds(180)) { messages in
-            guard messages.count(where: { $0.event == "visitor.exited" }) >= truth.visitors.count else { return false }
-            let events = (try? Self.visitorEvents(messages)) ?? []
-            let first = events.filter { $0.type == .entered }.prefix(truth.visitors.count).map(\.visitor.faceId)
-            return first.count == truth.visitors.count
-                && Set(first).isSubset(of: Set(events.filter { $0.type == .exited }.map(\.visitor.faceId)))
+        let messages = try await sentinel.explained {
+            try await sentinel.events(timeout: .seconds(180)) { messages in
+                guard messages.count(where: { $0.event == "visitor.exited" }) >= truth.visitors.count else {
+                    return false
+                }
+                let events = (try? Self.visitorEvents(messages)) ?? []
+                let first = events.filter { $0.type == .entered }.prefix(truth.visitors.count).map(\.visitor.faceId)
+                return first.count == truth.visitors.count
+                    && Set(first).isSubset(of: Set(events.filter { $0.type == .exited }.map(\.visitor.faceId)))
+            }
         }
         let events = try Self.visitorEvents(messages)
         let entered = events.filter { $0.type == .entered }.prefix(truth.visitors.count).map(\.visitor.faceId)

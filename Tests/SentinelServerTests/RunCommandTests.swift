@@ -66,17 +66,39 @@ final class RunningSentinel: @unchecked Sendable {
     }
 
     /// Reads `/events` from the start until `enough` says so (or the stream ends, or `timeout` passes: a camera
-    /// played in real time on a loaded machine needs more than a recording's length).
+    /// played in real time on a loaded machine needs more than a recording's length). A connection that fails is
+    /// resumed with the last id received, as EventSource does (at most three times, each one printed): the SSE
+    /// guarantee under test is that no event is lost or repeated across a reconnect.
     func events(
         timeout: TimeAmount = .seconds(60), until enough: @escaping ([EventStreamParser.Message]) -> Bool
     ) async throws -> [EventStreamParser.Message] {
-        var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
-        try await LoopbackClient.get(port: port, path: "/events?lastEventId=0", timeout: timeout) { chunk in
-            messages += parser.feed(String(buffer: chunk))
-            return !enough(messages)
+        for attempt in 0...3 {
+            var parser = EventStreamParser()
+            let resume = messages.ids.last ?? 0
+            do {
+                try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(resume)", timeout: timeout) {
+                    chunk in
+                    messages += parser.feed(String(buffer: chunk))
+                    return !enough(messages)
+                }
+                return messages
+            } catch  where attempt < 3 {
+                print("SSE stream to sentinel run failed after id \(resume) (\(error)); resuming")
+            }
         }
         return messages
+    }
+
+    /// Runs `body`; an error it throws is recorded with the end of the service's log, so a failure says what the
+    /// service saw.
+    func explained<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            Issue.record("\(error); running: \(process.isRunning); the service's log ends: \(log.suffix(4000))")
+            throw error
+        }
     }
 
     /// A JSON document the running service answers at `path`.
