@@ -18,6 +18,8 @@ public final class LiveState: Sendable {
         var gauge: GaugeReading?
         var sources: [String: SourceHealth]
         var database = DatabaseHealth()
+        /// Made once: encoding runs on every committed batch.
+        let encoder = JSONEncoder.sentinel()
     }
 
     public init(sourceIDs: [String], minGroupSize: Int) {
@@ -65,7 +67,6 @@ public final class LiveState: Sendable {
     }
 
     func apply(_ publications: [Publication]) {
-        let encoder = JSONEncoder.sentinel()
         state.withLock { state in
             for publication in publications {
                 switch publication {
@@ -76,7 +77,7 @@ public final class LiveState: Sendable {
                         state.visitors[visitor.faceId] = nil
                         state.arrival[visitor.faceId] = nil
                     } else {
-                        state.visitors[visitor.faceId] = (try? encoder.encode(visitor)) ?? Data()
+                        state.visitors[visitor.faceId] = (try? state.encoder.encode(visitor)) ?? Data()
                         if state.arrival[visitor.faceId] == nil {
                             state.arrivals += 1
                             state.arrival[visitor.faceId] = state.arrivals
