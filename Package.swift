@@ -112,7 +112,7 @@ let package = Package(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
-                "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
+                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

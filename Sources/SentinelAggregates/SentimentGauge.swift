@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelPrivacy
 
 /// How the showroom's mood is summed up, from the pipeline file's `gauge:` section.
 public struct GaugeSettings: Sendable, Equatable {
@@ -61,6 +62,8 @@ public struct SentimentGauge: Sendable {
     public let minGroupSize: Int
     public let sourceIDs: [String]
     public let zoneIDs: [ZoneID]
+    /// Published reading times are rounded down to this many seconds, as the privacy policy's (0 keeps them).
+    public let timestampResolution: Double
     private var votes: [String: Vote] = [:]
     private var lastSeen: Date?
     private var lastPublished: GaugeReading?
@@ -74,8 +77,11 @@ public struct SentimentGauge: Sendable {
     }
 
     /// Readings cover `sources` (each camera) and `zones` (each zone of each camera), every one of them in every reading.
-    public init(settings: GaugeSettings, minGroupSize: Int, sources: [String], zones: [ZoneID]) {
+    public init(
+        settings: GaugeSettings, minGroupSize: Int, sources: [String], zones: [ZoneID], timestampResolution: Double = 0
+    ) {
         self.settings = settings
+        self.timestampResolution = timestampResolution
         self.minGroupSize = minGroupSize
         sourceIDs = sources
         zoneIDs = zones
@@ -96,16 +102,23 @@ public struct SentimentGauge: Sendable {
         )
     }
 
+    /// Takes a published visitor event's vote: the gauge only ever sees what the events output may show.
+    public mutating func record(_ published: MaskedEvent) {
+        precondition(published.output == .events, "the gauge reads published events")
+        record(published.event)
+    }
+
     /// The reading at `now`, if one is due: when its figures changed since the last published one, or
-    /// `publishEverySeconds` after it.
+    /// `publishEverySeconds` after it. Its time is rounded down to `timestampResolution`.
     public mutating func tick(now: Date) -> GaugeReading? {
-        let reading = self.reading(now: now)
+        var reading = self.reading(now: now)
         if let last = lastPublished, reading.sameFigures(as: last),
             now.timeIntervalSince(last.time) < settings.publishEverySeconds
         {
             return nil
         }
         lastPublished = reading
+        reading.time = now.roundedDown(toMultipleOf: timestampResolution)
         return reading
     }
 

@@ -37,3 +37,12 @@ public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringCo
     }
     public var description: String { String(format: "%.3fs", seconds) }
 }
+
+extension Date {
+    /// This date rounded down to a multiple of `step` seconds since the Unix epoch (0 leaves it as it is): how
+    /// published times are coarsened.
+    public func roundedDown(toMultipleOf step: Double) -> Date {
+        guard step > 0 else { return self }
+        return Date(timeIntervalSince1970: (timeIntervalSince1970 / step).rounded(.down) * step)
+    }
+}

@@ -27,15 +27,15 @@ public final class ReviewVideo {
     /// times the mask scale (a narrow box is a face partly hidden, and the hidden part may come out next), and a
     /// predicted face's grown by a further `growthPerSecond` sides per second unseen, as its position grows less
     /// certain.
-    public func maskedRegions(_ frame: SourceRunner.MaskedFrame) -> [Box] {
+    public func maskedRegions(_ frame: MaskedFrame) -> [Box] {
         frame.detections.map { grown($0) } + visible(frame).map { grown($0.box, unseen: $0.unseenSeconds) }
     }
 
-    private func visible(_ frame: SourceRunner.MaskedFrame) -> [SourceRunner.MaskedFrame.Face] {
+    private func visible(_ frame: MaskedFrame) -> [MaskedFrame.Face] {
         frame.faces.filter { settings.followTracks || !$0.predicted }
     }
 
-    public func write(_ frame: SourceRunner.MaskedFrame) throws(VisionError) {
+    public func write(_ frame: MaskedFrame) throws(VisionError) {
         let image = try frame.image.clone()
         // Zones first, so that the masks also soften the zone lines crossing a face.
         let zoneColour = Color(red: 255, green: 200, blue: 0)

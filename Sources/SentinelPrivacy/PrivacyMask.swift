@@ -88,11 +88,7 @@ public struct PrivacyMask: Sendable {
 
 extension PrivacyPolicy {
     /// A published time: rounded down to the policy's resolution.
-    public func coarsen(_ date: Date) -> Date {
-        let step = timestampResolution
-        guard step > 0 else { return date }
-        return Date(timeIntervalSince1970: (date.timeIntervalSince1970 / step).rounded(.down) * step)
-    }
+    public func coarsen(_ date: Date) -> Date { date.roundedDown(toMultipleOf: timestampResolution) }
 
     /// What a stored event may publish: the store's copy reduced to the fields the events output allows, so a
     /// stream read back from the store never carries more than either allowlist lets through.

@@ -10,7 +10,7 @@ import Synchronization
 /// are dropped beyond the bound, and counted.
 public final class Hub: Sendable {
     private let state: Mutex<State>
-    /// What the log may publish, and the published times of gauge readings.
+    /// What the log may publish.
     private let policy: PrivacyPolicy
     private let bound: Int
     private let telemetry: Telemetry
@@ -54,7 +54,7 @@ public final class Hub: Sendable {
         let entry = Entry(publication: .visitor(stored: stored, published: published), capturedAt: capturedAt)
         report(
             state.withLock { state in
-                state.gauge.record(published.event)
+                state.gauge.record(published)
                 state.pending.append(entry)
                 return state.trim(to: bound)
             })
@@ -69,8 +69,7 @@ public final class Hub: Sendable {
     /// A frame was processed at `time` (media time on the wall clock): the gauge may publish a reading.
     public func tick(time: Date) {
         let trimmed: (dropped: Int, depth: Int)? = state.withLock { state in
-            guard var reading = state.gauge.tick(now: time) else { return nil }
-            reading.time = policy.coarsen(reading.time)
+            guard let reading = state.gauge.tick(now: time) else { return nil }
             state.pending.append(Entry(publication: .gauge(reading)))
             return state.trim(to: bound)
         }

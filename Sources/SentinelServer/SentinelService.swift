@@ -53,10 +53,7 @@ public struct SentinelService: Sendable {
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
         let hub = Hub(
-            gauge: SentimentGauge(
-                settings: definition.gauge, minGroupSize: definition.privacy.minGroupSize,
-                sources: definition.sources.map(\.id),
-                zones: definition.zoneIDs),
+            gauge: definition.sentimentGauge,
             policy: definition.privacy, bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
         self.hub = hub
         let writer = StoreWriter(

@@ -104,43 +104,38 @@ public final class SourceService: Service, Sendable {
             do {
                 // In a service, a recording is played as if live: placed on the wall clock when it starts.
                 let runner = try SourceRunner(
-                    definition: definition, source: source, models: models, pace: pace, origin: Date(),
+                    definition: definition, source: source, models: models, keys: keys, pace: pace, origin: Date(),
                     capture: capture, logger: logger)
                 logger.info("source started", metadata: ["input": "\(runner.sourceName)"])
-                var mask = PrivacyMask(policy: definition.privacy, keys: keys)
                 var watch = RateWatch()
-                var capturedAt: ContinuousClock.Instant?
-                try runner.run(
-                    mask: &mask,
-                    onEvent: { masked in hub.submit(masked, capturedAt: capturedAt) },
-                    onFrame: { frame in
-                        capturedAt = frame.capturedAt
-                        let lag =
-                            frame.capturedAt.map {
-                                (ContinuousClock.now - $0).seconds - frame.timings.detect.seconds
-                                    - frame.timings.visitors.seconds
-                            } ?? 0
-                        hub.tick(time: runner.origin.addingTimeInterval(frame.time.seconds))
-                        if frame.analysed {
-                            metrics.detect.record(duration: frame.timings.detect)
-                            metrics.visitors.record(duration: frame.timings.visitors)
-                        }
-                        let counts = runner.edge.snapshot
-                        let behind = watch.add(counts: counts, lag: lag)
-                        metrics.update(counts: counts, fps: watch.fps)
-                        live.updateSource(source.id) {
-                            if $0.state != .reconnecting { $0.state = behind ? .behind : .running }
-                            $0.lastFrameAt = Date()
-                            $0.fps = watch.fps
-                            $0.lagSeconds = (max(lag, 0) * 1000).rounded() / 1000
-                            $0.frames = LiveState.FrameCounts(
-                                captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
-                            $0.message =
-                                behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
-                        }
-                    },
-                    onIdle: { time in hub.tick(time: runner.origin.addingTimeInterval(time.seconds)) },
-                    stop: stopFlag)
+                try runner.run(stop: stopFlag) { step in
+                    let capturedAt = step.frame?.capturedAt
+                    for masked in step.events { hub.submit(masked, capturedAt: capturedAt) }
+                    hub.tick(time: step.date)
+                    guard let frame = step.frame else { return }
+                    let lag =
+                        capturedAt.map {
+                            (ContinuousClock.now - $0).seconds - frame.timings.detect.seconds
+                                - frame.timings.visitors.seconds
+                        } ?? 0
+                    if frame.analysed {
+                        metrics.detect.record(duration: frame.timings.detect)
+                        metrics.visitors.record(duration: frame.timings.visitors)
+                    }
+                    let counts = runner.edge.snapshot
+                    let behind = watch.add(counts: counts, lag: lag)
+                    metrics.update(counts: counts, fps: watch.fps)
+                    live.updateSource(source.id) {
+                        if $0.state != .reconnecting { $0.state = behind ? .behind : .running }
+                        $0.lastFrameAt = Date()
+                        $0.fps = watch.fps
+                        $0.lagSeconds = (max(lag, 0) * 1000).rounded() / 1000
+                        $0.frames = LiveState.FrameCounts(
+                            captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
+                        $0.message =
+                            behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
+                    }
+                }
                 live.updateSource(source.id) { $0.state = .ended }
                 logger.info("source ended")
             } catch {

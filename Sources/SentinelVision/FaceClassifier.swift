@@ -26,8 +26,13 @@ public struct CropFormat: Sendable, Equatable, Codable {
         width: 64, height: 64, grey: true, scale: 2 / 255, mean: 127.5, margin: 0.1)
 }
 
+/// Scores a face: one value per label (for the emotion model, a probability per expression).
+public protocol FaceClassifying: AnyObject {
+    func classify(_ image: Image, face box: Box) throws(VisionError) -> [Double]
+}
+
 /// An ONNX network run on a square crop around a face, giving one value per label.
-public final class FaceClassifier {
+public final class FaceClassifier: FaceClassifying {
     public let labels: [String]
     public let format: CropFormat
     private let handle: OpaquePointer

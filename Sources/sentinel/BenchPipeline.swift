@@ -82,17 +82,12 @@ struct BenchPipeline: ParsableCommand {
                 }
                 // Sentinel, as replay runs it.
                 let runner = try SourceRunner(
-                    definition: definition, source: definition.sources[0], models: store, input: recording,
-                    pace: .fastest,
-                    logger: makeLogger("sentinel.bench"))
-                var observed: [Int: [(faceId: String, box: Box)]] = [:]
-                var events: [VisitorEvent] = []
+                    definition: definition.forEvaluation, source: definition.sources[0], models: store,
+                    input: recording, pace: .fastest, logger: makeLogger("sentinel.bench"))
                 let clock = ContinuousClock()
                 let start = clock.now
-                try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.tracked })
-                let sentinelFPS = Double(observed.count) / (clock.now - start).seconds
-                let score = TrackingScore.evaluate(
-                    truth: truth, observed: observed, events: events, origin: runner.origin)
+                let (score, frames) = try runner.score(against: truth)
+                let sentinelFPS = Double(frames) / (clock.now - start).seconds
                 row(
                     "sentinel (whole pipeline)", fps: sentinelFPS, recall: score.recall, idf1: score.idf1,
                     dwell: score.visitors.map(\.dwellError).max())
@@ -185,27 +180,25 @@ struct BenchPipeline: ParsableCommand {
             input: "rtsp://127.0.0.1:\(port)/cam",
             capture: .init(stop: stop), logger: makeLogger("sentinel.bench"))
         var latencies: [Double] = []
-        var capturedAt: ContinuousClock.Instant?
         var entered: [String] = []
         var exited: [String: Double] = [:]
         let deadline = ContinuousClock.now + .seconds(spec.duration + 20)
-        try runner.evaluate(
-            onEvent: { event in
-                if let capturedAt { latencies.append((ContinuousClock.now - capturedAt).seconds) }
+        try runner.run(stop: stop) { step in
+            if ContinuousClock.now > deadline { stop.set() }
+            for event in step.events.map({ $0[.store]!.event }) {
+                if let capturedAt = step.frame?.capturedAt {
+                    latencies.append((ContinuousClock.now - capturedAt).seconds)
+                }
                 if event.type == .entered { entered.append(event.visitor.faceId) }
                 if event.type == .exited { exited[event.visitor.faceId] = event.visitor.dwellSeconds }
-                // The first playback is over once its visitors have all left.
-                if entered.count >= truth.visitors.count,
-                    entered.prefix(truth.visitors.count).allSatisfy({ exited[$0] != nil })
-                {
-                    stop.set()
-                }
-            },
-            onFrame: { frame in
-                capturedAt = frame.capturedAt
-                if ContinuousClock.now > deadline { stop.set() }
-            },
-            stop: stop)
+            }
+            // The first playback is over once its visitors have all left.
+            if entered.count >= truth.visitors.count,
+                entered.prefix(truth.visitors.count).allSatisfy({ exited[$0] != nil })
+            {
+                stop.set()
+            }
+        }
         let counts = runner.edge.snapshot
         latencies.sort()
         func percentile(_ p: Double) -> Double {

@@ -206,7 +206,8 @@ struct BenchStore: AsyncParsableCommand {
         let first = Date().addingTimeInterval(-span)
         var gauge = SentimentGauge(
             settings: GaugeSettings(), minGroupSize: policy.minGroupSize, sources: Self.cameras,
-            zones: Self.cameras.flatMap { camera in Self.zones.map { ZoneID(sourceId: camera, name: $0) } })
+            zones: Self.cameras.flatMap { camera in Self.zones.map { ZoneID(sourceId: camera, name: $0) } },
+            timestampResolution: policy.timestampResolution)
         var batch: [Publication] = []
         var written = 0
         let clock = ContinuousClock()
@@ -216,13 +217,10 @@ struct BenchStore: AsyncParsableCommand {
             for event in Self.visit(have + n, at: at, source: Self.cameras[n % Self.cameras.count]) {
                 let stored = try mask.mask(event)[.store]!
                 let published = policy.published(stored)
-                gauge.record(published.event)
+                gauge.record(published)
                 batch.append(.visitor(stored: stored, published: published))
             }
-            if var reading = gauge.tick(now: at) {
-                reading.time = policy.coarsen(reading.time)
-                batch.append(.gauge(reading))
-            }
+            if let reading = gauge.tick(now: at) { batch.append(.gauge(reading)) }
             if batch.count >= 5_000 {
                 written += try await store.append(batch).count
                 batch.removeAll(keepingCapacity: true)

@@ -67,12 +67,9 @@ struct Eval: ParsableCommand {
             throws -> TrackingScore
         {
             let runner = try SourceRunner(
-                definition: definition, source: definition.sources[0], models: store, input: recording, pace: .fastest,
-                logger: makeLogger("sentinel.eval"))
-            var observed: [Int: [(faceId: String, box: Box)]] = [:]
-            var events: [VisitorEvent] = []
-            try runner.evaluate(onEvent: { events.append($0) }, onFrame: { observed[$0.index] = $0.tracked })
-            return TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: runner.origin)
+                definition: definition.forEvaluation, source: definition.sources[0], models: store, input: recording,
+                pace: .fastest, logger: makeLogger("sentinel.eval"))
+            return try runner.score(against: truth).score
         }
 
         static func print(_ name: String, _ s: TrackingScore) {
@@ -224,18 +221,16 @@ struct Eval: ParsableCommand {
                     definition: definition, source: definition.sources[0], models: try models.store(), input: recording,
                     pace: .fastest,
                     logger: makeLogger("sentinel.eval"))
-                var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
                 var review: ReviewVideo?
-                try runner.run(
-                    mask: &mask, onEvent: { _ in },
-                    onFrame: { frame in
-                        if review == nil {
-                            review = try ReviewVideo(
-                                path: path, fps: runner.nominalFPS, width: frame.image.width,
-                                height: frame.image.height, zones: runner.source.zones, settings: settings)
-                        }
-                        try review?.write(frame)
-                    })
+                try runner.run { step in
+                    guard let frame = step.frame else { return }
+                    if review == nil {
+                        review = try ReviewVideo(
+                            path: path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
+                            zones: runner.source.zones, settings: settings)
+                    }
+                    try review?.write(frame)
+                }
                 review?.finish()
                 let score = try MaskLeakScore.measure(original: recording, review: path, truth: truth, bound: bound)
                 print(
@@ -278,5 +273,19 @@ struct Eval: ParsableCommand {
                 + lpad(String(format: "%.3f", s.recall), 8) + lpad(String(format: "%.3f", s.meanIoU), 10)
                 + lpad(String(format: "%.1f", fps), 6)
         }
+    }
+}
+
+extension SourceRunner {
+    /// Runs to the end, then scores where the pipeline placed each visitor and what it stored against `truth`. The
+    /// pipeline should be made `forEvaluation`, so stored times are exact. Also returns the frames it took.
+    func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {
+        var observed: [Int: [(faceId: String, box: Box)]] = [:]
+        var events: [VisitorEvent] = []
+        try run { step in
+            events += step.events.map { $0[.store]!.event }
+            if let frame = step.frame { observed[frame.index] = frame.tracked.map { ($0.label, $0.box) } }
+        }
+        return (TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: origin), observed.count)
     }
 }

@@ -1,15 +1,18 @@
 import ArgumentParser
 import Foundation
+import SentinelAggregates
 import SentinelCore
 import SentinelPipeline
 import SentinelPrivacy
+import SentinelStore
 import SentinelVision
 
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a pipeline on a recording and write its visitor events as JSON lines.",
+        abstract: "Run a pipeline on a recording and write what it publishes as JSON lines.",
         discussion: """
-            Events pass the pipeline's privacy mask. They are identical at any pace: every time comes from the \
+            One line per visitor event and per sentiment gauge reading (type sentiment.gauge), as `sentinel run` \
+            publishes them on its SSE stream. Events pass the pipeline's privacy mask. They are identical at any pace: every time comes from the \
             recording's timestamps, placed on the wall clock at the file's modification time. faceIds are \
             pseudonyms under a key held in memory, so they differ from run to run unless the pipeline sets \
             privacy.pseudonyms.keyFile. A progress bar goes to standard error when it is a terminal.
@@ -60,26 +63,45 @@ struct Replay: ParsableCommand {
             logger: logger)
         let sink = try OutputFile(path: output ?? "-")
         let video = try annotate.map(OutputVideo.init)
-        var mask = PrivacyMask(
-            policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+        var gauge = definition.sentimentGauge
+        let encoder = JSONEncoder.sentinel()
         var review: ReviewVideo?
         var progress = ProgressBar(total: runner.expectedFrames)
-        try runner.run(
-            mask: &mask,
-            onEvent: { sink.handle.write($0[.events]!.json + Data("\n".utf8)) },
-            onFrame: { frame in
-                if let video, review == nil {
-                    review = try ReviewVideo(
-                        path: video.path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
-                        zones: runner.source.zones, settings: definition.privacy.review)
-                }
-                try review?.write(frame)
-                progress.advance(to: frame.index + 1)
-            })
+        try runner.run { step in
+            for masked in step.events {
+                let published = masked[.events]!
+                gauge.record(published)
+                sink.handle.write(published.json + Data("\n".utf8))
+            }
+            if let reading = gauge.tick(now: step.date) {
+                sink.handle.write(try encoder.encode(TypedReading(reading: reading)) + Data("\n".utf8))
+            }
+            guard let frame = step.frame else { return }
+            if let video, review == nil {
+                review = try ReviewVideo(
+                    path: video.path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
+                    zones: runner.source.zones, settings: definition.privacy.review)
+            }
+            try review?.write(frame)
+            progress.advance(to: frame.index + 1)
+        }
         review?.finish()
         progress.finish()
         try sink.commit()
         try video?.commit()
+    }
+}
+
+/// A gauge reading as a line of replay output: the reading's JSON with its SSE event type beside it.
+struct TypedReading: Encodable {
+    var reading: GaugeReading
+
+    private enum Keys: String, CodingKey { case type }
+
+    func encode(to encoder: any Encoder) throws {
+        try reading.encode(to: encoder)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(Publication.gaugeType, forKey: .type)
     }
 }
 

@@ -19,12 +19,18 @@ struct PrivacyLeakTests {
                 folder.appendingPathComponent("review.avi").path, "--verbose",
             ])
         #expect(status == 0, "\(logs)")
-        let published = try String(contentsOf: events, encoding: .utf8)
+        let output = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
+        // Replay publishes what run does: visitor events and the gauge's readings, whose levels have a "score".
+        let isReading = { (line: Substring) in line.contains(#""type":"sentiment.gauge""#) }
+        let published = output.filter { !isReading($0) }.joined(separator: "\n")
+        let readings = output.filter(isReading).joined(separator: "\n")
+        #expect(!readings.isEmpty)
 
-        let scanner = LeakScanner(internalIDs: Set(run.events.map(\.visitor.faceId)))
+        let scanner = LeakScanner(internalIDs: run.internalIDs)
         #expect(scanner.internalIDs.count >= 4)
         #expect(scanner.leaks(in: published).isEmpty, "\(scanner.leaks(in: published))")
         #expect(scanner.leaks(in: logs).isEmpty, "\(scanner.leaks(in: logs))")
+        #expect(scanner.leaks(in: readings).allSatisfy { $0 == "detector score" }, "\(scanner.leaks(in: readings))")
 
         // Not vacuous: the same visits were published and logged, under pseudonyms.
         let lines = published.split(separator: "\n")
@@ -45,9 +51,11 @@ struct PrivacyLeakTests {
         let text = try run.events.prefix(5).map { String(decoding: try mask.mask($0)[.events]!.json, as: UTF8.self) }
             .joined(separator: "\n")
         #expect(LeakScanner(internalIDs: []).leaks(in: text).contains("box field"))
+        var unmasked = run.events[0]
+        unmasked.visitor.faceId = try #require(run.internalIDs.first)
         #expect(
             LeakScanner(internalIDs: []).leaks(
-                in: String(decoding: try JSONEncoder.sentinel().encode(run.events[0]), as: UTF8.self)
+                in: String(decoding: try JSONEncoder.sentinel().encode(unmasked), as: UTF8.self)
             ).contains("internal id pattern"))
     }
 

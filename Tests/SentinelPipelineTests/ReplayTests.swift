@@ -9,13 +9,17 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-/// One run of the showroom pipeline over the whole sample recording, shared by the tests that read it: the
-/// internal events and boxes for scoring, what the default privacy policy publishes, and two review videos,
-/// one masking where the tracker predicts faces and one masking detections only.
+/// One run of the showroom pipeline over the whole sample recording, shared by the tests that read it: the stored
+/// events (exact times, every field) and tracked boxes for scoring, what the default privacy policy publishes, the
+/// internal ids the visitor stage gave (which nothing may publish), and two review videos, one masking where the
+/// tracker predicts faces and one masking detections only.
 struct SampleRun: Sendable {
+    /// The store's copy of every event, under `forEvaluation`.
     var events: [VisitorEvent] = []
-    /// The published JSON lines (default policy, `events` output).
+    /// The published JSON lines (`events` output).
     var lines: [Data] = []
+    /// The internal visit ids of this run, as the visitor stage makes them: the pipeline never hands them out.
+    var internalIDs: Set<String> = []
     var score = TrackingScore()
     var recording = ""
     var truth: GroundTruth?
@@ -24,7 +28,8 @@ struct SampleRun: Sendable {
 
     static let shared: Result<SampleRun, any Error> = Result {
         let definition = try PipelineDefinition.load(
-            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path
+        ).forEvaluation
         let recording = Fixtures.recording()
         let runner = try SourceRunner(
             definition: definition, source: definition.sources[0], models: Fixtures.store, input: recording,
@@ -33,34 +38,33 @@ struct SampleRun: Sendable {
             GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
         var run = SampleRun(recording: recording, truth: truth)
         var observed: [Int: [(faceId: String, box: Box)]] = [:]
-        var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
         let folder = try Fixtures.temporaryFolder()
         run.reviewFollowingTracks = folder.appendingPathComponent("tracks.avi").path
         run.reviewDetectionsOnly = folder.appendingPathComponent("detections.avi").path
         var detectionsOnly = definition.privacy.review
         detectionsOnly.followTracks = false
         var reviews: [ReviewVideo] = []
-        try runner.evaluate(
-            onEvent: { event in
-                run.events.append(event)
-                run.lines.append(try mask.mask(event)[.events]!.json)
-            },
-            onFrame: { frame in
-                observed[frame.index] = frame.tracked
-                if reviews.isEmpty {
-                    reviews = try [
-                        (run.reviewFollowingTracks, definition.privacy.review),
-                        (run.reviewDetectionsOnly, detectionsOnly),
-                    ].map {
-                        try ReviewVideo(
-                            path: $0, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
-                            zones: runner.source.zones, settings: $1)
-                    }
+        try runner.run { step in
+            run.events += step.events.map { $0[.store]!.event }
+            run.lines += step.events.map { $0[.events]!.json }
+            guard let frame = step.frame else { return }
+            observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
+            if reviews.isEmpty {
+                reviews = try [
+                    (run.reviewFollowingTracks, definition.privacy.review),
+                    (run.reviewDetectionsOnly, detectionsOnly),
+                ].map {
+                    try ReviewVideo(
+                        path: $0, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
+                        zones: runner.source.zones, settings: $1)
                 }
-                let masked = try frame.masked(by: &mask)
-                for review in reviews { try review.write(masked) }
-            })
+            }
+            for review in reviews { try review.write(frame) }
+        }
         for review in reviews { review.finish() }
+        let visits = Set(run.events.map(\.visitor.faceId)).count
+        let originMilliseconds = Int64((runner.origin.timeIntervalSince1970 * 1000).rounded())
+        run.internalIDs = Set((1...max(visits, 1)).map { "\(runner.source.id)#\(originMilliseconds)#\($0)" })
         run.score = TrackingScore.evaluate(truth: truth, observed: observed, events: run.events, origin: runner.origin)
         return run
     }
@@ -147,10 +151,8 @@ struct ReplaySpeedTests {
             let runner = try SourceRunner(
                 definition: definition, source: definition.sources[0], models: Fixtures.store, input: video.path,
                 pace: pace, paceClock: clock, logger: Logger(label: "test"))
-            var mask = PrivacyMask(
-                policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
             var out = Data()
-            try runner.run(mask: &mask, onEvent: { out += $0[.events]!.json + Data("\n".utf8) })
+            try runner.run { step in for masked in step.events { out += masked[.events]!.json + Data("\n".utf8) } }
             return (out, clock.elapsed)
         }
         let (fast, unpaced) = try replay(.fastest)

@@ -1,0 +1,230 @@
+import Foundation
+import SentinelAggregates
+import SentinelCore
+import SentinelModels
+import SentinelPrivacy
+import SentinelVision
+import SentinelVisitors
+
+/// One source's analysis, frame by frame: detector, then visitor stage (tracking, zones, emotion), then the privacy
+/// mask. Every entry point drives this one value through a `SourceRunner`: `sentinel run` per source, `replay`,
+/// `eval`, the benches and the tests, so they all produce the same events from the same frames.
+///
+/// What comes out has passed the mask: events as each output may see them, and each frame with pseudonymous labels.
+/// The gauge comes after it (`SentimentGauge`, fed the published events and the steps' dates), one per box since it
+/// spans every camera. The detector and the classifier are injected: the loop runs under test with scripted
+/// detections and no model.
+public struct Pipeline {
+    public typealias Masked = [PrivacyPolicy.Output: MaskedEvent]
+
+    public let source: PipelineDefinition.SourceDefinition
+    /// Where media time 0 sits on the wall clock.
+    public let origin: Date
+    private let detector: any FaceDetector
+    private let classifier: (any FaceClassifying)?
+    private let settings: VisitorSettings
+    private var cadence: DetectionCadence
+    private var mask: PrivacyMask
+    /// Made on the first frame, once the zones can be placed on its size.
+    private var stage: VisitorStage?
+    private var lastTime = MediaTime.zero
+
+    /// What one step produced: a frame analysed or carried, a tick of a silent source, or the end.
+    public struct Step {
+        /// Media time of the step.
+        public var time: MediaTime
+        /// `time` on the wall clock: what the gauge is ticked with.
+        public var date: Date
+        /// The frame, with pseudonymous labels; nil for a tick without a frame and for the end.
+        public var frame: MaskedFrame?
+        /// Visitor events, each as every output may see it, in order.
+        public var events: [Masked]
+    }
+
+    public init(
+        definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, detector: any FaceDetector,
+        classifier: (any FaceClassifying)?, keys: PseudonymKeyRing, origin: Date
+    ) {
+        self.source = source
+        self.origin = origin
+        self.detector = detector
+        self.classifier = classifier
+        settings = definition.visitors
+        cadence = DetectionCadence(maxFPS: definition.detectionMaxFPS)
+        mask = PrivacyMask(policy: definition.privacy, keys: keys)
+    }
+
+    /// The pipeline a definition describes, with its OpenCV detector and emotion model from `models`.
+    public static func make(
+        definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
+        keys: PseudonymKeyRing, origin: Date
+    ) throws(VisionError) -> Pipeline {
+        let detector: OpenCVFaceDetector
+        let classifier: FaceClassifier?
+        do {
+            detector = try OpenCVFaceDetector(
+                kind: definition.detector,
+                modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
+                settings: definition.detectorSettings)
+            classifier =
+                definition.emotionEnabled
+                ? try FaceClassifier(
+                    modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
+                    labels: Emotion.allCases.map(\.rawValue))
+                : nil
+        } catch let error as ModelError {
+            throw VisionError(.model, error.message)
+        } catch {
+            throw error as! VisionError
+        }
+        return Pipeline(
+            definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
+            origin: origin)
+    }
+
+    /// Detects faces in `frame` (or, between two detections of the cadence, carries the visitors the tracker
+    /// follows), follows them into visitors and masks what that produced.
+    public mutating func process(_ frame: Frame) throws -> Step {
+        lastTime = frame.time
+        if stage == nil {
+            let zones = source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) }
+            stage = VisitorStage(sourceID: source.id, origin: origin, zones: zones, settings: settings)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        guard cadence.admits(frame.time, unsure: stage!.needsDetection) else {
+            let carried = stage!.carry(time: frame.time)
+            let timings = StageTimings(detect: .zero, visitors: clock.now - start)
+            return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
+        }
+        let detections = try detector.detect(frame.image)
+        let detected = clock.now
+        let classifier = classifier
+        let result = try stage!.process(time: frame.time, detections: detections) { box in
+            try classifier?.classify(frame.image, face: box)
+        }
+        let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
+        return step(
+            frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
+            events: try masked(result.events))
+    }
+
+    /// A source that delivered nothing until `time` (a camera that is down): visits unseen for too long end on time.
+    public mutating func idle(at time: MediaTime) throws(PrivacyError) -> Step {
+        guard var stage else { return Step(time: time, date: date(time), frame: nil, events: []) }
+        lastTime = time
+        let events = stage.process(time: time, detections: [], classify: { _ in nil }).events
+        self.stage = stage
+        return Step(time: time, date: date(time), frame: nil, events: try masked(events))
+    }
+
+    /// Ends every open visit, at the last frame's time, with `reason`.
+    public mutating func finish(_ reason: ExitReason) throws(PrivacyError) -> Step {
+        let events = stage?.finish(reason: reason) ?? []
+        stage = nil
+        return Step(time: lastTime, date: date(lastTime), frame: nil, events: try masked(events))
+    }
+
+    private mutating func masked(_ events: [VisitorEvent]) throws(PrivacyError) -> [Masked] {
+        var masked: [Masked] = []
+        for event in events { masked.append(try mask.mask(event)) }
+        return masked
+    }
+
+    private func date(_ time: MediaTime) -> Date { origin.addingTimeInterval(time.seconds) }
+
+    private mutating func step(
+        _ frame: Frame, _ output: VisitorStage.FrameOutput, detections: [Box], timings: StageTimings, analysed: Bool,
+        events: [Masked]
+    ) -> Step {
+        func label(_ faceId: String) -> String {
+            // A pseudonym is an HMAC of an id the stage made: only a broken key ring fails, and masking the events
+            // of the same visits would have thrown first.
+            (try? mask.pseudonym(of: faceId)) ?? "?"
+        }
+        var faces = output.observed.map { MaskedFrame.Face(label: label($0.faceId), box: $0.box, unseenSeconds: 0) }
+        faces += output.predicted.map {
+            MaskedFrame.Face(label: label($0.faceId), box: $0.box, unseenSeconds: $0.unseenSeconds)
+        }
+        let tracked = (output.observed + output.carried).map { (label: label($0.faceId), box: $0.box) }
+        let masked = MaskedFrame(
+            index: frame.index, time: frame.time, image: frame.image, detections: detections, faces: faces,
+            tracked: tracked, timings: timings, analysed: analysed, capturedAt: frame.capturedAt)
+        return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
+    }
+}
+
+/// What one frame produced, for a review video and for scoring: pseudonymous labels only.
+public struct MaskedFrame {
+    public var index: Int
+    public var time: MediaTime
+    public var image: Image
+    /// Every face the detector reported, visitor or not yet (empty on a frame between two detections).
+    public var detections: [Box]
+    /// Where faces must be masked: the visitors seen, and where the tracker predicts those it did not see.
+    public var faces: [Face]
+    /// Where the pipeline places each visitor in this frame: detected, or carried between two detections. This is
+    /// what accuracy is scored on, every frame alike.
+    public var tracked: [(label: String, box: Box)]
+    public var timings: StageTimings
+    /// False for a frame between two detections (the cadence): the tracker only carried the visitors.
+    public var analysed: Bool
+    /// When the capture edge received the frame.
+    public var capturedAt: ContinuousClock.Instant?
+
+    /// A followed visitor: seen in this frame, or predicted after `unseenSeconds` without a detection.
+    public struct Face {
+        public var label: String
+        public var box: Box
+        public var unseenSeconds: Double
+        public var predicted: Bool { unseenSeconds > 0 }
+    }
+}
+
+/// Time a frame spent in each stage.
+public struct StageTimings: Sendable {
+    public var detect: Duration
+    public var visitors: Duration
+}
+
+extension PipelineDefinition {
+    /// The same pipeline, masked for scoring against ground truth: the store's copy keeps every field and exact
+    /// times (pseudonyms all the same), so dwell and zone timing are measured to the millisecond.
+    public var forEvaluation: PipelineDefinition {
+        var copy = self
+        copy.privacy.timestampResolution = 0
+        copy.privacy.outputs[.store] = Set(PublishedField.allCases)
+        return copy
+    }
+
+    /// The showroom's gauge over every source and zone of this pipeline, publishing times its privacy allows.
+    public var sentimentGauge: SentimentGauge {
+        SentimentGauge(
+            settings: gauge, minGroupSize: privacy.minGroupSize, sources: sources.map(\.id), zones: zoneIDs,
+            timestampResolution: privacy.timestampResolution)
+    }
+}
+
+/// Which frames get a detection under `detector.maxFps`: at most `maxFPS` per second of media time, evenly spread,
+/// decided by media time alone so that a replay at any pace and a live run pick alike.
+struct DetectionCadence {
+    let interval: MediaTime?
+    private var due: MediaTime?
+
+    init(maxFPS: Double) { interval = maxFPS > 0 ? MediaTime(seconds: 1 / maxFPS) : nil }
+
+    /// `unsure`: the tracker needs this frame detected (see `VisitorStage.needsDetection`); it is, and the schedule
+    /// goes on from it.
+    mutating func admits(_ time: MediaTime, unsure: Bool = false) -> Bool {
+        guard let interval else { return true }
+        if unsure {
+            due = time + interval
+            return true
+        }
+        // Half a millisecond of slack: container timestamps are rounded.
+        if let due, time + MediaTime(microseconds: 500) < due { return false }
+        // On schedule, or restarted after a gap (a reconnect) so that a burst cannot follow.
+        due = due.map { $0 + interval > time ? $0 + interval : time + interval } ?? time + interval
+        return true
+    }
+}

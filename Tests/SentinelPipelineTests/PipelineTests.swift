@@ -1,0 +1,154 @@
+import Foundation
+import Logging
+import SentinelCore
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelTestSupport
+import SentinelVision
+import Testing
+
+/// The one pipeline's loop (capture edge, detector, visitor stage, mask, finish) driven by scripted frames and
+/// detections: no decoder, no model.
+@Suite("Pipeline: the per-frame loop with scripted detections")
+struct PipelineTests {
+    /// 10 fps, 320x240: a visitor in the left zone for the first 3 s; another on the right from 4 s to the end (6 s).
+    static func script(_ index: Int) -> [Detection] {
+        var faces: [Detection] = []
+        if index < 30 { faces.append(Detection(box: Box(x: 40, y: 80, width: 60, height: 60), score: 0.9)) }
+        if index >= 40 { faces.append(Detection(box: Box(x: 220, y: 80, width: 60, height: 60), score: 0.9)) }
+        return faces
+    }
+
+    /// Frames one tenth of a second apart, each its own blank image, remembered so that the detector knows which
+    /// frame it was given.
+    final class BlankFrames: FrameSource {
+        let name = "scripted"
+        let images: [Image]
+        private var index = 0
+
+        init(count: Int) throws { images = try (0..<count).map { _ in try Image(width: 320, height: 240) } }
+
+        func index(of image: Image) -> Int { images.firstIndex { $0 === image }! }
+
+        func next() throws(VisionError) -> Frame? {
+            guard index < images.count else { return nil }
+            defer { index += 1 }
+            return Frame(index: index, time: MediaTime(seconds: Double(index) / 10), image: images[index])
+        }
+    }
+
+    /// Answers from `script` for the frame it is given, and fails on frame `failAt` if given.
+    final class ScriptedDetector: FaceDetector {
+        let name = "scripted"
+        let settings = DetectorSettings.defaults(for: .yunet)
+        let frames: BlankFrames
+        let failAt: Int?
+        private(set) var calls = 0
+
+        init(_ frames: BlankFrames, failAt: Int? = nil) {
+            self.frames = frames
+            self.failAt = failAt
+        }
+
+        func detect(_ image: Image) throws(VisionError) -> [Detection] {
+            calls += 1
+            let index = frames.index(of: image)
+            if index == failAt { throw VisionError(.processing, "scripted failure") }
+            return PipelineTests.script(index)
+        }
+    }
+
+    static let definition = Result {
+        try PipelineDefinition.parse(
+            """
+            version: 1
+            sources:
+              - id: floor
+                input: /dev/null
+                zones:
+                  - name: left
+                    polygon: [[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]
+                  - name: right
+                    polygon: [[0.5, 0.0], [1.0, 0.0], [1.0, 1.0], [0.5, 1.0]]
+            tracker:
+              coastSeconds: 0.5
+              visitTimeoutSeconds: 1.0
+            emotion:
+              enabled: false
+            """, file: "scripted.yml")
+    }
+
+    /// The store's copy of every event a run of `frames` produced, and the published JSON, and the error if any.
+    func run(failAt: Int? = nil, maxFPS: Double = 0) throws -> (
+        stored: [VisitorEvent], published: [String], steps: [Pipeline.Step], error: (any Error)?, detections: Int
+    ) {
+        let frames = try BlankFrames(count: 60)
+        let detector = ScriptedDetector(frames, failAt: failAt)
+        var definition = try Self.definition.get().forEvaluation
+        definition.detectionMaxFPS = maxFPS
+        let pipeline = Pipeline(
+            definition: definition, source: definition.sources[0], detector: detector, classifier: nil,
+            keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))
+        let runner = SourceRunner(
+            pipeline: pipeline, frames: frames, logger: Logger(label: "test"))
+        var steps: [Pipeline.Step] = []
+        var failure: (any Error)?
+        do { try runner.run { steps.append($0) } } catch { failure = error }
+        let events = steps.flatMap(\.events)
+        return (
+            events.map { $0[.store]!.event }, events.map { String(decoding: $0[.events]!.json, as: UTF8.self) },
+            steps, failure, detector.calls
+        )
+    }
+
+    @Test("two scripted visits: one lost with its exact dwell, one ended by the end of the source")
+    func visits() throws {
+        let (events, published, steps, error, detections) = try run()
+        #expect(detections == 60)
+        #expect(error == nil)
+        #expect(steps.compactMap(\.frame).count == 60)
+        let exits = events.filter { $0.type == .exited }
+        try #require(exits.count == 2, "\(events.map(\.type))")
+        #expect(exits.map(\.reason) == [.lost, .endOfStream])
+        // Seen from 0 s to 2.9 s at 10 fps: 3 s of presence; from 4 s to 5.9 s: 2 s.
+        #expect(abs((exits[0].visitor.dwellSeconds ?? 0) - 3) <= 0.11, "\(exits[0].visitor.dwellSeconds ?? 0)")
+        #expect(abs((exits[1].visitor.dwellSeconds ?? 0) - 2) <= 0.11, "\(exits[1].visitor.dwellSeconds ?? 0)")
+        let stays = events.filter { $0.type == .zoneExited }.compactMap(\.stay)
+        #expect(stays.map(\.zone) == ["left", "right"])
+        // Everything that came out passed the mask: pseudonyms, no internal id, no box.
+        let scanner = LeakScanner(internalIDs: [])
+        #expect(published.allSatisfy { scanner.leaks(in: $0).isEmpty }, "\(published.map(scanner.leaks))")
+        #expect(Set(events.map(\.visitor.faceId)).count == 2)
+        // The end is a step of its own, at the last frame's time.
+        #expect(steps.last?.frame == nil && steps.last?.time == MediaTime(seconds: 5.9))
+    }
+
+    @Test("a detector that fails mid-run still ends the open visit before the error comes out")
+    func finishOnFailure() throws {
+        let (events, _, _, error, _) = try run(failAt: 50)
+        #expect((error as? VisionError)?.message.contains("scripted failure") == true, "\(String(describing: error))")
+        let exits = events.filter { $0.type == .exited }
+        #expect(exits.map(\.reason) == [.lost, .endOfStream])
+        #expect(events.filter { $0.type == .entered }.count == 2)
+    }
+
+    @Test("under a detection cadence, frames between detections are carried and the visits are the same")
+    func cadence() throws {
+        let every = try run()
+        let carried = try run(maxFPS: 5)
+        #expect(carried.error == nil)
+        let frames = carried.steps.compactMap(\.frame)
+        #expect(frames.count == 60)
+        #expect(frames.filter { !$0.analysed }.count >= 20, "\(frames.filter { !$0.analysed }.count) carried")
+        #expect(carried.detections == frames.filter(\.analysed).count)
+        // A carried frame still places the visitor, where the tracker says.
+        #expect(frames.filter { !$0.analysed && $0.index > 5 && $0.index < 28 }.allSatisfy { $0.tracked.count == 1 })
+        func exits(_ events: [VisitorEvent]) -> [(ExitReason?, Double)] {
+            events.filter { $0.type == .exited }.map { ($0.reason, $0.visitor.dwellSeconds ?? 0) }
+        }
+        let (a, b) = (exits(every.stored), exits(carried.stored))
+        try #require(a.count == 2 && b.count == 2)
+        #expect(a.map(\.0) == b.map(\.0))
+        #expect(zip(a, b).allSatisfy { abs($0.1 - $1.1) <= 0.2 }, "\(a) vs \(b)")
+    }
+}
