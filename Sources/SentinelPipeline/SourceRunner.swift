@@ -164,4 +164,3 @@ public final class SourceRunner {
         try deliver(try pipeline.finish(stop.isSet ? .shutdown : .endOfStream))
     }
 }
-

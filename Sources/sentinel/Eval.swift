@@ -286,6 +286,8 @@ extension SourceRunner {
             events += step.events.map { $0[.store]!.event }
             if let frame = step.frame { observed[frame.index] = frame.tracked.map { ($0.label, $0.box) } }
         }
-        return (TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: origin), observed.count)
+        return (
+            TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: origin), observed.count
+        )
     }
 }
