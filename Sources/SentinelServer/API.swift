@@ -237,10 +237,10 @@ public struct HTTPAPI: Sendable {
                 return n
             } ?? 100
         let cursor = try query["cursor"].map { text in
-            guard let n = Int64(text) else {
+            guard let cursor = EventStore.VisitCursor(String(text)) else {
                 throw APIResponse.badRequest("cursor=\(text) is not a cursor this API returned")
             }
-            return n
+            return cursor
         }
         let page = try await store.visits(from: from, to: to, after: cursor, limit: limit)
         return APIResponse.object(

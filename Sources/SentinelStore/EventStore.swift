@@ -3,6 +3,7 @@ import GRDB
 import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
+import Synchronization
 
 /// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading.
 public enum Publication: Sendable {
@@ -45,6 +46,9 @@ public final class EventStore: Sendable {
     /// The store's records of the visits a crash (or kill -9) left open, closed as `interrupted` when this store was
     /// opened: the service publishes their `visitor.exited`, so clients drop them.
     public let interrupted: [Data]
+    /// The longest visit stored (seconds from first to last sighting): a history query for visits overlapping a
+    /// window only reads those first seen that long before it, on the `firstSeen` index.
+    private let longestVisit: Mutex<Double>
 
     /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
     /// `interrupted`.
@@ -74,6 +78,8 @@ public final class EventStore: Sendable {
                     arguments: [exited, ExitReason.interrupted.rawValue, exited])
                 return open.map { Data($0.utf8) }
             }
+            longestVisit = Mutex(
+                try pool.read { try Double.fetchOne($0, sql: "SELECT MAX(lastSeen - firstSeen) FROM visits") } ?? 0)
         } catch {
             throw StoreError(error, path: path)
         }
@@ -130,6 +136,25 @@ public final class EventStore: Sendable {
         migrator.registerMigration("v2 events by stream") { db in
             try db.execute(sql: "CREATE UNIQUE INDEX events_stream_sequence ON events(streamId, sequenceNumber)")
         }
+        // A stay belongs to its visit: retention deletes a visit's stays with it. SQLite adds a foreign key only by
+        // rebuilding the table; stays whose visit is gone (possible before this) are not carried over.
+        migrator.registerMigration("v3 stays belong to visits") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE zoneStays_new (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        faceId TEXT NOT NULL REFERENCES visits(faceId) ON DELETE CASCADE,
+                        zone TEXT NOT NULL,
+                        enteredAt REAL NOT NULL,
+                        exitedAt REAL,
+                        dwellSeconds REAL
+                    );
+                    INSERT INTO zoneStays_new SELECT * FROM zoneStays WHERE faceId IN (SELECT faceId FROM visits);
+                    DROP TABLE zoneStays;
+                    ALTER TABLE zoneStays_new RENAME TO zoneStays;
+                    CREATE INDEX zoneStays_face ON zoneStays(faceId);
+                    """)
+        }
         return migrator
     }
 
@@ -138,7 +163,7 @@ public final class EventStore: Sendable {
     public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
         guard !batch.isEmpty else { return [] }
         do {
-            return try await pool.write { db in
+            let written = try await pool.write { db in
                 let encoder = JSONEncoder.sentinel()
                 var sequences: [String: Int64] = [:]
                 func next(_ stream: String) throws -> Int64 {
@@ -151,6 +176,7 @@ public final class EventStore: Sendable {
                     return last + 1
                 }
                 var logged: [LoggedEvent] = []
+                var longest = 0.0
                 for publication in batch {
                     var row: LoggedEvent
                     switch publication {
@@ -161,6 +187,9 @@ public final class EventStore: Sendable {
                             type: event.type.rawValue, time: event.time, zone: event.stay?.zone ?? event.visitor.zone,
                             payload: published.json)
                         try Self.record(stored.event, record: try encoder.encode(published.event.visitor), in: db)
+                        let visitor = stored.event.visitor
+                        longest = max(
+                            longest, stored.event.time.timeIntervalSince(visitor.firstSeen ?? stored.event.time))
                     case .gauge(let reading):
                         row = LoggedEvent(
                             id: 0, sequenceNumber: try next(Publication.gaugeStream), streamId: Publication.gaugeStream,
@@ -184,8 +213,10 @@ public final class EventStore: Sendable {
                     }
                     logged.append(row)
                 }
-                return logged
+                return (logged: logged, longest: longest)
             }
+            longestVisit.withLock { $0 = max($0, written.longest) }
+            return written.logged
         } catch {
             throw StoreError(error, path: path)
         }
@@ -290,20 +321,51 @@ public final class EventStore: Sendable {
 
     /// Visits that overlap `from..<to`, in order of first sighting, a page at a time: pass the returned cursor back
     /// for the next page (nil when there is none).
-    public func visits(from: Date, to: Date, after cursor: Int64?, limit: Int) async throws(StoreError) -> (
-        records: [Data], next: Int64?
+    public func visits(from: Date, to: Date, after cursor: VisitCursor?, limit: Int) async throws(StoreError) -> (
+        records: [Data], next: VisitCursor?
     ) {
-        try await read { db in
+        // A visit overlapping the window was first seen before its end and at most the longest visit before its
+        // start: a range of the firstSeen index, walked in (firstSeen, rowid) order from the cursor.
+        let earliest = from.timeIntervalSince1970 - longestVisit.withLock { $0 }
+        let start = cursor ?? VisitCursor(firstSeen: -.greatestFiniteMagnitude, row: 0)
+        return try await read { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT rowid, record FROM visits WHERE lastSeen >= ? AND firstSeen < ? AND rowid > ?
-                    ORDER BY rowid LIMIT ?
+                    SELECT rowid, firstSeen, record FROM visits
+                    WHERE firstSeen >= ? AND firstSeen < ? AND lastSeen >= ? AND (firstSeen, rowid) > (?, ?)
+                    ORDER BY firstSeen, rowid LIMIT ?
                     """,
-                arguments: [from.timeIntervalSince1970, to.timeIntervalSince1970, cursor ?? 0, limit + 1])
+                arguments: [
+                    earliest, to.timeIntervalSince1970, from.timeIntervalSince1970, start.firstSeen, start.row,
+                    limit + 1,
+                ])
             let page = rows.prefix(limit)
-            return (page.map { Data(($0["record"] as String).utf8) }, rows.count > limit ? page.last?["rowid"] : nil)
+            let next =
+                rows.count > limit ? page.last.map { VisitCursor(firstSeen: $0["firstSeen"], row: $0["rowid"]) } : nil
+            return (page.map { Data(($0["record"] as String).utf8) }, next)
         }
+    }
+
+    /// Where a page of visits ended. Written `firstSeen:rowid` (`firstSeen` as the shortest decimal that reads back
+    /// exactly), opaque to clients.
+    public struct VisitCursor: Sendable, Equatable, LosslessStringConvertible {
+        var firstSeen: Double
+        var row: Int64
+
+        init(firstSeen: Double, row: Int64) {
+            self.firstSeen = firstSeen
+            self.row = row
+        }
+
+        public init?(_ text: String) {
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let firstSeen = Double(parts[0]), firstSeen.isFinite, let row = Int64(parts[1])
+            else { return nil }
+            self.init(firstSeen: firstSeen, row: row)
+        }
+
+        public var description: String { "\(firstSeen):\(row)" }
     }
 
     /// Gauge readings since `since`, oldest first, at most `limit` (the newest ones).
@@ -342,7 +404,8 @@ public final class EventStore: Sendable {
 }
 
 extension EventStore: RetentionTarget {
-    /// Deletes log rows and gauge readings older than `cutoff`, and visits (with their stays) last seen before it.
+    /// Deletes log rows and gauge readings older than `cutoff`, and visits last seen before it (their stays go with
+    /// them, by the foreign key). Returns the rows deleted, cascaded ones not counted.
     public func deleteRecords(olderThan cutoff: Date) throws -> Int {
         let time = cutoff.timeIntervalSince1970
         do {
@@ -351,10 +414,6 @@ extension EventStore: RetentionTarget {
                 try db.execute(sql: "DELETE FROM gaugeReadings WHERE time < ?", arguments: [time])
                 deleted += db.changesCount
                 try db.execute(sql: "DELETE FROM events WHERE time < ?", arguments: [time])
-                deleted += db.changesCount
-                try db.execute(
-                    sql: "DELETE FROM zoneStays WHERE faceId IN (SELECT faceId FROM visits WHERE lastSeen < ?)",
-                    arguments: [time])
                 deleted += db.changesCount
                 try db.execute(sql: "DELETE FROM visits WHERE lastSeen < ?", arguments: [time])
                 deleted += db.changesCount

@@ -16,13 +16,14 @@ struct Visit {
 
     mutating func publication(
         _ type: VisitorEvent.Kind, id: String = "cam#1#1", at second: Double, stay: VisitorEvent.Stay? = nil,
-        reason: ExitReason? = nil
+        reason: ExitReason? = nil, since first: Double = 0
     ) throws -> Publication {
         let time = start.addingTimeInterval(second)
         let visitor = VisitorRecord(
             faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? .exited : .active,
             dwellSeconds: second,
-            firstSeen: start, lastSeen: time, emotion: "happy", emotionConfidence: 0.9, valence: 1,
+            firstSeen: start.addingTimeInterval(first), lastSeen: time, emotion: "happy", emotionConfidence: 0.9,
+            valence: 1,
             box: Box(x: 1, y: 2, width: 30, height: 30))
         let masked = try mask.mask(
             VisitorEvent(type: type, time: time, visitor: visitor, stay: stay, reason: reason, mediaTime: second))
@@ -33,13 +34,15 @@ struct Visit {
     mutating func whole(id: String = "cam#1#1", at offset: Double = 0) throws -> [Publication] {
         let entered = start.addingTimeInterval(offset + 1)
         return [
-            try publication(.entered, id: id, at: offset),
-            try publication(.zoneEntered, id: id, at: offset + 1, stay: .init(zone: "display", enteredAt: entered)),
+            try publication(.entered, id: id, at: offset, since: offset),
+            try publication(
+                .zoneEntered, id: id, at: offset + 1, stay: .init(zone: "display", enteredAt: entered), since: offset),
             try publication(
                 .zoneExited, id: id, at: offset + 5,
                 stay: .init(
-                    zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4)),
-            try publication(.exited, id: id, at: offset + 6, reason: .lost),
+                    zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4),
+                since: offset),
+            try publication(.exited, id: id, at: offset + 6, reason: .lost, since: offset),
         ]
     }
 }
@@ -177,13 +180,98 @@ struct StoreTests {
         _ = try await store.append(try visit.whole(id: "cam#1#2", at: limit) + [.gauge(reading(at: limit))])
         var job = RetentionJob(policy: policy)
         var target = store
-        // 4 events + 1 gauge event, 1 gauge row, 1 stay, 1 visit.
-        #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1 + 1)
+        // 4 events + 1 gauge event, 1 gauge row, 1 visit (its stay goes with it, not counted).
+        #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1)
         #expect(try job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
         #expect(try await store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
         #expect(try await store.logBounds() == (floor: 5, last: 10))
         #expect(try await store.gaugeReadings(since: start, limit: 10).count == 1)
         #expect(try await store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
+        let stays = try await DatabaseQueue(path: store.path).read {
+            try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM zoneStays")
+        }
+        #expect(stays == 1)
+    }
+
+    @Test("a database written by 0.4.0 is upgraded in place: its records are kept, stays now belong to visits")
+    func upgradeFrom040() async throws {
+        let path = try temporaryDatabase()
+        let dump = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/store-0.4.0.sql")
+        let old = try DatabaseQueue(path: path)
+        // The dump is its own transaction.
+        try await old.writeWithoutTransaction { db in
+            try db.execute(sql: try String(contentsOf: dump, encoding: .utf8))
+            // A stay whose visit is gone: 0.4.0 had no foreign key to prevent it.
+            try db.execute(sql: "INSERT INTO zoneStays (faceId, zone, enteredAt) VALUES ('gone', 'display', 0)")
+        }
+        let before = try await old.read { db in
+            (
+                events: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events")!,
+                visits: try String.fetchAll(db, sql: "SELECT faceId FROM visits ORDER BY firstSeen, rowid"),
+                stays: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM zoneStays")!
+            )
+        }
+        try old.close()
+        #expect(before.events > 100 && before.visits.count >= 3 && before.stays > before.visits.count)
+
+        let store = try EventStore(path: path)
+        let check = try DatabaseQueue(path: path)
+        let after = try await check.read { db in
+            (
+                migrations: try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").count,
+                events: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events")!,
+                stays: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM zoneStays")!,
+                keys: try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(zoneStays)").count
+            )
+        }
+        #expect(after.migrations == 3 && after.events == before.events)
+        #expect(after.stays == before.stays - 1 && after.keys == 1)
+        let history = try await store.visits(from: .distantPast, to: .distantFuture, after: nil, limit: 100)
+        #expect(history.records.count == before.visits.count)
+        let first = try #require(await store.visit(before.visits[0]))
+        #expect(!first.stays.isEmpty)
+        // The log goes on from where 0.4.0 left it.
+        let (_, last) = try await store.logBounds()
+        var visit = Visit(start: Date())
+        let appended = try await store.append(try visit.whole(id: "cam#9#1"))
+        #expect(appended.first?.id == last + 1)
+        // Deleting a visit deletes its stays.
+        try await check.write { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+            try db.execute(sql: "DELETE FROM visits WHERE faceId = ?", arguments: [before.visits[0]])
+        }
+        #expect(try await store.visit(before.visits[0]) == nil)
+        let orphans = try await check.read {
+            try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM zoneStays WHERE faceId NOT IN (SELECT faceId FROM visits)")
+        }
+        #expect(orphans == 0)
+    }
+
+    @Test("history pages visits overlapping a window in order of first sighting, a long visit included")
+    func historyPages() async throws {
+        let store = try EventStore(path: try temporaryDatabase())
+        var visit = Visit(start: start)
+        // One visit an hour for two days (the whole() visit lasts 8 s), and one that began 30 hours before the end.
+        var batch: [Publication] = []
+        for hour in 0..<48 { batch += try visit.whole(id: "cam#1#\(hour)", at: Double(hour) * 3_600) }
+        batch.append(try visit.publication(.entered, id: "cam#2#1", at: 18 * 3_600, since: 18 * 3_600))
+        batch.append(try visit.publication(.updated, id: "cam#2#1", at: 47 * 3_600 + 10, since: 18 * 3_600))
+        _ = try await store.append(batch)
+        // The last six hours: six hourly visits, and the long one (first seen before them).
+        let from = start.addingTimeInterval(42 * 3_600 - 1)
+        var seen: [Data] = []
+        var cursor: EventStore.VisitCursor?
+        repeat {
+            let page = try await store.visits(from: from, to: .distantFuture, after: cursor, limit: 3)
+            seen += page.records
+            cursor = page.next
+        } while cursor != nil
+        let firstSeen = try seen.map { try JSONDecoder.sentinel().decode(VisitorRecord.self, from: $0).firstSeen! }
+        #expect(seen.count == 7)
+        #expect(firstSeen == firstSeen.sorted())
+        #expect(firstSeen.first == start.addingTimeInterval(18 * 3_600))
+        #expect(EventStore.VisitCursor("garbage") == nil && EventStore.VisitCursor("1.5:7")?.description == "1.5:7")
     }
 
     @Test("database failures say which file and what is wrong: full disk, locked, not a database")
