@@ -46,8 +46,8 @@ public struct HTTPAPI: Sendable {
 
     public func router() -> Router<APIContext> {
         let router = Router(context: APIContext.self)
-        router.add(middleware: JSONNotFound())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
+        router.add(middleware: JSONErrors())
         router.add(middleware: ReadOnlyRequests())
         router.add(middleware: BearerAuthentication(tokens: tokens))
         router.get("/events") { request, _ in try events(request) }
@@ -80,8 +80,11 @@ public struct HTTPAPI: Sendable {
             let values = Set(text.split(separator: ",").map(String.init))
             let unknown = values.subtracting(valid)
             guard unknown.isEmpty else {
-                throw APIResponse.badRequest(
-                    "\(name)=\(unknown.sorted().joined(separator: ",")) is not one of \(valid.joined(separator: ", "))")
+                throw HTTPError(
+                    .badRequest,
+                    message:
+                        "\(name)=\(unknown.sorted().joined(separator: ",")) is not one of \(valid.joined(separator: ", "))"
+                )
             }
             return values
         }
@@ -96,12 +99,11 @@ public struct HTTPAPI: Sendable {
             let subscription = broadcaster.subscribe(
                 filter, capacity: settings.clientBufferEvents, limit: settings.maxSubscribers)
         else {
-            var response = APIResponse.error(
-                .serviceUnavailable,
-                "\(settings.maxSubscribers) SSE clients are connected, the most server.maxSubscribers allows; retry later"
+            throw HTTPError(
+                .serviceUnavailable, headers: [.retryAfter: "\((settings.retryMilliseconds + 999) / 1_000)"],
+                message:
+                    "\(settings.maxSubscribers) SSE clients are connected, the most server.maxSubscribers allows; retry later"
             )
-            response.headers[.retryAfter] = "\((settings.retryMilliseconds + 999) / 1_000)"
-            return response
         }
         let store = store
         let broadcaster = broadcaster
@@ -198,13 +200,24 @@ public struct HTTPAPI: Sendable {
     static func replay(after id: Int64, filter: EventFilter, store: EventStore, writer: inout any ResponseBodyWriter)
         async throws -> Int64
     {
+        // The next page is read while this one is written.
+        let size = 1_000
         var cursor = id
+        var page = try await store.events(after: id, limit: size)
         while true {
-            let page = try await store.events(after: cursor, limit: 500)
+            cursor = page.last?.id ?? cursor
+            guard page.count == size else {
+                try await write(page)
+                return cursor
+            }
+            let after = cursor
+            async let next = store.events(after: after, limit: size)
+            try await write(page)
+            page = try await next
+        }
+        func write(_ page: [LoggedEvent]) async throws {
             let text = page.filter(filter.matches).map(ServerSentEvents.message).joined()
             if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
-            cursor = page.last?.id ?? cursor
-            if page.count < 500 { return cursor }
         }
     }
 
@@ -214,8 +227,10 @@ public struct HTTPAPI: Sendable {
         let query = request.uri.queryParameters
         let accepted = ["from", "to", "limit", "cursor"]
         if let unknown = query.map({ String($0.key) }).first(where: { !accepted.contains($0) }) {
-            throw APIResponse.badRequest(
-                "\(unknown) is not a parameter of /api/visitors; it takes \(accepted.joined(separator: ", "))")
+            throw HTTPError(
+                .badRequest,
+                message:
+                    "\(unknown) is not a parameter of /api/visitors; it takes \(accepted.joined(separator: ", "))")
         }
         guard query["from"] != nil || query["to"] != nil else {
             return APIResponse.object([("visitors", APIResponse.array(live.currentVisitors))])
@@ -223,7 +238,8 @@ public struct HTTPAPI: Sendable {
         func date(_ name: String, _ fallback: Date) throws -> Date {
             guard let text = query[Substring(name)] else { return fallback }
             guard let date = ISO8601.date(from: String(text)) else {
-                throw APIResponse.badRequest("\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
+                throw HTTPError(
+                    .badRequest, message: "\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
             }
             return date
         }
@@ -232,13 +248,13 @@ public struct HTTPAPI: Sendable {
         let limit =
             try query["limit"].map { text in
                 guard let n = Int(text), (1...1000).contains(n) else {
-                    throw APIResponse.badRequest("limit=\(text) must be 1 to 1000")
+                    throw HTTPError(.badRequest, message: "limit=\(text) must be 1 to 1000")
                 }
                 return n
             } ?? 100
         let cursor = try query["cursor"].map { text in
             guard let cursor = EventStore.VisitCursor(String(text)) else {
-                throw APIResponse.badRequest("cursor=\(text) is not a cursor this API returned")
+                throw HTTPError(.badRequest, message: "cursor=\(text) is not a cursor this API returned")
             }
             return cursor
         }
@@ -256,8 +272,8 @@ public struct HTTPAPI: Sendable {
 
     func visitor(_ faceId: String) async throws -> Response {
         guard let visit = try await store.visit(faceId) else {
-            return APIResponse.error(
-                .notFound, "no visitor \(faceId) (ids rotate, and visits older than retention are deleted)")
+            throw HTTPError(
+                .notFound, message: "no visitor \(faceId) (ids rotate, and visits older than retention are deleted)")
         }
         return try APIResponse.encode(
             VisitorDetail(
@@ -270,7 +286,7 @@ public struct HTTPAPI: Sendable {
         let minutes =
             try text.map { text in
                 guard let m = Double(text), m > 0, m <= 7 * 24 * 60 else {
-                    throw APIResponse.badRequest("minutes=\(text) must be more than 0 and at most 10080")
+                    throw HTTPError(.badRequest, message: "minutes=\(text) must be more than 0 and at most 10080")
                 }
                 return m
             } ?? 60
@@ -382,28 +398,23 @@ enum APIResponse {
     static func array(_ values: [Data]) -> Data {
         Data("[".utf8) + Data(values.joined(separator: Data(",".utf8))) + Data("]".utf8)
     }
-
-    static func badRequest(_ message: String) -> HTTPResponseError { BadRequest(message: message) }
-
-    struct BadRequest: HTTPResponseError {
-        let message: String
-        var status: HTTPResponse.Status { .badRequest }
-        func response(from request: Request, context: some RequestContext) throws -> Response {
-            APIResponse.error(.badRequest, message)
-        }
-    }
 }
 
-/// A path no route serves gets the API's JSON error shape, as every other failure does, not an empty body.
-struct JSONNotFound<Context: RequestContext>: RouterMiddleware {
+/// Every failure in the API's JSON shape, `{"error": "..."}`, with its status and headers: handlers and middleware
+/// throw Hummingbird's `HTTPError`; a path no route serves gets a message that points at the API's description.
+struct JSONErrors<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         do {
             return try await next(request, context)
-        } catch let error as HTTPError where error.status == .notFound {
-            return APIResponse.error(
-                .notFound, "no such path: \(request.uri.path) (the API is described at /openapi.json)")
+        } catch let error as HTTPError {
+            let message =
+                error.status == .notFound && error.body == nil
+                ? "no such path: \(request.uri.path) (the API is described at /openapi.json)" : error.body ?? ""
+            var response = APIResponse.error(error.status, message)
+            response.headers.append(contentsOf: error.headers)
+            return response
         }
     }
 }

@@ -56,19 +56,18 @@ struct BearerAuthentication: RouterMiddleware {
         {
             context.scope = .aggregates
             guard AccessScope.aggregatePaths.contains(request.uri.path) else {
-                return APIResponse.error(
+                throw HTTPError(
                     .forbidden,
-                    "this token may read aggregates only (\(AccessScope.aggregatePaths.sorted().joined(separator: ", "))); "
+                    message:
+                        "this token may read aggregates only (\(AccessScope.aggregatePaths.sorted().joined(separator: ", "))); "
                         + "per-visitor records, the event stream and the metrics need the visitor token (server.tokenFile)"
                 )
             }
         } else {
-            var response = APIResponse.error(
-                .unauthorized,
-                presented == nil
+            throw HTTPError(
+                .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"sentinel\""],
+                message: presented == nil
                     ? "a bearer token is required (Authorization: Bearer ...)" : "the bearer token is not valid")
-            response.headers[.wwwAuthenticate] = "Bearer realm=\"sentinel\""
-            return response
         }
         return try await next(request, context)
     }
@@ -150,14 +149,13 @@ struct ReadOnlyRequests<Context: RequestContext>: RouterMiddleware {
         -> Response
     {
         guard request.method == .get || request.method == .options else {
-            var response = APIResponse.error(
-                .methodNotAllowed, "\(request.method) is not served: every endpoint answers GET")
-            response.headers[.allow] = "GET, OPTIONS"
-            return response
+            throw HTTPError(
+                .methodNotAllowed, headers: [.allow: "GET, OPTIONS"],
+                message: "\(request.method) is not served: every endpoint answers GET")
         }
         let length = request.headers[.contentLength].flatMap { Int($0) } ?? 0
         guard length == 0, request.headers[.transferEncoding] == nil else {
-            return APIResponse.error(.contentTooLarge, "a request to this API carries no body")
+            throw HTTPError(.contentTooLarge, message: "a request to this API carries no body")
         }
         return try await next(request, context)
     }

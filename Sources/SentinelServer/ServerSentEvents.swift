@@ -31,8 +31,24 @@ public enum ServerSentEvents {
 
     public static let heartbeat = ": heartbeat\n\n"
 
-    /// A JSON string literal.
+    /// A JSON string literal (RFC 8259: quote, backslash and control characters escaped). Written by hand: it runs
+    /// twice per event, and a resuming client is sent tens of thousands of events a second.
     static func quoted(_ text: String) -> String {
-        (try? JSONEncoder.sentinel().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 }

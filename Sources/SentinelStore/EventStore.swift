@@ -28,6 +28,18 @@ public struct LoggedEvent: Sendable, Equatable {
     public var zone: String?
     /// The published JSON.
     public var payload: Data
+
+    public init(
+        id: Int64, sequenceNumber: Int64, streamId: String, type: String, time: Date, zone: String?, payload: Data
+    ) {
+        self.id = id
+        self.sequenceNumber = sequenceNumber
+        self.streamId = streamId
+        self.type = type
+        self.time = time
+        self.zone = zone
+        self.payload = payload
+    }
 }
 
 /// The SQLite store (GRDB, WAL): an append-only event log, visits, zone stays and gauge readings.

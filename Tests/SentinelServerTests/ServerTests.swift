@@ -130,6 +130,24 @@ struct StreamTests {
     }
 }
 
+@Suite("SSE wire format")
+struct WireFormatTests {
+    @Test("a message's data line is one line of JSON whose strings read back exactly, whatever they hold")
+    func escaping() throws {
+        let awkward = "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é ✓ 🙂"
+        let event = LoggedEvent(
+            id: 7, sequenceNumber: 3, streamId: awkward, type: awkward, time: Date(timeIntervalSince1970: 1.5),
+            zone: nil, payload: Data(#"{"k":1}"#.utf8))
+        let message = ServerSentEvents.message(for: event)
+        let data = try #require(message.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+        #expect(object["streamId"] as? String == awkward)
+        #expect(object["payloadType"] as? String == awkward)
+        #expect(object["id"] as? Int == 7 && object["sequenceNumber"] as? Int == 3)
+        #expect((object["payload"] as? [String: Int]) == ["k": 1])
+    }
+}
+
 @Suite("REST API", .timeLimit(.minutes(2)))
 struct APITests {
     @Test("a filter naming nothing, an unknown parameter or an unknown path is an error that says so, in JSON")
