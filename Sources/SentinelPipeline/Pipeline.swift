@@ -54,29 +54,22 @@ public struct Pipeline {
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
     }
 
-    /// The pipeline a definition describes, with its OpenCV detector and emotion model from `models`.
+    /// The pipeline a definition describes, with its OpenCV detector and emotion model from `models`. Throws a
+    /// `ModelError` for a model that is not there, a `VisionError` for one OpenCV cannot load.
     public static func make(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         keys: PseudonymKeyRing, origin: Date
-    ) throws(VisionError) -> Pipeline {
-        let detector: OpenCVFaceDetector
-        let classifier: FaceClassifier?
-        do {
-            detector = try OpenCVFaceDetector(
-                kind: definition.detector,
-                modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
-                settings: definition.detectorSettings)
-            classifier =
-                definition.emotionEnabled
-                ? try FaceClassifier(
-                    modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
-                    labels: Emotion.allCases.map(\.rawValue))
-                : nil
-        } catch let error as ModelError {
-            throw VisionError(.model, error.message)
-        } catch {
-            throw error as! VisionError
-        }
+    ) throws -> Pipeline {
+        let detector = try OpenCVFaceDetector(
+            kind: definition.detector,
+            modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
+            settings: definition.detectorSettings)
+        let classifier =
+            definition.emotionEnabled
+            ? try FaceClassifier(
+                modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
+                labels: Emotion.allCases.map(\.rawValue))
+            : nil
         return Pipeline(
             definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
             origin: origin)

@@ -116,17 +116,20 @@ public struct PipelineDefinition: Sendable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ConfigError(problems: [
-                ConfigProblem(file: path, path: "", message: "cannot read: \(error.localizedDescription)")
-            ])
+            throw ConfigError(
+                .unreadable,
+                problems: [ConfigProblem(file: path, path: "", message: "cannot read: \(error.localizedDescription)")],
+                underlying: error)
         }
         guard let text = String(validating: data, as: UTF8.self) else {
             let (line, column) = firstInvalidUTF8(in: data)
-            throw ConfigError(problems: [
-                ConfigProblem(
-                    file: path, line: line, column: column, path: "",
-                    message: "not UTF-8 text: a pipeline file must be UTF-8 (is it saved in another encoding?)")
-            ])
+            throw ConfigError(
+                .unreadable,
+                problems: [
+                    ConfigProblem(
+                        file: path, line: line, column: column, path: "",
+                        message: "not UTF-8 text: a pipeline file must be UTF-8 (is it saved in another encoding?)")
+                ])
         }
         // A byte order mark (some Windows editors write one) is no part of the YAML.
         return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path)
@@ -147,15 +150,18 @@ public struct PipelineDefinition: Sendable {
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: text) else {
-                throw ConfigError(problems: [ConfigProblem(file: file, path: "", message: "the file is empty")])
+                throw ConfigError(
+                    .unreadable, problems: [ConfigProblem(file: file, path: "", message: "the file is empty")])
             }
             root = node
         } catch let error as ConfigError {
             throw error
         } catch let error as YamlError {
-            throw ConfigError(problems: [yamlProblem(error, text: text, file: file)])
+            throw ConfigError(.unreadable, problems: [yamlProblem(error, text: text, file: file)], underlying: error)
         } catch {
-            throw ConfigError(problems: [ConfigProblem(file: file, path: "", message: "not YAML: \(error)")])
+            throw ConfigError(
+                .unreadable, problems: [ConfigProblem(file: file, path: "", message: "not YAML: \(error)")],
+                underlying: error)
         }
         let reader = ConfigReader(file: file)
         let definition = PipelineParser(reader: reader, folder: URL(fileURLWithPath: file).deletingLastPathComponent())

@@ -1,8 +1,12 @@
+import SentinelCore
+
 /// A privacy setting that cannot be honoured (an unsafe or unreadable key file). Messages name the file and
 /// what is wrong with it, never a key or an identity.
-public struct PrivacyError: Error, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable {
+public struct PrivacyError: SentinelError {
+    public enum Code: String, Sendable, CustomStringConvertible {
         case keyFile
+
+        public var description: String { rawValue }
     }
 
     public let code: Code
@@ -12,6 +16,4 @@ public struct PrivacyError: Error, Sendable, CustomStringConvertible {
         self.code = code
         self.message = message
     }
-
-    public var description: String { message }
 }

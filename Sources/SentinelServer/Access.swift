@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SentinelCore
 
 /// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only figures that
 /// k-suppression protects (`/api/zones`, `/api/sentiment`) and what tells nothing of visitors (`/healthz`, the
@@ -137,9 +138,14 @@ public enum AccessToken {
 }
 
 /// A problem that stops `sentinel run` from starting, said plainly.
-public struct ServiceError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+public struct ServiceError: SentinelError {
+    public enum Code: String, Sendable, CustomStringConvertible {
+        case cannotStart
+        public var description: String { rawValue }
+    }
+    public var code: Code { .cannotStart }
+    public let message: String
+    public init(_ message: String) { self.message = message }
 }
 
 /// Every endpoint only reads: a request with another method gets 405 naming the allowed ones, and one that says it

@@ -112,7 +112,7 @@ public final class StoreWriter: Service, Sendable {
                 logged = try await store.append(batch.map(\.publication))
             } catch {
                 hub.putBack(batch)
-                if progress.failure?.kind != error.kind {
+                if progress.failure?.code != error.code {
                     logger.error(
                         "cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
                 }

@@ -120,8 +120,12 @@ extension SceneSpec.VisitorSpec {
 }
 
 /// A problem making a recording, with the file or field involved.
-public struct SynthError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct SynthError: SentinelError, Equatable {
+    public enum Code: String, Sendable, CustomStringConvertible {
+        case invalidScene
+        public var description: String { rawValue }
+    }
+    public var code: Code { .invalidScene }
     public let message: String
     public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

@@ -1,9 +1,10 @@
 import CSentinelCV
+import SentinelCore
 
 /// An error from the vision layer: what went wrong, in words that name the file, device or URL.
 ///
 /// Messages carry paths, sizes and OpenCV's own text; never pixels or identities.
-public struct VisionError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct VisionError: SentinelError, Equatable {
     /// What kind of failure this is, for code that reacts to it.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String { case argument, open, model, emptyFrame, processing, write, unknown }
@@ -47,7 +48,6 @@ public struct VisionError: Error, Equatable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { message }
 }
 
 /// Calls a bridge function with a fresh error buffer and throws its message when it fails.

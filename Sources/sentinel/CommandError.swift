@@ -1,11 +1,17 @@
 import ArgumentParser
+import SentinelCore
 
 /// A command that could not do its work: one line that says what and where, exit status 1, and no usage text. A
 /// wrong command line is a `ValidationError` instead (usage text, exit status 64).
-struct CommandError: Error, CustomStringConvertible {
-    let description: String
+struct CommandError: SentinelError {
+    enum Code: String, Sendable, CustomStringConvertible {
+        case failed
+        var description: String { rawValue }
+    }
+    var code: Code { .failed }
+    let message: String
 
-    init(_ description: String) { self.description = description }
+    init(_ message: String) { self.message = message }
 }
 
 /// Refuses a numeric option outside `range` as a usage error that names the option and its range: a value that

@@ -288,12 +288,12 @@ struct StoreTests {
         }
         let diskFull = StoreError(try #require(full), path: path)
         #expect(
-            diskFull.kind == .diskFull && diskFull.message.contains(path) && diskFull.message.contains("disk is full"))
+            diskFull.code == .diskFull && diskFull.message.contains(path) && diskFull.message.contains("disk is full"))
 
         let garbage = try temporaryDatabase()
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: garbage))
         let corrupt = #expect(throws: StoreError.self) { try EventStore(path: garbage) }
-        #expect(corrupt?.kind == .corrupt && corrupt?.message.contains(garbage) == true)
+        #expect(corrupt?.code == .corrupt && corrupt?.message.contains(garbage) == true)
 
         // Another process holds the write lock.
         let lockedPath = try temporaryDatabase()
@@ -305,7 +305,7 @@ struct StoreTests {
         var visit = Visit(start: start)
         let batch = try visit.whole()
         let locked = await #expect(throws: StoreError.self) { try await store.append(batch) }
-        #expect(locked?.kind == .locked && locked?.message.contains(lockedPath) == true)
+        #expect(locked?.code == .locked && locked?.message.contains(lockedPath) == true)
         try await other.writeWithoutTransaction { try $0.execute(sql: "COMMIT") }
         #expect(try await store.append(batch).count == 4)
     }
