@@ -61,6 +61,7 @@ public final class EventStore: Sendable {
     /// The longest visit stored (seconds from first to last sighting): a history query for visits overlapping a
     /// window only reads those first seen that long before it, on the `firstSeen` index.
     private let longestVisit: Mutex<Double>
+    private let checkpointer: Checkpointer
 
     /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
     /// `interrupted`.
@@ -68,7 +69,10 @@ public final class EventStore: Sendable {
         self.path = path
         var configuration = Configuration()
         configuration.busyMode = .timeout(2)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        // Checkpoints are the checkpointer's, off the write path.
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
+        }
         do {
             try FileManager.default.createDirectory(
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -90,6 +94,7 @@ public final class EventStore: Sendable {
                     arguments: [exited, ExitReason.interrupted.rawValue, exited])
                 return open.map { Data($0.utf8) }
             }
+            checkpointer = try Checkpointer(path: path, configuration: configuration)
             longestVisit = Mutex(
                 try pool.read { try Double.fetchOne($0, sql: "SELECT MAX(lastSeen - firstSeen) FROM visits") } ?? 0)
         } catch {
@@ -170,6 +175,8 @@ public final class EventStore: Sendable {
         return migrator
     }
 
+    deinit { checkpointer.stop() }
+
     /// Writes a batch in one transaction and returns its log rows, ids assigned. The write runs on GRDB's writer
     /// queue: waiting for a lock held by another process suspends the caller instead of blocking its thread.
     public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
@@ -208,17 +215,19 @@ public final class EventStore: Sendable {
                             type: Publication.gaugeType, time: reading.time, zone: nil,
                             payload: try encoder.encode(reading))
                     }
-                    try db.execute(
+                    try db.cachedStatement(
                         sql:
-                            "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                            "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)"
+                    ).execute(
                         arguments: [
                             row.streamId, row.sequenceNumber, row.type, row.time.timeIntervalSince1970, row.zone,
                             String(decoding: row.payload, as: UTF8.self),
                         ])
                     row.id = db.lastInsertedRowID
                     if case .gauge = publication {
-                        try db.execute(
-                            sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)",
+                        try db.cachedStatement(
+                            sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)"
+                        ).execute(
                             arguments: [
                                 row.id, row.time.timeIntervalSince1970, String(decoding: row.payload, as: UTF8.self),
                             ])
@@ -239,13 +248,14 @@ public final class EventStore: Sendable {
     private static func record(_ event: VisitorEvent, record: Data, in db: Database) throws {
         let visitor = event.visitor
         let time = event.time.timeIntervalSince1970
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO visits (faceId, sourceId, state, zone, firstSeen, lastSeen, exitReason, record)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(faceId) DO UPDATE SET state = excluded.state, zone = excluded.zone,
                     lastSeen = excluded.lastSeen, exitReason = excluded.exitReason, record = excluded.record
-                """,
+                """
+        ).execute(
             arguments: [
                 visitor.faceId, visitor.sourceId, visitor.state.rawValue, visitor.zone,
                 (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason?.rawValue,
@@ -254,13 +264,15 @@ public final class EventStore: Sendable {
         guard let stay = event.stay else { return }
         switch event.type {
         case .zoneEntered:
-            try db.execute(
-                sql: "INSERT INTO zoneStays (faceId, zone, enteredAt) VALUES (?, ?, ?)",
+            try db.cachedStatement(
+                sql: "INSERT INTO zoneStays (faceId, zone, enteredAt) VALUES (?, ?, ?)"
+            ).execute(
                 arguments: [visitor.faceId, stay.zone, stay.enteredAt.timeIntervalSince1970])
         case .zoneExited:
-            try db.execute(
+            try db.cachedStatement(
                 sql:
-                    "UPDATE zoneStays SET exitedAt = ?, dwellSeconds = ? WHERE faceId = ? AND zone = ? AND exitedAt IS NULL",
+                    "UPDATE zoneStays SET exitedAt = ?, dwellSeconds = ? WHERE faceId = ? AND zone = ? AND exitedAt IS NULL"
+            ).execute(
                 arguments: [
                     (stay.exitedAt ?? event.time).timeIntervalSince1970, stay.dwellSeconds, visitor.faceId, stay.zone,
                 ])
@@ -435,6 +447,29 @@ extension EventStore: RetentionTarget {
             throw StoreError(error, path: path)
         }
     }
+}
+
+/// Copies the write-ahead log into the database file off the write path. SQLite's own checkpoint runs inside the
+/// commit that takes the log past 1000 pages, so one batch in forty waited for the database file to be written and
+/// synced. This thread runs a passive checkpoint every half second on a connection of its own: it never waits for
+/// the writer or a reader, nor they for it, and the log restarts from its beginning once everything in it is copied.
+final class Checkpointer: Sendable {
+    private let stopped = Mutex(false)
+
+    init(path: String, configuration: Configuration) throws {
+        let connection = try DatabaseQueue(path: path, configuration: configuration)
+        let thread = Thread { [self] in
+            while !stopped.withLock({ $0 }) {
+                Thread.sleep(forTimeInterval: 0.5)
+                // Busy or locked: the next round tries again.
+                try? connection.writeWithoutTransaction { try $0.checkpoint(.passive) }
+            }
+        }
+        thread.name = "sqlite checkpoint"
+        thread.start()
+    }
+
+    func stop() { stopped.withLock { $0 = true } }
 }
 
 /// A database problem, said plainly: which file, and whether the disk is full, the file read-only, the database
