@@ -83,13 +83,16 @@ public struct EventStreamParser: Sendable {
 
     public init() {}
 
-    /// Feeds text; returns the messages it completed.
+    /// Feeds text; returns the messages it completed. Lines are found by their newline byte and the consumed text is
+    /// dropped once per feed: a resumed stream arrives in chunks of thousands of lines.
     public mutating func feed(_ text: String) -> [Message] {
         pending += text
         var messages: [Message] = []
-        while let newline = pending.firstIndex(of: "\n") {
-            let line = String(pending[..<newline])
-            pending.removeSubrange(...newline)
+        let bytes = pending.utf8
+        var start = bytes.startIndex
+        while let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            let line = Substring(bytes[start..<newline])
+            start = bytes.index(after: newline)
             if line.isEmpty {
                 if hasField { messages.append(current) }
                 current = Message()
@@ -101,18 +104,19 @@ public struct EventStreamParser: Sendable {
                 current.comment = String(line.dropFirst()).trimmingCharacters(in: .whitespaces)
                 continue
             }
-            let parts = line.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            let field = String(parts[0])
-            var value = parts.count > 1 ? String(parts[1]) : ""
-            if value.hasPrefix(" ") { value.removeFirst() }
+            let colon = line.firstIndex(of: ":") ?? line.endIndex
+            let field = line[..<colon]
+            var value = colon < line.endIndex ? line[line.index(after: colon)...] : ""
+            if value.hasPrefix(" ") { value = value.dropFirst() }
             switch field {
-            case "id": current.id = value
-            case "event": current.event = value
-            case "data": current.data += current.data.isEmpty ? value : "\n" + value
+            case "id": current.id = String(value)
+            case "event": current.event = String(value)
+            case "data": current.data += current.data.isEmpty ? String(value) : "\n" + value
             case "retry": current.retry = Int(value)
             default: break
             }
         }
+        pending = String(pending[start...])
         return messages
     }
 }

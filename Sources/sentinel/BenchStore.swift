@@ -21,7 +21,9 @@ struct BenchStore: AsyncParsableCommand {
             Fills the database (if it holds fewer events) with visits of four cameras over the last 30 days, each \
             visit about ten events, through the privacy mask and the store's own batched writes; then, for \
             --seconds, writes visitor events at --rate in batches of a fifth of a second while REST clients read \
-            /api/visitors (history of the last day) and /api/sentiment, and prints the latencies; then resumes an \
+            /api/visitors (history of the last day) and /api/sentiment, each --rest-rate times a second (a busy \
+            showroom's dashboards; 0 sends them back to back, which measures saturation rather than latency), and \
+            prints the latencies; then resumes an \
             SSE stream from --resume events back and prints its rate. Keep the database (--database) to run again \
             without filling.
             """)
@@ -37,6 +39,9 @@ struct BenchStore: AsyncParsableCommand {
 
     @Option(help: "Visitor events written per second while live.")
     var rate = 200.0
+
+    @Option(help: "Requests per second to each REST endpoint while live (0: back to back).")
+    var restRate = 50.0
 
     @Option(help: "How many events back the resuming client starts.")
     var resume = 1_000_000
@@ -81,10 +86,10 @@ struct BenchStore: AsyncParsableCommand {
         // Live: a writer at `rate`, two REST readers, memory sampled each second.
         let end = Date().addingTimeInterval(seconds)
         async let writes = write(to: service.store, until: end, mask: mask, policy: definition.privacy)
-        async let visitors = read(port: port, until: end) { _ in
+        async let visitors = read(port: port, until: end, rate: restRate) { _ in
             "/api/visitors?from=\(ISO8601.string(from: Date().addingTimeInterval(-86_400)))&limit=100"
         }
-        async let sentiment = read(port: port, until: end) { _ in "/api/sentiment?minutes=60" }
+        async let sentiment = read(port: port, until: end, rate: restRate) { _ in "/api/sentiment?minutes=60" }
         var memory: [Double] = []
         while Date() < end {
             memory.append(ProcessUsage.now().residentMegabytes)
@@ -148,6 +153,10 @@ struct BenchStore: AsyncParsableCommand {
             String(
                 format: "resume: %d events from id %d in %.1f s, %.0f events/s", received, from, resumeSeconds,
                 Double(received) / resumeSeconds))
+        print(
+            "memory (RSS, MB) every 10 s of the live phase: "
+                + stride(from: 0, to: memory.count, by: 10).map { String(format: "%.0f", memory[$0]) }.joined(
+                    separator: " "))
         print(
             String(
                 format: "memory (RSS) during the live phase: first %.0f MB, last %.0f MB, max %.0f MB",
@@ -261,14 +270,22 @@ struct BenchStore: AsyncParsableCommand {
         return (count, times)
     }
 
-    /// GETs the path `path` gives, one request after another, until `end`; each request's time.
-    private func read(port: Int, until end: Date, path: @escaping @Sendable (Int) -> String) async throws
-        -> [Duration]
-    {
+    /// GETs the path `path` gives until `end`, one request after another, and returns each request's time. At `rate`
+    /// a request is due every 1/rate s and timed from when it was due, so a slow answer that delays the next one
+    /// shows in that one too; at rate 0 they go back to back.
+    private func read(
+        port: Int, until end: Date, rate: Double, path: @escaping @Sendable (Int) -> String
+    ) async throws -> [Duration] {
         var times: [Duration] = []
         var k = 0
+        var due = ContinuousClock.now
         while Date() < end {
-            let start = ContinuousClock.now
+            var start = ContinuousClock.now
+            if rate > 0 {
+                try await Task.sleep(until: due)
+                start = due
+                due += .seconds(1 / rate)
+            }
             let (head, _) = try await LoopbackClient.fetch(port: port, path: path(k))
             guard head.status == 200 else { throw CommandError("\(path(k)) answered \(head.status)") }
             times.append(ContinuousClock.now - start)
