@@ -192,6 +192,68 @@ struct RunCommandTests {
         #expect(entered.allSatisfy { sentinel.log.contains("face.id=\($0)") })
     }
 
+    @Test("run publishes what replay writes for the same recording: the same visitor events and gauge readings")
+    func runEqualsReplay() async throws {
+        let showroom = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        let pipeline = showroom.replacingOccurrences(
+            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try RunningSentinel.clip.get().path)")
+        let sentinel = try RunningSentinel(pipeline: pipeline, arguments: ["--pace", "fastest"])
+        // The source ends, and the writer has committed everything it published (nothing waits, the log stays put).
+        var logged = -1
+        #expect(
+            try await waitFor {
+                let health = try await sentinel.json("/healthz")
+                let sources = health["sources"] as? [[String: Any]]
+                let database = health["database"] as? [String: Any]
+                let count = try await DatabaseQueue(path: sentinel.database).read {
+                    try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM events") ?? 0
+                }
+                defer { logged = count }
+                return sources?.first?["state"] as? String == "ended" && database?["buffered"] as? Int == 0
+                    && count == logged
+            }, "\(sentinel.log)")
+        let published = try await DatabaseQueue(path: sentinel.database).read { db in
+            try Row.fetchAll(db, sql: "SELECT type, payload FROM events ORDER BY id").map { row in
+                (type: row["type"] as String, payload: row["payload"] as String)
+            }
+        }
+        kill(sentinel.process.processIdentifier, SIGTERM)
+        _ = try await sentinel.exitStatus(within: 30)
+
+        let output = sentinel.folder.appendingPathComponent("replay.jsonl")
+        let (status, _, errors) = try Fixtures.run(
+            Fixtures.sentinel,
+            [
+                "replay", try RunningSentinel.clip.get().path, "--pipeline",
+                sentinel.folder.appendingPathComponent("pipeline.yml").path, "-o", output.path,
+            ])
+        #expect(status == 0, "\(errors)")
+        let replayed = try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map(String.init)
+
+        // Times differ (run places the recording on the wall clock when it starts, replay at the file's time), and
+        // so do pseudonyms (a key each); everything else must be the same, event for event.
+        func comparable(_ json: String, type: String? = nil) throws -> NSDictionary {
+            func strip(_ value: Any) -> Any {
+                guard let object = value as? [String: Any] else { return value }
+                let volatile: Set = ["time", "firstSeen", "lastSeen", "enteredAt", "exitedAt", "faceId"]
+                return object.filter { !volatile.contains($0.key) }.mapValues(strip)
+            }
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            if let type { object["type"] = type }
+            return strip(object) as! NSDictionary
+        }
+        let fromRun = try published.map { try comparable($0.payload, type: $0.type) }
+        let fromReplay = try replayed.map { try comparable($0) }
+        #expect(fromRun.count == fromReplay.count)
+        #expect(fromRun.contains { $0["type"] as? String == "sentiment.gauge" })
+        #expect(fromRun.contains { $0["type"] as? String == "visitor.exited" })
+        for (n, (a, b)) in zip(fromRun, fromReplay).enumerated() where a != b {
+            Issue.record("event \(n) differs: run \(a), replay \(b)")
+            break
+        }
+    }
+
     @Test("kill -9: every event a client received is in the store, byte for byte")
     func killNine() async throws {
         let sentinel = try RunningSentinel(pace: "fastest")
