@@ -12,6 +12,15 @@ public struct GaugeSettings: Sendable, Equatable {
     public var staleAfterSeconds: Double = 60
 
     public init() {}
+
+    /// A pipeline file's `gauge:` section.
+    public static let settings: [Setting<GaugeSettings>] = [
+        .number("windowSeconds", \.windowSeconds, in: 10...86_400, "media seconds a visitor's vote counts for"),
+        .number(
+            "publishEverySeconds", \.publishEverySeconds, in: 1...3_600,
+            "a reading is published when it changes and at least this often"),
+        .number("staleAfterSeconds", \.staleAfterSeconds, in: 1...86_400, "with nobody seen this long, it is stale"),
+    ]
 }
 
 /// One reading of the gauge: overall and per zone, each k-suppressed.

@@ -174,6 +174,25 @@ final class ConfigReader {
         return value
     }
 
+    /// A section of declared settings (see `Setting`): each one present is checked and written into `owner`. Keys in
+    /// `extra` are allowed too and left to the caller, who gets the section's fields; nil if it is not a mapping.
+    func section<Owner>(
+        _ field: Field, _ settings: [Setting<Owner>], extra: Set<String> = [], into owner: inout Owner
+    ) -> [String: Field]? {
+        guard let fields = mapping(field, keys: Set(settings.map(\.key)).union(extra)) else { return nil }
+        for setting in settings {
+            guard let field = fields[setting.key] else { continue }
+            switch setting.kind {
+            case .number(let path, let range): if let v = number(field, in: range) { owner[keyPath: path] = v }
+            case .integer(let path, let range): if let v = integer(field, in: range) { owner[keyPath: path] = v }
+            case .flag(let path): if let v = bool(field) { owner[keyPath: path] = v }
+            case .text(let path): if let v = string(field) { owner[keyPath: path] = v }
+            case .choice(let choices, _, let write): if let v = choice(field, choices) { write(&owner, v) }
+            }
+        }
+        return fields
+    }
+
     /// A string that must be one of `choices`.
     func choice(_ field: Field, _ choices: [String]) -> String? {
         guard let value = string(field) else { return nil }

@@ -72,6 +72,13 @@ public struct PipelineDefinition: Sendable {
         /// Events held in memory while the database cannot be written; beyond this the oldest are dropped (and
         /// counted).
         public var bufferEvents = 10_000
+
+        /// A pipeline file's `store:` section (`path` is resolved against the file's folder).
+        public static let settings: [Setting<StoreSettings>] = [
+            .integer(
+                "bufferEvents", \.bufferEvents, in: 10...10_000_000,
+                "events held in memory while the database cannot be written; beyond, the oldest are dropped")
+        ]
     }
 
     /// The HTTP server of `sentinel run`. Tokens are never written here: only where to read one.
@@ -105,6 +112,27 @@ public struct PipelineDefinition: Sendable {
         public var maxSubscribers = 1_000
 
         public init() {}
+
+        /// A pipeline file's `server:` section (token files, CORS origins and maxSubscribers are read by hand).
+        public static let settings: [Setting<ServerSettings>] = [
+            .text("host", \.host, "address to listen on; any other than loopback requires a bearer token"),
+            .integer("port", \.port, in: portRange, "port to listen on (0: any free port)"),
+            .text("tokenEnvironment", \.tokenEnvironment, "environment variable holding the bearer token"),
+            .text(
+                "aggregateTokenEnvironment", \.aggregateTokenEnvironment,
+                "environment variable holding the aggregates-only token"),
+            .number("heartbeatSeconds", \.heartbeatSeconds, in: 1...300, "seconds between SSE heartbeats"),
+            .integer(
+                "retryMilliseconds", \.retryMilliseconds, in: 100...600_000,
+                "reconnection delay SSE clients are told to use"),
+            .integer(
+                "clientBufferEvents", \.clientBufferEvents, in: 16...1_000_000,
+                "messages queued for one SSE client; one that falls this far behind is cut off"),
+            .number(
+                "idleTimeoutSeconds", \.idleTimeoutSeconds, in: 1...3_600,
+                "seconds a connection may stay silent before its request is complete, or between requests"),
+            .integer("maxConnections", \.maxConnections, in: 8...100_000, "open connections at most"),
+        ]
 
         /// Whether `host` only accepts connections from this machine.
         public var isLoopback: Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
@@ -258,38 +286,16 @@ private struct PipelineParser {
         if let field = top["tracker"] { tracker(field, &definition.visitors.tracker) }
         if let field = top["emotion"] { emotion(field, &definition) }
         if let field = top["privacy"] { privacy(field, &definition.privacy) }
-        if let field = top["gauge"],
-            let g = reader.mapping(field, keys: ["windowSeconds", "publishEverySeconds", "staleAfterSeconds"])
+        if let field = top["gauge"] { _ = reader.section(field, GaugeSettings.settings, into: &definition.gauge) }
+        if let field = top["store"],
+            let fields = reader.section(
+                field, PipelineDefinition.StoreSettings.settings, extra: ["path"], into: &definition.store),
+            let f = fields["path"], let path = reader.string(f)
         {
-            if let f = g["windowSeconds"], let v = reader.number(f, in: 10...86_400) {
-                definition.gauge.windowSeconds = v
-            }
-            if let f = g["publishEverySeconds"], let v = reader.number(f, in: 1...3_600) {
-                definition.gauge.publishEverySeconds = v
-            }
-            if let f = g["staleAfterSeconds"], let v = reader.number(f, in: 1...86_400) {
-                definition.gauge.staleAfterSeconds = v
-            }
-        }
-        if let field = top["store"], let st = reader.mapping(field, keys: ["path", "bufferEvents"]) {
-            if let f = st["path"], let path = reader.string(f) { definition.store.path = resolve(path) }
-            if let f = st["bufferEvents"], let v = reader.integer(f, in: 10...10_000_000) {
-                definition.store.bufferEvents = v
-            }
+            definition.store.path = resolve(path)
         }
         if let field = top["server"] { server(field, &definition.server) }
-        if let field = top["events"],
-            let fields = reader.mapping(field, keys: ["updateIntervalSeconds", "referencePoint"])
-        {
-            if let f = fields["updateIntervalSeconds"], let v = reader.number(f, in: 0.1...3600) {
-                definition.visitors.updateIntervalSeconds = v
-            }
-            if let f = fields["referencePoint"],
-                let v = reader.choice(f, VisitorSettings.ReferencePoint.allCases.map(\.rawValue))
-            {
-                definition.visitors.referencePoint = .init(rawValue: v)!
-            }
-        }
+        if let field = top["events"] { _ = reader.section(field, VisitorSettings.settings, into: &definition.visitors) }
         if definition.visitors.tracker.lowScore > definition.visitors.tracker.highScore, let field = top["tracker"] {
             reader.report(field, "lowScore must not exceed highScore")
         }
@@ -396,47 +402,28 @@ private struct PipelineParser {
     }
 
     func detector(_ field: Field, _ definition: inout PipelineDefinition) {
-        guard let fields = reader.mapping(field, keys: ["kind", "model", "scale", "score", "nms", "minFace", "maxFps"])
-        else { return }
-        if let f = fields["kind"], let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue)) {
+        // The kind first: the other settings start from its defaults.
+        if case .mapping(let mapping) = field.node,
+            let f = mapping["kind"].map({ Field(node: $0, path: field.child("kind")) }),
+            let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue))
+        {
             definition.detector = DetectorKind(rawValue: value)!
             definition.detectorSettings = .defaults(for: definition.detector)
         }
+        guard
+            let fields = reader.section(
+                field, DetectorSettings.settings, extra: ["kind", "model", "maxFps"], into: &definition.detectorSettings
+            )
+        else { return }
         if let f = fields["model"], let value = reader.string(f) {
             definition.detectorModel = value
             definition.locations["detector.model"] = reader.location(of: f)
-        }
-        if let f = fields["scale"], let v = reader.integer(f, in: DetectorSettings.longestSideRange) {
-            definition.detectorSettings.longestSide = v
-        }
-        if let f = fields["score"], let v = reader.number(f, in: DetectorSettings.thresholdRange) {
-            definition.detectorSettings.scoreThreshold = v
-        }
-        if let f = fields["nms"], let v = reader.number(f, in: DetectorSettings.thresholdRange) {
-            definition.detectorSettings.nmsThreshold = v
-        }
-        if let f = fields["minFace"], let v = reader.number(f, in: DetectorSettings.minFaceSizeRange) {
-            definition.detectorSettings.minFaceSize = v
         }
         if let f = fields["maxFps"], let v = reader.number(f, in: 0...1000) { definition.detectionMaxFPS = v }
     }
 
     func tracker(_ field: Field, _ t: inout TrackerSettings) {
-        let keys = [
-            "highScore", "lowScore", "minIoU", "centerGate", "gateGrowthPerSecond", "confirmFrames", "coastSeconds",
-            "visitTimeoutSeconds", "reentryDistance", "velocitySmoothing",
-        ]
-        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
-        if let f = fields["highScore"], let v = reader.number(f, in: 0...1) { t.highScore = v }
-        if let f = fields["lowScore"], let v = reader.number(f, in: 0...1) { t.lowScore = v }
-        if let f = fields["minIoU"], let v = reader.number(f, in: 0...1) { t.minIoU = v }
-        if let f = fields["centerGate"], let v = reader.number(f, in: 0...10) { t.centerGate = v }
-        if let f = fields["gateGrowthPerSecond"], let v = reader.number(f, in: 0...10) { t.gateGrowthPerSecond = v }
-        if let f = fields["confirmFrames"], let v = reader.integer(f, in: 1...100) { t.confirmFrames = v }
-        if let f = fields["coastSeconds"], let v = reader.number(f, in: 0...60) { t.coastSeconds = v }
-        if let f = fields["visitTimeoutSeconds"], let v = reader.number(f, in: 0...3600) { t.visitTimeoutSeconds = v }
-        if let f = fields["reentryDistance"], let v = reader.number(f, in: 0...10) { t.reentryDistance = v }
-        if let f = fields["velocitySmoothing"], let v = reader.number(f, in: 0...1) { t.velocitySmoothing = v }
+        guard reader.section(field, TrackerSettings.settings, into: &t) != nil else { return }
         if t.visitTimeoutSeconds < t.coastSeconds {
             reader.report(
                 field,
@@ -445,47 +432,27 @@ private struct PipelineParser {
     }
 
     func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
-        let keys = [
-            "enabled", "model", "minFaceSize", "minDetectionScore", "timeConstantSeconds", "minConfidence",
-            "minSamples", "maxPerSecond",
-        ]
-        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
-        var e = definition.visitors.emotion
+        guard
+            let fields = reader.section(
+                field, EmotionSettings.settings, extra: ["enabled", "model"], into: &definition.visitors.emotion)
+        else { return }
         if let f = fields["enabled"], let v = reader.bool(f) { definition.emotionEnabled = v }
         if let f = fields["model"], let v = reader.string(f) {
             definition.emotionModel = v
             definition.locations["emotion.model"] = reader.location(of: f)
         }
-        if let f = fields["minFaceSize"], let v = reader.number(f, in: 0...4096) { e.minFaceSize = v }
-        if let f = fields["minDetectionScore"], let v = reader.number(f, in: 0...1) { e.minDetectionScore = v }
-        if let f = fields["timeConstantSeconds"], let v = reader.number(f, in: 0.01...3600) {
-            e.timeConstantSeconds = v
-        }
-        if let f = fields["minConfidence"], let v = reader.number(f, in: 0...1) { e.minConfidence = v }
-        if let f = fields["minSamples"], let v = reader.integer(f, in: 1...10000) { e.minSamples = v }
-        if let f = fields["maxPerSecond"], let v = reader.number(f, in: 0...1000) { e.maxPerSecond = v }
-        definition.visitors.emotion = e
     }
 }
 
 extension PipelineParser {
     func server(_ field: Field, _ server: inout PipelineDefinition.ServerSettings) {
-        let keys: Set<String> = [
-            "host", "port", "tokenFile", "tokenEnvironment", "aggregateTokenFile", "aggregateTokenEnvironment",
-            "corsOrigins", "heartbeatSeconds", "retryMilliseconds",
-            "clientBufferEvents", "idleTimeoutSeconds", "maxConnections", "maxSubscribers",
-        ]
-        guard let fields = reader.mapping(field, keys: keys) else { return }
-        if let f = fields["host"], let v = reader.string(f) { server.host = v }
-        if let f = fields["port"], let v = reader.integer(f, in: PipelineDefinition.ServerSettings.portRange) {
-            server.port = v
-        }
+        guard
+            let fields = reader.section(
+                field, PipelineDefinition.ServerSettings.settings,
+                extra: ["tokenFile", "aggregateTokenFile", "corsOrigins", "maxSubscribers"], into: &server)
+        else { return }
         if let f = fields["tokenFile"], let v = reader.string(f) { server.tokenFile = resolve(v) }
-        if let f = fields["tokenEnvironment"], let v = reader.string(f) { server.tokenEnvironment = v }
         if let f = fields["aggregateTokenFile"], let v = reader.string(f) { server.aggregateTokenFile = resolve(v) }
-        if let f = fields["aggregateTokenEnvironment"], let v = reader.string(f) {
-            server.aggregateTokenEnvironment = v
-        }
         if let f = fields["corsOrigins"], let list = reader.sequence(f) {
             server.corsOrigins = list.compactMap { item in
                 guard let origin = reader.string(item) else { return nil }
@@ -501,17 +468,6 @@ extension PipelineParser {
                 return origin
             }
         }
-        if let f = fields["heartbeatSeconds"], let v = reader.number(f, in: 1...300) { server.heartbeatSeconds = v }
-        if let f = fields["retryMilliseconds"], let v = reader.integer(f, in: 100...600_000) {
-            server.retryMilliseconds = v
-        }
-        if let f = fields["clientBufferEvents"], let v = reader.integer(f, in: 16...1_000_000) {
-            server.clientBufferEvents = v
-        }
-        if let f = fields["idleTimeoutSeconds"], let v = reader.number(f, in: 1...3_600) {
-            server.idleTimeoutSeconds = v
-        }
-        if let f = fields["maxConnections"], let v = reader.integer(f, in: 8...100_000) { server.maxConnections = v }
         if let f = fields["maxSubscribers"], let v = reader.integer(f, in: 1...100_000) {
             if v >= server.maxConnections {
                 reader.report(f, "\(v) SSE subscribers need fewer than maxConnections (\(server.maxConnections))")
@@ -565,16 +521,7 @@ extension PipelineParser {
                 policy.outputs[PrivacyPolicy.Output(rawValue: name)!] = allowlist(output)
             }
         }
-        if let f = fields["review"],
-            let r = reader.mapping(f, keys: ["mask", "scale", "followTracks", "growthPerSecond"])
-        {
-            if let m = r["mask"], let v = reader.choice(m, MaskStyle.allCases.map(\.rawValue)) {
-                policy.review.mask = .init(rawValue: v)!
-            }
-            if let m = r["scale"], let v = reader.number(m, in: 1...4) { policy.review.scale = v }
-            if let m = r["followTracks"], let v = reader.bool(m) { policy.review.followTracks = v }
-            if let m = r["growthPerSecond"], let v = reader.number(m, in: 0...10) { policy.review.growthPerSecond = v }
-        }
+        if let f = fields["review"] { _ = reader.section(f, ReviewSettings.settings, into: &policy.review) }
     }
 
     /// `{allow: [...], deny: [...]}`: fields added to or taken from the strict default allowlist.

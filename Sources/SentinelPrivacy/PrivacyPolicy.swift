@@ -89,4 +89,14 @@ public struct ReviewSettings: Sendable, Equatable {
     public var growthPerSecond = 2.0
 
     public init() {}
+
+    /// The `review:` part of a pipeline file's `privacy:` section.
+    public static let settings: [Setting<ReviewSettings>] = [
+        .choice("mask", \.mask, "how faces are hidden in a review video"),
+        .number("scale", \.scale, in: 1...4, "the masked rectangle's side relative to the face box"),
+        .flag("followTracks", \.followTracks, "also mask where the tracker predicts a face detection missed"),
+        .number(
+            "growthPerSecond", \.growthPerSecond, in: 0...10,
+            "face sides a predicted mask grows by per second its face has gone unseen"),
+    ]
 }

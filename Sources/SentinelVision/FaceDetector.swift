@@ -60,6 +60,18 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
     public static let thresholdRange = 0.0...1.0
     public static let minFaceSizeRange = 0.0...4096.0
 
+    /// A pipeline file's `detector:` section (`kind`, `model` and `maxFps` are the pipeline's); defaults depend on
+    /// the kind.
+    public static let settings: [Setting<DetectorSettings>] = [
+        .integer(
+            "scale", \.longestSide, in: longestSideRange,
+            "longest side, in pixels, frames are reduced to before detection (0: never)"),
+        .number("score", \.scoreThreshold, in: thresholdRange, "detections scoring below this are dropped"),
+        .number(
+            "nms", \.nmsThreshold, in: thresholdRange, "of two boxes overlapping more than this IoU, the weaker goes"),
+        .number("minFace", \.minFaceSize, in: minFaceSizeRange, "faces smaller than this side, in pixels, are dropped"),
+    ]
+
     public init(
         longestSide: Int, scoreThreshold: Double, nmsThreshold: Double, minFaceSize: Double, blankThreshold: Double = 4
     ) {

@@ -19,6 +19,20 @@ public struct EmotionSettings: Sendable, Equatable, Codable {
     public var maxPerSecond: Double = 4
 
     public init() {}
+
+    /// The smoothing part of a pipeline file's `emotion:` section (`enabled` and `model` are the pipeline's).
+    public static let settings: [Setting<EmotionSettings>] = [
+        .number("minFaceSize", \.minFaceSize, in: 0...4096, "pixels; smaller faces are not classified"),
+        .number("minDetectionScore", \.minDetectionScore, in: 0...1, "weaker detections are not classified"),
+        .number(
+            "timeConstantSeconds", \.timeConstantSeconds, in: 0.01...3600,
+            "media seconds over which a visitor's readings are smoothed"),
+        .number("minConfidence", \.minConfidence, in: 0...1, "below this smoothed probability the emotion is unknown"),
+        .integer("minSamples", \.minSamples, in: 1...10000, "below this many readings the emotion is unknown"),
+        .number(
+            "maxPerSecond", \.maxPerSecond, in: 0...1000,
+            "classifications per visitor per media second at most (0: every frame the face is detected)"),
+    ]
 }
 
 /// One visitor's expression over time: an exponentially weighted average of the model's distributions in

@@ -33,6 +33,26 @@ public struct TrackerSettings: Sendable, Equatable, Codable {
     public var sizeMemorySeconds: Double = 1.0
 
     public init() {}
+
+    /// The `tracker:` section of a pipeline file (`hiddenIoU` and `sizeMemorySeconds` are not tunable there).
+    public static let settings: [Setting<TrackerSettings>] = [
+        .number("highScore", \.highScore, in: 0...1, "detections at or above this start tracks and are matched first"),
+        .number("lowScore", \.lowScore, in: 0...1, "weaker detections down to this only keep confirmed tracks alive"),
+        .number("minIoU", \.minIoU, in: 0...1, "a detection and a track match at this IoU..."),
+        .number("centerGate", \.centerGate, in: 0...10, "...or with centres this many face sides apart"),
+        .number(
+            "gateGrowthPerSecond", \.gateGrowthPerSecond, in: 0...10,
+            "face sides the centre gate widens per second a track goes unseen"),
+        .integer(
+            "confirmFrames", \.confirmFrames, in: 1...100,
+            "analysed frames with a detection before a face counts as a visitor (the visit starts at the first)"),
+        .number("coastSeconds", \.coastSeconds, in: 0...60, "a lost face is predicted along its motion this long"),
+        .number("visitTimeoutSeconds", \.visitTimeoutSeconds, in: 0...3600, "unseen this long, the visit ends"),
+        .number(
+            "reentryDistance", \.reentryDistance, in: 0...10,
+            "a face back within this many face sides of where it was lost continues its visit"),
+        .number("velocitySmoothing", \.velocitySmoothing, in: 0...1, "weight of the newest motion in the velocity"),
+    ]
 }
 
 /// One followed face. Internal: its `id` never leaves the process.

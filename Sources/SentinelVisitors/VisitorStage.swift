@@ -18,6 +18,14 @@ public struct VisitorSettings: Sendable, Equatable {
 
     public init() {}
 
+    /// A pipeline file's `events:` section.
+    public static let settings: [Setting<VisitorSettings>] = [
+        .number(
+            "updateIntervalSeconds", \.updateIntervalSeconds, in: 0.1...3600,
+            "media seconds between visitor.updated events of a visitor"),
+        .choice("referencePoint", \.referencePoint, "the point of a face box that decides which zone it is in"),
+    ]
+
     func point(of box: Box) -> Point {
         switch referencePoint {
         case .center: box.center

@@ -9,11 +9,22 @@ struct Check: ParsableCommand {
     )
 
     @Argument(help: "Pipeline file, such as Pipelines/showroom.yml.")
-    var pipeline: String
+    var pipeline: String?
+
+    @Flag(help: "Print every tunable setting with its default, range and meaning (Pipelines/reference.yml) instead.")
+    var reference = false
 
     @OptionGroup var models: ModelOptions
 
+    func validate() throws {
+        if reference == (pipeline != nil) { throw ValidationError("give a pipeline file, or --reference") }
+    }
+
     func run() throws {
+        guard let pipeline else {
+            print(PipelineReference.text, terminator: "")
+            return
+        }
         var problems: [ConfigProblem] = []
         do {
             // The checks `sentinel run` makes before it serves: one function for both.

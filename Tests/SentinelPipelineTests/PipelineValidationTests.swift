@@ -229,3 +229,36 @@ struct PipelineValidationTests {
             })
     }
 }
+
+@Suite("Pipeline settings: one declaration for parsing, checking and the reference")
+struct PipelineReferenceTests {
+    @Test("Pipelines/reference.yml is what sentinel check --reference prints")
+    func referenceFileIsCurrent() throws {
+        let file = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/reference.yml"), encoding: .utf8)
+        #expect(file == PipelineReference.text, "regenerate it: sentinel check --reference > Pipelines/reference.yml")
+    }
+
+    @Test("the reference is a valid pipeline (given a source) whose every value is the default")
+    func referenceParsesToDefaults() throws {
+        let source = "sources:\n  - id: door\n    input: door.mp4\n"
+        let reference = try PipelineDefinition.parse(PipelineReference.text + source, file: "reference.yml")
+        let plain = try PipelineDefinition.parse("version: 1\n" + source, file: "reference.yml")
+        #expect(reference.detectorSettings == plain.detectorSettings)
+        #expect(reference.visitors == plain.visitors)
+        #expect(reference.gauge == plain.gauge)
+        #expect(reference.privacy.review == plain.privacy.review)
+        #expect(reference.store == plain.store)
+        #expect(reference.server == plain.server)
+    }
+
+    @Test("a declared setting is checked against its declared range, with file, line and field")
+    func declaredRanges() throws {
+        let error = #expect(throws: ConfigError.self) {
+            try PipelineDefinition.parse(
+                "version: 1\nsources:\n  - id: door\n    input: door.mp4\ngauge:\n  windowSeconds: 5\n", file: "p.yml")
+        }
+        #expect(error?.code == .invalid)
+        #expect(error?.message == "p.yml:6:18: gauge.windowSeconds: 5.0 is out of range 10...86400")
+    }
+}
