@@ -73,7 +73,7 @@ public struct Occupancy: Sendable {
         } else {
             present[visitor.faceId] = Visitor(
                 zone: visitor.zone.map { ZoneID(sourceId: visitor.sourceId, name: $0) },
-                emotion: visitor.knownEmotion?.rawValue)
+                emotion: visitor.emotion?.emotion?.rawValue)
         }
     }
 

@@ -101,7 +101,7 @@ public struct SentimentGauge: Sendable {
     public mutating func record(_ event: VisitorEvent) {
         lastSeen = max(lastSeen ?? event.time, event.time)
         let visitor = event.visitor
-        guard visitor.knownEmotion != nil, let valence = visitor.valence,
+        guard visitor.emotion?.emotion != nil, let valence = visitor.valence,
             let confidence = visitor.emotionConfidence, confidence > 0
         else { return }
         // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.

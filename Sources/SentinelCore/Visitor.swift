@@ -16,6 +16,35 @@ public enum Emotion: String, Sendable, Codable, CaseIterable {
     }
 }
 
+/// A visitor's expression as published: one of the model's, or `unknown` while its readings are too few or too unsure
+/// (or none are taken, as in a zone that does not measure emotion). JSON: the expression's name, or "unknown".
+public enum EmotionLabel: RawRepresentable, Sendable, Hashable, Codable {
+    case known(Emotion)
+    case unknown
+
+    public init?(rawValue: String) {
+        if rawValue == "unknown" {
+            self = .unknown
+        } else if let emotion = Emotion(rawValue: rawValue) {
+            self = .known(emotion)
+        } else {
+            return nil
+        }
+    }
+
+    public var rawValue: String {
+        switch self {
+        case .known(let emotion): emotion.rawValue
+        case .unknown: "unknown"
+        }
+    }
+
+    /// The expression, if one is known.
+    public var emotion: Emotion? {
+        if case .known(let emotion) = self { emotion } else { nil }
+    }
+}
+
 /// Where a visit stands: `active` (seen in the last frame), `lost` (not seen, may come back) or `exited`.
 public enum VisitState: String, Sendable, Codable, CaseIterable {
     case active, lost, exited
@@ -49,12 +78,8 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
     public var dwellSeconds: Double?
     public var firstSeen: Date?
     public var lastSeen: Date?
-    /// The smoothed dominant expression (an `Emotion`'s raw value), or `unknownEmotion` while too few or too unsure
-    /// samples.
-    public var emotion: String?
-    public static let unknownEmotion = "unknown"
-    /// `emotion` when it names an expression; nil when unknown or not published.
-    public var knownEmotion: Emotion? { emotion.flatMap(Emotion.init(rawValue:)) }
+    /// The smoothed dominant expression, or unknown while too few or too unsure samples.
+    public var emotion: EmotionLabel?
     public var emotionConfidence: Double?
     /// The smoothed probability of each expression (empty while none was measured).
     public var emotionDistribution: [String: Double]?
@@ -77,7 +102,7 @@ public struct VisitorRecord: Sendable, Codable, Equatable {
     public init(
         faceId: String, sourceId: String, zone: String?, state: VisitState, zones: [ZoneDwell]? = nil,
         dwellSeconds: Double? = nil,
-        firstSeen: Date? = nil, lastSeen: Date? = nil, emotion: String? = nil, emotionConfidence: Double? = nil,
+        firstSeen: Date? = nil, lastSeen: Date? = nil, emotion: EmotionLabel? = nil, emotionConfidence: Double? = nil,
         emotionDistribution: [String: Double]? = nil, valence: Double? = nil, box: Box? = nil,
         detectionScore: Double? = nil
     ) {

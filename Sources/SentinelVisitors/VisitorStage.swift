@@ -220,7 +220,7 @@ public struct VisitorStage: Sendable {
             zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
             dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen),
             lastSeen: wall(visit.lastSeen),
-            emotion: emotion?.rawValue ?? VisitorRecord.unknownEmotion,
+            emotion: emotion.map(EmotionLabel.known) ?? .unknown,
             emotionConfidence: (confidence * 1000).rounded() / 1000,
             emotionDistribution: distribution, valence: (measured.valence * 1000).rounded() / 1000, box: visit.box,
             detectionScore: (visit.score * 1000).rounded() / 1000)

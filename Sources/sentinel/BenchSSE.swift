@@ -104,7 +104,7 @@ struct BenchSSE: AsyncParsableCommand {
                 faceId: "showroom#0#\(k % 12)", sourceId: "showroom", zone: "display", state: .active,
                 zones: [.init(zone: "display", dwellSeconds: Double(k) / rate)], dwellSeconds: Double(k) / rate,
                 firstSeen: start,
-                lastSeen: due, emotion: "happy", emotionConfidence: 0.9, valence: 1)
+                lastSeen: due, emotion: .known(.happy), emotionConfidence: 0.9, valence: 1)
             service.hub.submit(try mask.mask(VisitorEvent(type: .updated, time: due, visitor: visitor)))
         }
         let atEnd = ProcessUsage.now()

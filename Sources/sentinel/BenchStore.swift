@@ -166,13 +166,14 @@ struct BenchStore: AsyncParsableCommand {
     /// The events of one visit: entered, a stay in a zone with updates, its exit, then exited; about ten events.
     static func visit(_ n: Int, at start: Date, source: String) -> [VisitorEvent] {
         let zone = zones[n % zones.count]
-        let emotions = ["happy", "neutral", "surprise", "sad"]
+        let emotions: [Emotion] = [.happy, .neutral, .surprise, .sad]
         var events: [VisitorEvent] = []
         func record(_ t: Double, state: VisitState, inZone: Bool) -> VisitorRecord {
             VisitorRecord(
                 faceId: "\(source)#0#\(n)", sourceId: source, zone: inZone ? zone : nil, state: state,
                 zones: [.init(zone: zone, dwellSeconds: max(0, t - 2))], dwellSeconds: t, firstSeen: start,
-                lastSeen: start.addingTimeInterval(t), emotion: emotions[n % emotions.count], emotionConfidence: 0.8,
+                lastSeen: start.addingTimeInterval(t), emotion: .known(emotions[n % emotions.count]),
+                emotionConfidence: 0.8,
                 emotionDistribution: ["happy": 0.5, "neutral": 0.3, "surprise": 0.2], valence: 0.5)
         }
         events.append(VisitorEvent(type: .entered, time: start, visitor: record(0, state: .active, inZone: false)))

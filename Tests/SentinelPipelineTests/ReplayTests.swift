@@ -129,7 +129,7 @@ struct ReplayTests {
         #expect(counterOnly.count >= 3)
         #expect(
             counterOnly.allSatisfy {
-                $0.visitor.emotion == "unknown" && ($0.visitor.emotionDistribution ?? [:]).isEmpty
+                $0.visitor.emotion == .unknown && ($0.visitor.emotionDistribution ?? [:]).isEmpty
             })
     }
 }

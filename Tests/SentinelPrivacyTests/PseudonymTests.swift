@@ -20,7 +20,7 @@ func visitorEvent(_ type: VisitorEvent.Kind, id: String, at time: Date = Date(ti
             faceId: id, sourceId: "cam", zone: "display", state: type == .exited ? .exited : .active,
             zones: [.init(zone: "display", dwellSeconds: 2.5)], dwellSeconds: 4.25,
             firstSeen: time.addingTimeInterval(-4.25),
-            lastSeen: time, emotion: "happy", emotionConfidence: 0.8,
+            lastSeen: time, emotion: .known(.happy), emotionConfidence: 0.8,
             emotionDistribution: ["happy": 0.8, "neutral": 0.2],
             valence: 0.8, box: Box(x: 101.5, y: 52, width: 64, height: 70), detectionScore: 0.93),
         stay: .init(zone: "display", enteredAt: time.addingTimeInterval(-2.5)), reason: type == .exited ? .lost : nil,

@@ -22,7 +22,7 @@ struct SentimentGaugeTests {
     func vote(
         _ id: String, at second: Double, valence: Double, confidence: Double = 1, dwell: Double = 10,
         zone: String? = "display", source: String = "cam",
-        emotion: String = "happy"
+        emotion: EmotionLabel = .known(.happy)
     ) -> VisitorEvent {
         VisitorEvent(
             type: .updated, time: start.addingTimeInterval(second),
@@ -120,7 +120,7 @@ struct SentimentGaugeTests {
     @Test("visitors whose emotion is unknown or not measured do not vote, but keep the reading fresh")
     func unknownDoesNotVote() {
         var g = gauge(stale: 60)
-        for id in ["a", "b", "c"] { g.record(vote(id, at: 0, valence: 0, confidence: 0, emotion: "unknown")) }
+        for id in ["a", "b", "c"] { g.record(vote(id, at: 0, valence: 0, confidence: 0, emotion: .unknown)) }
         let reading = g.reading(now: start.addingTimeInterval(10))
         #expect(reading.overall == .suppressed && !reading.stale)
         #expect(g.reading(now: start.addingTimeInterval(61)).stale)

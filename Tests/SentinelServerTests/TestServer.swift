@@ -80,7 +80,7 @@ final class TestServer: @unchecked Sendable {
                 faceId: "showroom#0#\(i % visitors)", sourceId: "showroom", zone: zone, state: .active,
                 zones: [.init(zone: zone, dwellSeconds: Double(i))], dwellSeconds: 10, firstSeen: origin,
                 lastSeen: time,
-                emotion: "happy", emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1],
+                emotion: .known(.happy), emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1],
                 valence: 0.8,
                 box: Box(x: 10, y: 20, width: 30, height: 40), detectionScore: 0.97)
             var event = VisitorEvent(

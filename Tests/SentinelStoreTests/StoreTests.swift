@@ -22,7 +22,7 @@ struct Visit {
         let visitor = VisitorRecord(
             faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? .exited : .active,
             dwellSeconds: second,
-            firstSeen: start.addingTimeInterval(first), lastSeen: time, emotion: "happy", emotionConfidence: 0.9,
+            firstSeen: start.addingTimeInterval(first), lastSeen: time, emotion: .known(.happy), emotionConfidence: 0.9,
             valence: 1,
             box: Box(x: 1, y: 2, width: 30, height: 30))
         let masked = try mask.mask(

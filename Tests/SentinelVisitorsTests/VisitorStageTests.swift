@@ -163,7 +163,7 @@ struct VisitorStageTests {
             return frame == 40 ? angry : happy
         }
         let updates = all.filter { $0.type == .updated }
-        #expect(updates.allSatisfy { $0.visitor.emotion == "happy" })
+        #expect(updates.allSatisfy { $0.visitor.emotion == .known(.happy) })
         // Happy alone reads 0.80; one angry frame (weight 1 - e^(-1/15) = 0.064) pulls it down by about 0.1 at most.
         #expect(updates.allSatisfy { ($0.visitor.valence ?? 0) > 0.65 })
     }
@@ -214,10 +214,11 @@ struct VisitorStageTests {
         let inside = events.filter { $0.visitor.zone == "display" }
         #expect(inside.count >= 3)
         #expect(
-            inside.allSatisfy { $0.visitor.emotion == "unknown" && ($0.visitor.emotionDistribution ?? [:]).isEmpty })
+            inside.allSatisfy { $0.visitor.emotion == .unknown && ($0.visitor.emotionDistribution ?? [:]).isEmpty })
         #expect(inside.allSatisfy { $0.visitor.valence == 0 && $0.visitor.emotionConfidence == 0 })
         // Measured on the way in, and published again once the visitor has left the zone.
-        #expect(events.contains { $0.visitor.zone == nil && $0.visitor.emotion == "happy" && $0.type == .updated })
-        #expect(events.last { $0.type == .exited }?.visitor.emotion == "happy")
+        #expect(
+            events.contains { $0.visitor.zone == nil && $0.visitor.emotion == .known(.happy) && $0.type == .updated })
+        #expect(events.last { $0.type == .exited }?.visitor.emotion == .known(.happy))
     }
 }
