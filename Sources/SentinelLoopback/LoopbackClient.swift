@@ -10,6 +10,11 @@ public enum LoopbackClient {
         public var status: Int
         public var headers: [(String, String)]
         public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+
+        public init(status: Int, headers: [(String, String)]) {
+            self.status = status
+            self.headers = headers
+        }
     }
 
     /// GETs `path`, calling `onChunk` with each piece of the body until it returns false, the body ends, or `timeout`

@@ -25,6 +25,8 @@ public struct SentinelService: Sendable {
     public let telemetry: Telemetry
     /// Where sources hand over masked events.
     public let hub: Hub
+    /// The HTTP API as the server answers it (tests call its router in-process).
+    public let api: HTTPAPI
 
     public struct Options {
         public var pace: Pacing?
@@ -64,6 +66,7 @@ public struct SentinelService: Sendable {
         let api = HTTPAPI(
             definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,
             tokens: tokens, logger: logger)
+        self.api = api
         let app = Application(
             router: api.router(),
             server: .http1(

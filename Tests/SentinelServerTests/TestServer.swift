@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
 import Logging
 import NIOCore
 import SentinelCore
@@ -96,8 +99,19 @@ final class TestServer: @unchecked Sendable {
         service.hub.submit(try mask.mask(event))
     }
 
+    /// GETs `path` from the service's router in-process: routes and middleware as the server runs them, no socket.
+    /// What only a connection shows (streaming, limits, timeouts) goes through `stream`, `RawConnection` or
+    /// `LoopbackClient` instead.
     func get(_ path: String, headers: [(String, String)] = []) async throws -> (LoopbackClient.Head, Data) {
-        try await LoopbackClient.fetch(port: port, path: path, headers: headers)
+        var fields = HTTPFields()
+        for (name, value) in headers { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        let request = fields
+        let response = try await Application(router: service.api.router()).test(.router) { client in
+            try await client.execute(uri: path, method: .get, headers: request)
+        }
+        let head = LoopbackClient.Head(
+            status: response.status.code, headers: response.headers.map { ($0.name.rawName, $0.value) })
+        return (head, Data(buffer: response.body))
     }
 
     /// Reads SSE messages until `until` says stop (or the stream ends, or `timeout` passes).
