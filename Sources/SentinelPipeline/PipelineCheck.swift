@@ -3,7 +3,8 @@ import SentinelModels
 import SentinelVision
 
 extension PipelineDefinition {
-    /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame.
+    /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame, an
+    /// unknown store group.
     public func environmentProblems(models: ModelStore) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func at(_ key: String, _ fallback: String, _ message: String) -> ConfigProblem {
@@ -50,6 +51,10 @@ extension PipelineDefinition {
                     problems.append(at("source.\(source.id).input", "sources", error.message))
                 }
             }
+        }
+        if let group = store.group, getgrnam(group) == nil {
+            problems.append(
+                at("store.group", "store.group", "no such group \(group) on this machine (see getent group)"))
         }
         return problems
     }

@@ -72,6 +72,8 @@ public struct PipelineDefinition: Sendable {
         /// Events held in memory while the database cannot be written; beyond this the oldest are dropped (and
         /// counted).
         public var bufferEvents = 10_000
+        /// A group that may also read the database files (mode 0640 instead of 0600), such as a backup account's.
+        public var group: String?
 
         /// A pipeline file's `store:` section (`path` is resolved against the file's folder).
         public static let settings: [Setting<StoreSettings>] = [
@@ -289,10 +291,13 @@ private struct PipelineParser {
         if let field = top["gauge"] { _ = reader.section(field, GaugeSettings.settings, into: &definition.gauge) }
         if let field = top["store"],
             let fields = reader.section(
-                field, PipelineDefinition.StoreSettings.settings, extra: ["path"], into: &definition.store),
-            let f = fields["path"], let path = reader.string(f)
+                field, PipelineDefinition.StoreSettings.settings, extra: ["path", "group"], into: &definition.store)
         {
-            definition.store.path = resolve(path)
+            if let f = fields["path"], let path = reader.string(f) { definition.store.path = resolve(path) }
+            if let f = fields["group"], let group = reader.string(f) {
+                definition.store.group = group
+                definition.locations["store.group"] = reader.location(of: f)
+            }
         }
         if let field = top["server"] { server(field, &definition.server) }
         if let field = top["events"] { _ = reader.section(field, VisitorSettings.settings, into: &definition.visitors) }

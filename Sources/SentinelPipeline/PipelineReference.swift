@@ -12,7 +12,7 @@ public enum PipelineReference {
             "# Every tunable setting of a pipeline file beyond its sources and zones, at its default, with what it",
             "# may be and what it means. Generated from the settings' declarations: sentinel check --reference.",
             "# Sources, zones, detector.kind/model/maxFps, emotion.enabled/model, the privacy section's pseudonyms,",
-            "# outputs and retention, store.path and the server's token files and CORS origins: see README.md.",
+            "# outputs and retention, store.path/group and the server's token files and CORS origins: see README.md.",
             "version: 1",
         ]
         func section<Owner>(_ name: String, _ settings: [Setting<Owner>], _ defaults: Owner, indent: String = "  ") {

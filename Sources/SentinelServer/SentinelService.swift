@@ -47,7 +47,7 @@ public struct SentinelService: Sendable {
         let (definition, tokens) = try Self.preflight(definition: definition, models: models, options: options)
         let server = definition.server
         let port = server.port
-        store = try EventStore(path: options.databasePath ?? definition.store.path)
+        store = try EventStore(path: options.databasePath ?? definition.store.path, group: definition.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
         let live = LiveState(sourceIDs: started.map(\.id), minGroupSize: definition.privacy.minGroupSize)

@@ -64,9 +64,18 @@ public final class EventStore: Sendable {
     private let checkpointer: Checkpointer
 
     /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
-    /// `interrupted`.
-    public init(path: String) throws(StoreError) {
+    /// `interrupted`. The files are the service user's alone (0600), or also readable by `group` (0640), for a
+    /// backup or reporting account.
+    public init(path: String, group: String? = nil) throws(StoreError) {
         self.path = path
+        var gid: gid_t?
+        if let group {
+            guard let entry = getgrnam(group) else {
+                throw StoreError(.cannotOpen, "store.group \(group): no such group on this machine (see getent group)")
+            }
+            gid = entry.pointee.gr_gid
+        }
+        let mode: mode_t = gid == nil ? 0o600 : 0o640
         var configuration = Configuration()
         configuration.busyMode = .timeout(2)
         // Checkpoints are the checkpointer's, off the write path.
@@ -76,14 +85,24 @@ public final class EventStore: Sendable {
         do {
             try FileManager.default.createDirectory(
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-            // Visits are personal data: only the service's user may read them. SQLite gives the -wal and -shm files
-            // the database file's mode, so making (or tightening) that file first covers all three.
-            let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+            // Visits are personal data: only the service's user (and the configured group) may read them. SQLite gives
+            // the -wal and -shm files the database file's mode, so making (or tightening) that file first covers
+            // their mode; their group is set once they exist.
+            let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, mode)
             if descriptor >= 0 {
-                fchmod(descriptor, 0o600)
+                fchmod(descriptor, mode)
                 close(descriptor)
             }
             pool = try DatabasePool(path: path, configuration: configuration)
+            if let gid {
+                for file in [path, path + "-wal", path + "-shm"]
+                where chown(file, uid_t.max, gid) != 0 && errno != ENOENT {
+                    throw StoreError(
+                        .cannotOpen,
+                        "database \(file): cannot give it to group \(group!): \(String(cString: strerror(errno))) "
+                            + "(the service's user must be a member of that group)")
+                }
+            }
             try Self.migrator.migrate(pool)
             interrupted = try pool.write { db in
                 let exited = VisitState.exited.rawValue
@@ -483,6 +502,12 @@ public struct StoreError: SentinelError {
     public let code: Code
     public let message: String
     public let underlying: (any Error)?
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+        underlying = nil
+    }
 
     init(_ error: any Error, path: String) {
         if let error = error as? StoreError {

@@ -252,6 +252,19 @@ struct PipelineReferenceTests {
         #expect(reference.server == plain.server)
     }
 
+    @Test("store.group must name a group of this machine, said with its line")
+    func storeGroup() throws {
+        let text = "version: 1\nsources:\n  - id: door\n    input: rtsp://cam/1\nstore:\n  group: %@\n"
+        let unknown = try PipelineDefinition.parse(
+            text.replacingOccurrences(of: "%@", with: "no-such-grp"), file: "p.yml")
+        #expect(
+            unknown.environmentProblems(models: Fixtures.store).map(\.description).contains(
+                "p.yml:6:10: store.group: no such group no-such-grp on this machine (see getent group)"))
+        let own = String(cString: try #require(getgrgid(getegid())).pointee.gr_name)
+        let known = try PipelineDefinition.parse(text.replacingOccurrences(of: "%@", with: own), file: "p.yml")
+        #expect(known.store.group == own && known.environmentProblems(models: Fixtures.store).isEmpty)
+    }
+
     @Test("a declared setting is checked against its declared range, with file, line and field")
     func declaredRanges() throws {
         let error = #expect(throws: ConfigError.self) {

@@ -86,6 +86,25 @@ struct StoreTests {
         }
     }
 
+    @Test("with store.group the files are 0640 and that group's; an unknown group is an error naming it")
+    func groupMode() async throws {
+        let group = try #require(getgrgid(getegid())).pointee
+        let name = String(cString: group.gr_name)
+        let path = try temporaryDatabase()
+        var visit = Visit(start: start)
+        let store = try EventStore(path: path, group: name)
+        _ = try await store.append(try visit.whole())
+        for file in [path, path + "-wal", path + "-shm"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: file)
+            #expect(attributes[.posixPermissions] as? Int == 0o640, "\(file)")
+            #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value == group.gr_gid, "\(file)")
+        }
+        let error = #expect(throws: StoreError.self) {
+            try EventStore(path: try temporaryDatabase(), group: "no-such-group-x")
+        }
+        #expect(error?.message.contains("store.group no-such-group-x: no such group") == true)
+    }
+
     @Test("a database made by the first schema is upgraded in place: rows kept, the per-stream lookup uses an index")
     func upgradeFromFirstSchema() async throws {
         let path = try temporaryDatabase()
