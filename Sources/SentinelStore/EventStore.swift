@@ -106,8 +106,7 @@ public final class EventStore: Sendable {
             try Self.migrator.migrate(pool)
             interrupted = try pool.write { db in
                 let exited = VisitState.exited.rawValue
-                let open = try String.fetchAll(
-                    db, sql: "SELECT record FROM visits WHERE state != ?", arguments: [exited])
+                let open = try VisitRow.filter(Column("state") != exited).fetchAll(db).map(\.record)
                 try db.execute(
                     sql: "UPDATE visits SET state = ?, exitReason = ? WHERE state != ?",
                     arguments: [exited, ExitReason.interrupted.rawValue, exited])
@@ -303,22 +302,15 @@ public final class EventStore: Sendable {
     /// The published visitor events logged at or after `time`, oldest first (to rebuild the gauge's window).
     public func visitorEvents(since time: Date) async throws(StoreError) -> [Data] {
         try await read { db in
-            try String.fetchAll(
-                db, sql: "SELECT payload FROM events WHERE time >= ? AND type LIKE 'visitor.%' ORDER BY id",
-                arguments: [time.timeIntervalSince1970]
-            ).map { Data($0.utf8) }
+            try EventRow.filter(Column("time") >= time.timeIntervalSince1970 && Column("type").like("visitor.%"))
+                .order(Column("id")).fetchAll(db).map { Data($0.payload.utf8) }
         }
     }
 
     /// Log rows after `id`, oldest first.
     public func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent] {
         try await read { db in
-            try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT id, sequenceNumber, streamId, type, time, zone, payload FROM events WHERE id > ? ORDER BY id LIMIT ?",
-                arguments: [id, limit]
-            ).map(Self.loggedEvent)
+            try EventRow.filter(Column("id") > id).order(Column("id")).limit(limit).fetchAll(db).map(\.logged)
         }
     }
 
@@ -341,24 +333,9 @@ public final class EventStore: Sendable {
 
     public func visit(_ faceId: String) async throws(StoreError) -> Visit? {
         try await read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT record, exitReason FROM visits WHERE faceId = ?", arguments: [faceId])
-            else {
-                return nil
-            }
-            let stays = try Row.fetchAll(
-                db, sql: "SELECT zone, enteredAt, exitedAt, dwellSeconds FROM zoneStays WHERE faceId = ? ORDER BY id",
-                arguments: [faceId]
-            ).map { row in
-                VisitorEvent.Stay(
-                    zone: row["zone"], enteredAt: Date(timeIntervalSince1970: row["enteredAt"]),
-                    exitedAt: (row["exitedAt"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                    dwellSeconds: row["dwellSeconds"])
-            }
-            return Visit(
-                record: Data((row["record"] as String).utf8),
-                exitReason: (row["exitReason"] as String?).flatMap(ExitReason.init(rawValue:)), stays: stays)
+            guard let visit = try VisitRow.filter(Column("faceId") == faceId).fetchOne(db) else { return nil }
+            let stays = try StayRow.filter(Column("faceId") == faceId).order(Column("id")).fetchAll(db)
+            return Visit(record: Data(visit.record.utf8), exitReason: visit.exitReason, stays: stays.map(\.stay))
         }
     }
 
@@ -375,7 +352,7 @@ public final class EventStore: Sendable {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT rowid, firstSeen, record FROM visits
+                    SELECT rowid, * FROM visits
                     WHERE firstSeen >= ? AND firstSeen < ? AND lastSeen >= ? AND (firstSeen, rowid) > (?, ?)
                     ORDER BY firstSeen, rowid LIMIT ?
                     """,
@@ -386,7 +363,7 @@ public final class EventStore: Sendable {
             let page = rows.prefix(limit)
             let next =
                 rows.count > limit ? page.last.map { VisitCursor(firstSeen: $0["firstSeen"], row: $0["rowid"]) } : nil
-            return (page.map { Data(($0["record"] as String).utf8) }, next)
+            return (try page.map { Data(try VisitRow(row: $0).record.utf8) }, next)
         }
     }
 
@@ -414,12 +391,8 @@ public final class EventStore: Sendable {
     /// Gauge readings since `since`, oldest first, at most `limit` (the newest ones).
     public func gaugeReadings(since: Date, limit: Int) async throws(StoreError) -> [Data] {
         try await read { db in
-            try String.fetchAll(
-                db,
-                sql:
-                    "SELECT reading FROM (SELECT time, reading FROM gaugeReadings WHERE time >= ? ORDER BY time DESC LIMIT ?) ORDER BY time",
-                arguments: [since.timeIntervalSince1970, limit]
-            ).map { Data($0.utf8) }
+            try GaugeRow.filter(Column("time") >= since.timeIntervalSince1970).order(Column("time").desc).limit(limit)
+                .fetchAll(db).reversed().map { Data($0.reading.utf8) }
         }
     }
 
@@ -436,13 +409,6 @@ public final class EventStore: Sendable {
         } catch {
             throw StoreError(error, path: path)
         }
-    }
-
-    private static func loggedEvent(_ row: Row) -> LoggedEvent {
-        LoggedEvent(
-            id: row["id"], sequenceNumber: row["sequenceNumber"], streamId: row["streamId"], type: row["type"],
-            time: Date(timeIntervalSince1970: row["time"]), zone: row["zone"],
-            payload: Data((row["payload"] as String).utf8))
     }
 }
 
