@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import Synchronization
 
 /// The entrance of a live graph: a source read on a thread of its own into a small buffer, so that a camera is
 /// never made to wait for analysis (frames would queue inside the decoder and arrive late).
@@ -206,42 +207,52 @@ public struct CaptureTimeline: Sendable {
     }
 }
 
-/// A flag set once, from any thread, that a thread can also sleep on. Guarded by `condition`.
-public final class StopFlag: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var stopped = false
-    private var observers: [@Sendable () -> Void] = []
+/// A flag set once, from any thread, that a thread can also sleep on. Its state lives in a `Mutex`; a sleeper waits
+/// on a semaphore of its own that the flag's observers signal.
+public final class StopFlag: Sendable {
+    private struct State {
+        var stopped = false
+        var observers: [UInt64: @Sendable () -> Void] = [:]
+        var nextObserver: UInt64 = 0
+    }
+    private let state = Mutex(State())
 
     public init() {}
 
-    public var isSet: Bool { condition.withLock { stopped } }
+    public var isSet: Bool { state.withLock { $0.stopped } }
 
     public func set() {
-        let observers = condition.withLock {
-            defer { self.observers = [] }
-            stopped = true
-            condition.broadcast()
-            return self.observers
+        let observers = state.withLock { state in
+            guard !state.stopped else { return [@Sendable () -> Void]() }
+            state.stopped = true
+            defer { state.observers = [:] }
+            return Array(state.observers.values)
         }
         for observer in observers { observer() }
     }
 
     /// Calls `observer` once, when the flag is set (at once if it is set already).
-    public func onSet(_ observer: @escaping @Sendable () -> Void) {
-        let now = condition.withLock {
-            if !stopped { observers.append(observer) }
-            return stopped
-        }
-        if now { observer() }
-    }
+    public func onSet(_ observer: @escaping @Sendable () -> Void) { _ = observe(observer) }
 
     /// Sleeps until set or `seconds` pass; true when set.
     @discardableResult
     public func wait(seconds: Double) -> Bool {
-        condition.withLock {
-            let deadline = Date().addingTimeInterval(seconds)
-            while !stopped, condition.wait(until: deadline) {}
-            return stopped
+        let semaphore = DispatchSemaphore(value: 0)
+        let id = observe { semaphore.signal() }
+        _ = semaphore.wait(timeout: .now() + seconds)
+        if let id { state.withLock { _ = $0.observers.removeValue(forKey: id) } }
+        return isSet
+    }
+
+    /// Registers `observer` (its id, to take it back), or calls it at once if the flag is set (nil).
+    private func observe(_ observer: @escaping @Sendable () -> Void) -> UInt64? {
+        let id: UInt64? = state.withLock { state in
+            guard !state.stopped else { return nil }
+            state.nextObserver += 1
+            state.observers[state.nextObserver] = observer
+            return state.nextObserver
         }
+        if id == nil { observer() }
+        return id
     }
 }

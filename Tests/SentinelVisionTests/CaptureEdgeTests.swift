@@ -1,6 +1,7 @@
 import Foundation
 import SentinelCore
 import SentinelVision
+import Synchronization
 import Testing
 
 /// A camera in a test: `count` small frames, one every `interval` seconds of wall time, stamped with media time.
@@ -132,5 +133,28 @@ struct CaptureTimelineTests {
         #expect(timeline.time(elapsed: 0.25, streamSeconds: nil).seconds == 0.25)
         #expect(timeline.time(elapsed: 0.30, streamSeconds: .nan).seconds == 0.30)
         #expect(timeline.clockStamped == 2)
+    }
+}
+
+@Suite("Stop flag")
+struct StopFlagTests {
+    @Test("a sleeper wakes when the flag is set from another thread; unset, it sleeps its time; observers run once")
+    func wakesAndObserves() async throws {
+        let flag = StopFlag()
+        let calls = Mutex(0)
+        flag.onSet { calls.withLock { $0 += 1 } }
+        #expect(!flag.wait(seconds: 0.05))
+        let started = ContinuousClock.now
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.1)
+            flag.set()
+        }
+        #expect(flag.wait(seconds: 30))
+        // Woken by the set, not by its 30 s timeout.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        flag.set()
+        let late = Mutex(false)
+        flag.onSet { late.withLock { $0 = true } }
+        #expect(late.withLock { $0 } && calls.withLock { $0 } == 1 && flag.wait(seconds: 30))
     }
 }
