@@ -107,7 +107,7 @@ let package = Package(
             resources: [.copy("openapi.json"), .copy("dashboard.html")]
         ),
         /// Accuracy measurement against ground truth (pure logic).
-        .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
+        .target(name: "SentinelEval", dependencies: ["SentinelCore", "SentinelVision"]),
         .executableTarget(
             name: "sentinel",
             dependencies: [

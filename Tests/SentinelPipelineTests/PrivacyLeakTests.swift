@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
