@@ -48,7 +48,7 @@ public struct Setting<Owner>: Sendable {
     /// The value `owner` has, as a pipeline file writes it.
     public func value(in owner: Owner) -> String {
         switch kind {
-        case .number(let path, _): Self.format(owner[keyPath: path])
+        case .number(let path, _): owner[keyPath: path].written
         case .integer(let path, _): "\(owner[keyPath: path])"
         case .flag(let path): "\(owner[keyPath: path])"
         case .text(let path): owner[keyPath: path]
@@ -59,7 +59,7 @@ public struct Setting<Owner>: Sendable {
     /// What a file may write: the range, or the choices.
     public var domain: String {
         switch kind {
-        case .number(_, let range): "\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound))"
+        case .number(_, let range): "\(range.lowerBound.written) to \(range.upperBound.written)"
         case .integer(_, let range): "\(range.lowerBound) to \(range.upperBound)"
         case .flag: "true or false"
         case .text: "text"
@@ -67,8 +67,13 @@ public struct Setting<Owner>: Sendable {
         }
     }
 
-    /// A number as a person writes it: 0.5, 300, 1000000.
-    public static func format(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? "\(Int(value))" : "\(value)"
+}
+
+extension Double {
+    /// The number as a person writes it in a pipeline file or reads it in a message: 0.5, 300, 1000000; an
+    /// unbounded end of a range as inf.
+    public var written: String {
+        if abs(self) >= 1e300 { return self < 0 ? "-inf" : "inf" }
+        return self == rounded() && abs(self) < 1e15 ? "\(Int(self))" : "\(self)"
     }
 }

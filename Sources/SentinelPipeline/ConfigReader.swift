@@ -148,7 +148,7 @@ final class ConfigReader {
             return nil
         }
         guard range.contains(value) else {
-            report(field, "\(value) is out of range \(format(range.lowerBound))...\(format(range.upperBound))")
+            report(field, "\(value) is out of range \(range.lowerBound.written)...\(range.upperBound.written)")
             return nil
         }
         return value
@@ -180,6 +180,12 @@ final class ConfigReader {
         _ field: Field, _ settings: [Setting<Owner>], extra: Set<String> = [], into owner: inout Owner
     ) -> [String: Field]? {
         guard let fields = mapping(field, keys: Set(settings.map(\.key)).union(extra)) else { return nil }
+        apply(settings, from: fields, to: &owner)
+        return fields
+    }
+
+    /// Checks each declared setting present in `fields` and writes it into `owner`.
+    func apply<Owner>(_ settings: [Setting<Owner>], from fields: [String: Field], to owner: inout Owner) {
         for setting in settings {
             guard let field = fields[setting.key] else { continue }
             switch setting.kind {
@@ -190,7 +196,6 @@ final class ConfigReader {
             case .choice(let choices, _, let write): if let v = choice(field, choices) { write(&owner, v) }
             }
         }
-        return fields
     }
 
     /// A string that must be one of `choices`.
@@ -201,10 +206,5 @@ final class ConfigReader {
             return nil
         }
         return value
-    }
-
-    private func format(_ value: Double) -> String {
-        abs(value) >= 1e300
-            ? (value < 0 ? "-inf" : "inf") : (value == value.rounded() ? String(Int(value)) : String(value))
     }
 }

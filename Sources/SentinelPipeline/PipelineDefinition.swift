@@ -407,19 +407,14 @@ private struct PipelineParser {
     }
 
     func detector(_ field: Field, _ definition: inout PipelineDefinition) {
+        let keys = Set(DetectorSettings.settings.map(\.key)).union(["kind", "model", "maxFps"])
+        guard let fields = reader.mapping(field, keys: keys) else { return }
         // The kind first: the other settings start from its defaults.
-        if case .mapping(let mapping) = field.node,
-            let f = mapping["kind"].map({ Field(node: $0, path: field.child("kind")) }),
-            let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue))
-        {
+        if let f = fields["kind"], let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue)) {
             definition.detector = DetectorKind(rawValue: value)!
             definition.detectorSettings = .defaults(for: definition.detector)
         }
-        guard
-            let fields = reader.section(
-                field, DetectorSettings.settings, extra: ["kind", "model", "maxFps"], into: &definition.detectorSettings
-            )
-        else { return }
+        reader.apply(DetectorSettings.settings, from: fields, to: &definition.detectorSettings)
         if let f = fields["model"], let value = reader.string(f) {
             definition.detectorModel = value
             definition.locations["detector.model"] = reader.location(of: f)

@@ -18,13 +18,17 @@ final class RunningSentinel: @unchecked Sendable {
 
     static let clip: Result<URL, any Error> = Result { try Fixtures.showroomClip(seconds: 12) }
 
-    /// The showroom pipeline on a short rendered clip, looping, at `pace`.
-    convenience init(pace: String) throws {
+    /// The showroom pipeline's text, its source reading the short rendered clip.
+    static func showroomOnClip() throws -> String {
         let showroom = try String(
             contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
-        let pipeline = showroom.replacingOccurrences(
-            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try Self.clip.get().path)")
-        try self.init(pipeline: pipeline, arguments: ["--pace", pace, "--loop", "--verbose"])
+        return showroom.replacingOccurrences(
+            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try clip.get().path)")
+    }
+
+    /// The showroom pipeline on a short rendered clip, looping, at `pace`.
+    convenience init(pace: String) throws {
+        try self.init(pipeline: try Self.showroomOnClip(), arguments: ["--pace", pace, "--loop", "--verbose"])
     }
 
     /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database.
@@ -194,11 +198,8 @@ struct RunCommandTests {
 
     @Test("run publishes what replay writes for the same recording: the same visitor events and gauge readings")
     func runEqualsReplay() async throws {
-        let showroom = try String(
-            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
-        let pipeline = showroom.replacingOccurrences(
-            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try RunningSentinel.clip.get().path)")
-        let sentinel = try RunningSentinel(pipeline: pipeline, arguments: ["--pace", "fastest"])
+        let sentinel = try RunningSentinel(
+            pipeline: try RunningSentinel.showroomOnClip(), arguments: ["--pace", "fastest"])
         // The source ends, and the writer has committed everything it published (nothing waits, the log stays put).
         var logged = -1
         #expect(
