@@ -44,15 +44,19 @@ public enum Aggregate<Value: Sendable & Equatable & Codable>: Sendable, Equatabl
     }
 }
 
-/// Who is in the showroom now, by zone, and their mood mix, computed from masked events (pseudonymous ids
-/// only) and published with k-suppression.
+/// Who is in the showroom now: each present visitor as the latest published event shows them, and counts by zone
+/// and mood mix published with k-suppression. Fed masked events only (pseudonymous ids).
 public struct Occupancy: Sendable {
     public let minGroupSize: Int
     private var present: [String: Visitor] = [:]
+    private var arrivals = 0
 
     struct Visitor: Sendable {
-        var zone: ZoneID?
-        var emotion: String?
+        var record: VisitorRecord
+        /// Order of arrival among the visitors seen.
+        var arrival: Int
+        var zone: ZoneID? { record.zone.map { ZoneID(sourceId: record.sourceId, name: $0) } }
+        var emotion: String? { record.emotion?.emotion?.rawValue }
     }
 
     public init(minGroupSize: Int) { self.minGroupSize = minGroupSize }
@@ -70,12 +74,16 @@ public struct Occupancy: Sendable {
         let visitor = event.event.visitor
         if event.event.type == .exited {
             present[visitor.faceId] = nil
+        } else if let known = present[visitor.faceId] {
+            present[visitor.faceId] = Visitor(record: visitor, arrival: known.arrival)
         } else {
-            present[visitor.faceId] = Visitor(
-                zone: visitor.zone.map { ZoneID(sourceId: visitor.sourceId, name: $0) },
-                emotion: visitor.emotion?.emotion?.rawValue)
+            arrivals += 1
+            present[visitor.faceId] = Visitor(record: visitor, arrival: arrivals)
         }
     }
+
+    /// Visitors present, as published, in order of arrival.
+    public var visitors: [VisitorRecord] { present.values.sorted { $0.arrival < $1.arrival }.map(\.record) }
 
     /// Counts for every zone in `zones` (including empty ones), suppressed below the group size.
     ///

@@ -10,38 +10,45 @@ import SentinelStore
 
 /// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
 public struct HTTPAPI: Sendable {
+    let settings: PipelineDefinition.ServerSettings
+    /// Every source, and every zone of every source, in file order.
+    let sourceIDs: [String]
+    let zones: [Zone]
     let store: EventStore
     let live: LiveState
+    let hub: Hub
     let broadcaster: Broadcaster
     let telemetry: Telemetry
-    let settings: PipelineDefinition.ServerSettings
-    let zones: [ZoneInfo]
-    let sourceIDs: [String]
     let tokens: AccessTokens
     let logger: Logger
 
-    struct ZoneInfo: Sendable, Codable {
-        var name: String
-        var sourceId: String
-        var emotion: Bool
-    }
-
     public init(
-        definition: PipelineDefinition, store: EventStore, live: LiveState, broadcaster: Broadcaster,
-        telemetry: Telemetry,
-        tokens: AccessTokens, logger: Logger
+        settings: PipelineDefinition.ServerSettings, sources: [String], zones: [Zone], store: EventStore,
+        live: LiveState, hub: Hub, broadcaster: Broadcaster, telemetry: Telemetry, tokens: AccessTokens,
+        logger: Logger
     ) {
+        self.settings = settings
+        sourceIDs = sources
+        self.zones = zones
         self.store = store
         self.live = live
+        self.hub = hub
         self.broadcaster = broadcaster
         self.telemetry = telemetry
-        settings = definition.server
-        sourceIDs = definition.sources.map(\.id)
-        zones = definition.sources.flatMap { source in
-            source.zones.map { ZoneInfo(name: $0.name, sourceId: source.id, emotion: $0.emotion) }
-        }
         self.tokens = tokens
         self.logger = logger
+    }
+
+    /// A zone as the API lists it.
+    public struct Zone: Sendable {
+        public var id: ZoneID
+        /// False where emotion is not measured (staff areas).
+        public var emotion: Bool
+
+        public init(id: ZoneID, emotion: Bool) {
+            self.id = id
+            self.emotion = emotion
+        }
     }
 
     public func router() -> Router<APIContext> {
@@ -88,7 +95,7 @@ public struct HTTPAPI: Sendable {
             }
             return values
         }
-        let zoneNames = Array(Set(zones.map(\.name))).sorted() + zones.map { "\($0.sourceId)/\($0.name)" }
+        let zoneNames = Array(Set(zones.map(\.id.name))).sorted() + zones.map { "\($0.id.sourceId)/\($0.id.name)" }
         let filter = EventFilter(
             sources: try list("source", of: sourceIDs),
             zones: try list("zone", of: zoneNames),
@@ -233,7 +240,8 @@ public struct HTTPAPI: Sendable {
                     "\(unknown) is not a parameter of /api/visitors; it takes \(accepted.joined(separator: ", "))")
         }
         guard query["from"] != nil || query["to"] != nil else {
-            return APIResponse.object([("visitors", APIResponse.array(live.currentVisitors))])
+            let present = try live.now.occupancy.visitors.map { try JSONEncoder.sentinel().encode($0) }
+            return APIResponse.object([("visitors", APIResponse.array(present))])
         }
         func date(_ name: String, _ fallback: Date) throws -> Date {
             guard let text = query[Substring(name)] else { return fallback }
@@ -291,7 +299,7 @@ public struct HTTPAPI: Sendable {
                 return m
             } ?? 60
         let series = try await store.gaugeReadings(since: Date().addingTimeInterval(-minutes * 60), limit: 1000)
-        let current = try live.latestGauge.map { try JSONEncoder.sentinel().encode($0) }
+        let current = try live.now.gauge.map { try JSONEncoder.sentinel().encode($0) }
         return APIResponse.object(
             (current.map { [("current", $0)] } ?? []) + [("series", APIResponse.array(series))])
     }
@@ -310,11 +318,11 @@ public struct HTTPAPI: Sendable {
     }
 
     func zoneCounts() -> Response {
-        let snapshot = live.occupancy(zones: zones.map { ZoneID(sourceId: $0.sourceId, name: $0.name) })
+        let snapshot = live.now.occupancy.snapshot(zones: zones.map(\.id))
         let list = zones.map { zone in
             Zones.Zone(
-                name: zone.name, sourceId: zone.sourceId, emotion: zone.emotion,
-                visitors: snapshot.zones[ZoneID(sourceId: zone.sourceId, name: zone.name)] ?? .suppressed)
+                name: zone.id.name, sourceId: zone.id.sourceId, emotion: zone.emotion,
+                visitors: snapshot.zones[zone.id] ?? .suppressed)
         }
         return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions)))
             ?? APIResponse.error(.internalServerError, "")
@@ -344,6 +352,9 @@ public struct HTTPAPI: Sendable {
     func health() async -> Response {
         let now = Date()
         var database = live.databaseHealth
+        let hubCounts = hub.counts
+        database.buffered = hubCounts.waiting
+        database.dropped = hubCounts.dropped
         do {
             try await store.check()
         } catch {

@@ -1,115 +1,104 @@
 import Foundation
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
 import Synchronization
 
-/// Where the sources hand over their masked events: the gauge reads them, and they wait for the store in a bounded
-/// queue. Sources never block here: when the database cannot keep up or is down, the oldest waiting publications
-/// are dropped beyond the bound, and counted.
+/// Where the sources hand over what the mask let through, for the store writer: a bounded queue and nothing else.
+/// Sources never block here: when the database cannot keep up or is down, the oldest waiting entries are dropped
+/// beyond the bound, and counted.
 public final class Hub: Sendable {
-    private let state: Mutex<State>
-    /// What the log may publish.
-    private let policy: PrivacyPolicy
+    private let queue: Mutex<Queue>
     private let bound: Int
     private let telemetry: Telemetry
-    private let live: LiveState
     private let wake: AsyncStream<Void>.Continuation
     /// Ticks whenever something is waiting.
     let wakeups: AsyncStream<Void>
 
-    private struct State {
-        var pending: [Entry] = []
-        var gauge: SentimentGauge
+    /// What waits, in the order the sources handed it over.
+    enum Entry: Sendable {
+        /// A visitor event as the mask made it for the store; `capturedAt` is when its frame was captured, if known
+        /// (for the latency metric).
+        case event(MaskedEvent, capturedAt: ContinuousClock.Instant?)
+        /// A frame was processed at this time (media time on the wall clock): the gauge may publish a reading.
+        case tick(Date)
+        /// What the writer made of an event or a tick and the store refused: put back to be written as it is.
+        case publication(Publication, capturedAt: ContinuousClock.Instant?)
+    }
 
-        /// Drops the oldest beyond `bound`; returns how many went and how many wait.
-        mutating func trim(to bound: Int) -> (dropped: Int, depth: Int) {
+    private struct Queue {
+        var pending: [Entry] = []
+        var dropped = 0
+
+        /// Drops the oldest beyond `bound`; returns how many went.
+        mutating func trim(to bound: Int) -> Int {
             let excess = max(pending.count - bound, 0)
             pending.removeFirst(excess)
-            return (excess, pending.count)
+            dropped += excess
+            return excess
         }
     }
 
-    public init(gauge: SentimentGauge, policy: PrivacyPolicy, bound: Int, telemetry: Telemetry, live: LiveState) {
-        state = Mutex(State(gauge: gauge))
-        self.policy = policy
+    public init(bound: Int, telemetry: Telemetry) {
+        queue = Mutex(Queue())
         self.bound = bound
         self.telemetry = telemetry
-        self.live = live
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// A publication waiting for the store, with when the frame it came from was captured (for the latency metric).
-    struct Entry: Sendable {
-        var publication: Publication
-        var capturedAt: ContinuousClock.Instant?
-    }
-
-    /// A visitor event as the mask gave it: the store keeps its copy, and the log what may be published of that.
-    /// `capturedAt` is when the frame it came from was captured, if known.
+    /// A visitor event as the mask gave it (the writer derives the published copy from the store's).
     public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent], capturedAt: ContinuousClock.Instant? = nil) {
         guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
-        let published = policy.published(stored)
-        let entry = Entry(publication: .visitor(stored: stored, published: published), capturedAt: capturedAt)
-        report(
-            state.withLock { state in
-                state.gauge.record(published)
-                state.pending.append(entry)
-                return state.trim(to: bound)
-            })
-        wake.yield()
+        append(.event(stored, capturedAt: capturedAt))
     }
 
-    /// Votes the gauge had before a restart: the published visitor events of its window, from the log.
-    public func restoreGauge(_ events: [VisitorEvent]) {
-        state.withLock { state in for event in events { state.gauge.record(event) } }
-    }
-
-    /// A frame was processed at `time` (media time on the wall clock): the gauge may publish a reading.
+    /// A frame was processed at `time`. Ticks with nothing between them are one: only the latest counts, so a
+    /// writer that is behind finds one tick per run of frames without events, not one per frame.
     public func tick(time: Date) {
-        let trimmed: (dropped: Int, depth: Int)? = state.withLock { state in
-            guard let reading = state.gauge.tick(now: time) else { return nil }
-            state.pending.append(Entry(publication: .gauge(reading)))
-            return state.trim(to: bound)
+        append(.tick(time))
+    }
+
+    private func append(_ entry: Entry) {
+        let (dropped, depth) = queue.withLock { queue in
+            if case .tick = entry, case .tick = queue.pending.last {
+                queue.pending[queue.pending.count - 1] = entry
+            } else {
+                queue.pending.append(entry)
+            }
+            return (queue.trim(to: bound), queue.pending.count)
         }
-        guard let trimmed else { return }
-        report(trimmed)
+        report(dropped: dropped, depth: depth)
         wake.yield()
     }
 
-    /// Takes up to `limit` waiting publications, oldest first.
+    /// Takes up to `limit` waiting entries, oldest first.
     func take(limit: Int) -> [Entry] {
-        let (batch, depth) = state.withLock { state in
-            let batch = Array(state.pending.prefix(limit))
-            state.pending.removeFirst(batch.count)
-            return (batch, state.pending.count)
+        let (batch, depth) = queue.withLock { queue in
+            let batch = Array(queue.pending.prefix(limit))
+            queue.pending.removeFirst(batch.count)
+            return (batch, queue.pending.count)
         }
-        report((0, depth))
+        report(dropped: 0, depth: depth)
         return batch
     }
 
     /// Puts back a batch the store could not take, ahead of what arrived since (still within the bound).
     func putBack(_ batch: [Entry]) {
-        report(
-            state.withLock { state in
-                state.pending.insert(contentsOf: batch, at: 0)
-                return state.trim(to: bound)
-            })
-    }
-
-    /// Counts what the bound dropped and reports the depth, once the queue's lock is released: no other lock is
-    /// ever taken while it is held.
-    private func report(_ trimmed: (dropped: Int, depth: Int)) {
-        if trimmed.dropped > 0 { telemetry.droppedByStoreBuffer.increment(by: trimmed.dropped) }
-        telemetry.storeQueueDepth.record(trimmed.depth)
-        live.updateDatabase {
-            $0.dropped += trimmed.dropped
-            $0.buffered = trimmed.depth
+        let (dropped, depth) = queue.withLock { queue in
+            queue.pending.insert(contentsOf: batch, at: 0)
+            return (queue.trim(to: bound), queue.pending.count)
         }
+        report(dropped: dropped, depth: depth)
     }
 
-    var waiting: Int { state.withLock { $0.pending.count } }
+    /// Metrics are reported once the queue's lock is released: no other lock is ever taken while it is held.
+    private func report(dropped: Int, depth: Int) {
+        if dropped > 0 { telemetry.droppedByStoreBuffer.increment(by: dropped) }
+        telemetry.storeQueueDepth.record(depth)
+    }
+
+    /// Entries waiting, and entries dropped by the bound since start.
+    var counts: (waiting: Int, dropped: Int) { queue.withLock { ($0.pending.count, $0.dropped) } }
 
     func wakeUp() { wake.yield() }
 }

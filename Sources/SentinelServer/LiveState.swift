@@ -5,27 +5,28 @@ import SentinelPrivacy
 import SentinelStore
 import Synchronization
 
-/// What the REST API reports about now: visitors present, zone counts, the latest gauge reading, and the health
-/// of every source and of the database. Updated from committed publications only, so it agrees with the store.
+/// What the REST API reports about now, each part written by its one owner: who is present and the latest gauge
+/// reading by the store writer (from committed publications only, so it agrees with the store), each source's
+/// health by that source, the database's by the writer.
 public final class LiveState: Sendable {
     private let state: Mutex<State>
 
     private struct State {
-        var visitors: [String: Data] = [:]
-        var arrival: [String: Int] = [:]
-        var arrivals = 0
-        var occupancy: Occupancy
-        var gauge: GaugeReading?
+        var now: Now
         var sources: [String: SourceHealth]
         var database = DatabaseHealth()
-        /// Made once: encoding runs on every committed batch.
-        let encoder = JSONEncoder.sentinel()
+    }
+
+    /// Who is present and the showroom's mood, as of the last committed batch.
+    public struct Now: Sendable {
+        public var occupancy: Occupancy
+        public var gauge: GaugeReading?
     }
 
     public init(sourceIDs: [String], minGroupSize: Int) {
         state = Mutex(
             State(
-                occupancy: Occupancy(minGroupSize: minGroupSize),
+                now: Now(occupancy: Occupancy(minGroupSize: minGroupSize)),
                 sources: Dictionary(uniqueKeysWithValues: sourceIDs.map { ($0, SourceHealth()) })))
     }
 
@@ -66,41 +67,9 @@ public final class LiveState: Sendable {
         public var dropped = 0
     }
 
-    func apply(_ publications: [Publication]) {
-        state.withLock { state in
-            for publication in publications {
-                switch publication {
-                case .visitor(_, let published):
-                    let visitor = published.event.visitor
-                    state.occupancy.process(published)
-                    if published.event.type == .exited {
-                        state.visitors[visitor.faceId] = nil
-                        state.arrival[visitor.faceId] = nil
-                    } else {
-                        state.visitors[visitor.faceId] = (try? state.encoder.encode(visitor)) ?? Data()
-                        if state.arrival[visitor.faceId] == nil {
-                            state.arrivals += 1
-                            state.arrival[visitor.faceId] = state.arrivals
-                        }
-                    }
-                case .gauge(let reading):
-                    state.gauge = reading
-                }
-            }
-        }
-    }
+    public var now: Now { state.withLock { $0.now } }
 
-    /// Visitors present now, as published, in order of arrival.
-    public var currentVisitors: [Data] {
-        state.withLock { state in state.visitors.sorted { state.arrival[$0.key]! < state.arrival[$1.key]! }.map(\.value)
-        }
-    }
-
-    public func occupancy(zones: [ZoneID]) -> Occupancy.Snapshot {
-        state.withLock { $0.occupancy.snapshot(zones: zones) }
-    }
-
-    public var latestGauge: GaugeReading? { state.withLock { $0.gauge } }
+    func publish(_ now: Now) { state.withLock { $0.now = now } }
 
     public var sourceHealth: [String: SourceHealth] { state.withLock { $0.sources } }
 

@@ -54,18 +54,19 @@ public struct SentinelService: Sendable {
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
-        let hub = Hub(
-            gauge: definition.sentimentGauge,
-            policy: definition.privacy, bound: definition.store.bufferEvents, telemetry: telemetry, live: live)
+        let hub = Hub(bound: definition.store.bufferEvents, telemetry: telemetry)
         self.hub = hub
         let writer = StoreWriter(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
-            gaugeWindowSeconds: definition.gauge.windowSeconds, clientBufferEvents: server.clientBufferEvents,
+            gauge: definition.sentimentGauge, clientBufferEvents: server.clientBufferEvents,
             telemetry: telemetry, logger: logger)
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
         let api = HTTPAPI(
-            definition: definition, store: store, live: live, broadcaster: broadcaster, telemetry: telemetry,
-            tokens: tokens, logger: logger)
+            settings: server, sources: definition.sources.map(\.id),
+            zones: definition.sources.flatMap { source in
+                source.zones.map { HTTPAPI.Zone(id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion) }
+            }, store: store, live: live, hub: hub,
+            broadcaster: broadcaster, telemetry: telemetry, tokens: tokens, logger: logger)
         self.api = api
         let app = Application(
             router: api.router(),

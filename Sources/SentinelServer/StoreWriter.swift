@@ -8,10 +8,12 @@ import SentinelPrivacy
 import SentinelStore
 import ServiceLifecycle
 
-/// Moves publications from the hub into the store in batches (one transaction each), then hands what was committed
-/// to the SSE clients and the live state: nothing is published before it is durable, so a client that resumes
-/// from the store never misses or repeats an event. While the database cannot be written, publications wait in the
-/// hub (bounded) and the writer retries with backoff. Retention runs when it is due, between batches.
+/// The one owner of everything after the mask: takes what the sources handed to the hub, in order, derives what
+/// each output may show, feeds the gauge, writes the store in batches (one transaction each), then hands what was
+/// committed to the SSE clients and to who-is-present: nothing is published before it is durable, so a client that
+/// resumes from the store never misses or repeats an event. While the database cannot be written, what the writer
+/// made of its batch goes back to the hub (bounded) and the writer retries with backoff. Retention runs when it is
+/// due, between batches.
 public final class StoreWriter: Service, Sendable {
     let store: EventStore
     let hub: Hub
@@ -20,21 +22,24 @@ public final class StoreWriter: Service, Sendable {
     let telemetry: Telemetry
     let logger: Logger
     let policy: PrivacyPolicy
-    let gaugeWindowSeconds: Double
+    let gauge: SentimentGauge
     /// Publications per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
     /// the smallest queue: a client that keeps up is never cut off by one batch.
     let batchLimit: Int
 
-    /// What the writing task alone keeps between batches: the retention schedule, and the store's last failure
-    /// (to log a change of state once, not every retry).
+    /// What the writing task alone holds between batches.
     struct Progress {
+        var gauge: SentimentGauge
+        /// Who is present and the latest reading, from committed publications.
+        var now: LiveState.Now
         var retention: RetentionJob
+        /// The store's last failure, to log a change of state once, not every retry.
         var failure: StoreError?
     }
 
     public init(
         store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
-        gaugeWindowSeconds: Double, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
+        gauge: SentimentGauge, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
     ) {
         batchLimit = min(500, max(1, clientBufferEvents / 2))
         self.store = store
@@ -42,7 +47,7 @@ public final class StoreWriter: Service, Sendable {
         self.broadcaster = broadcaster
         self.live = live
         self.policy = policy
-        self.gaugeWindowSeconds = gaugeWindowSeconds
+        self.gauge = gauge
         self.telemetry = telemetry
         self.logger = logger
     }
@@ -50,11 +55,13 @@ public final class StoreWriter: Service, Sendable {
     /// After a crash: the gauge's window comes back from the log, and the visits the crash left open end, published
     /// like any exit, so no client keeps showing a visitor who is gone. Visits beyond retention are about to be
     /// deleted, not announced.
-    private func recover() async {
+    private func recover(_ gauge: inout SentimentGauge) async {
         let decoder = JSONDecoder.sentinel()
         do {
-            let window = try await store.visitorEvents(since: Date().addingTimeInterval(-gaugeWindowSeconds))
-            hub.restoreGauge(window.compactMap { try? decoder.decode(VisitorEvent.self, from: $0) })
+            let window = try await store.visitorEvents(since: Date().addingTimeInterval(-gauge.settings.windowSeconds))
+            for case let event? in window.map({ try? decoder.decode(VisitorEvent.self, from: $0) }) {
+                gauge.record(event)
+            }
         } catch {
             logger.error("cannot read the gauge's window from the store", metadata: ["error": "\(error.message)"])
         }
@@ -68,8 +75,9 @@ public final class StoreWriter: Service, Sendable {
     }
 
     public func run() async throws {
-        await recover()
-        var progress = Progress(retention: RetentionJob(policy: policy.retention))
+        var progress = Progress(
+            gauge: gauge, now: live.now, retention: RetentionJob(policy: policy.retention))
+        await recover(&progress.gauge)
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
             // forgets on time.
@@ -95,23 +103,47 @@ public final class StoreWriter: Service, Sendable {
         for attempt in 0..<5 where !(await flush(&progress)) {
             try? await Task.sleep(for: .milliseconds(200 << attempt))
         }
-        if hub.waiting > 0 {
+        let left = hub.counts.waiting
+        if left > 0 {
             logger.error(
                 "events not stored at shutdown",
-                metadata: ["count": "\(hub.waiting)", "reason": "\(progress.failure.map(\.message) ?? "")"])
+                metadata: ["count": "\(left)", "reason": "\(progress.failure.map(\.message) ?? "")"])
         }
         broadcaster.close()
     }
 
-    /// Writes everything waiting; false when the database refused (the batch is back in the hub).
+    /// The publications a batch of the hub's entries makes, in order: each event's store copy and published copy
+    /// (the gauge votes with the latter), and the gauge's readings as the ticks make them due.
+    private func publications(_ entries: [Hub.Entry], gauge: inout SentimentGauge)
+        -> [(publication: Publication, capturedAt: ContinuousClock.Instant?)]
+    {
+        entries.compactMap { entry in
+            switch entry {
+            case .event(let stored, let capturedAt):
+                let published = policy.published(stored)
+                gauge.record(published)
+                return (.visitor(stored: stored, published: published), capturedAt)
+            case .tick(let time):
+                return gauge.tick(now: time).map { (.gauge($0), nil) }
+            case .publication(let publication, let capturedAt):
+                return (publication, capturedAt)
+            }
+        }
+    }
+
+    /// Writes everything waiting; false when the database refused (what the writer made of the batch is back in
+    /// the hub).
     func flush(_ progress: inout Progress) async -> Bool {
-        while case let batch = hub.take(limit: batchLimit), !batch.isEmpty {
+        while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
+            let made = publications(entries, gauge: &progress.gauge)
+            guard !made.isEmpty else { continue }
+            let batch = made.map(\.publication)
             let start = ContinuousClock.now
             let logged: [LoggedEvent]
             do {
-                logged = try await store.append(batch.map(\.publication))
+                logged = try await store.append(batch)
             } catch {
-                hub.putBack(batch)
+                hub.putBack(made.map { .publication($0.publication, capturedAt: $0.capturedAt) })
                 if progress.failure?.code != error.code {
                     logger.error(
                         "cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
@@ -127,18 +159,24 @@ public final class StoreWriter: Service, Sendable {
             if progress.failure != nil {
                 logger.notice(
                     "the store is writable again; flushing the events kept in memory",
-                    metadata: ["waiting": "\(hub.waiting + batch.count)"])
+                    metadata: ["waiting": "\(hub.counts.waiting + batch.count)"])
                 progress.failure = nil
             }
             live.updateDatabase {
                 $0.writable = true
                 $0.message = nil
             }
-            live.apply(batch.map(\.publication))
+            for publication in batch {
+                switch publication {
+                case .visitor(_, let published): progress.now.occupancy.process(published)
+                case .gauge(let reading): progress.now.gauge = reading
+                }
+            }
+            live.publish(progress.now)
             let published = ContinuousClock.now
             broadcaster.publish(logged)
             telemetry.publishLatency.recordInterval(since: published)
-            for case let captured? in batch.map(\.capturedAt) {
+            for case let captured? in made.map(\.capturedAt) {
                 telemetry.captureToPublish.recordInterval(since: captured)
             }
             telemetry.eventsPublished.increment(by: logged.count)
