@@ -19,7 +19,7 @@ public final class SourceRunner {
     /// Where every frame comes from. The source behind it belongs to the edge's capture thread.
     public let edge: CaptureEdge
     /// What the source declared when it was opened.
-    private let declared: (fps: Double, frames: Int?, file: VideoFileSource?)
+    private let declared: (fps: Double, frames: Int?)
     /// Whether a silent source moves media time on by the clock: a live camera under `sentinel run`.
     private let ticksWhenIdle: Bool
     private let logger: Logger
@@ -43,16 +43,16 @@ public final class SourceRunner {
     /// nothing). `shutdown` ends capture at once. `ticksWhenIdle`: a second without a frame moves media time on by
     /// the monotonic clock (a live camera that is down).
     public init(
-        pipeline: Pipeline, frames: any FrameSource, policy: CaptureEdge.Policy = .block, capacity: Int = 2,
+        pipeline: Pipeline, frames: sending any FrameSource, policy: CaptureEdge.Policy = .block, capacity: Int = 2,
         shutdown: StopFlag? = nil, ticksWhenIdle: Bool = false, logger: Logger
     ) {
         self.pipeline = pipeline
         self.ticksWhenIdle = ticksWhenIdle
         self.logger = logger
         switch frames.unpaced {
-        case let file as VideoFileSource: declared = (file.nominalFPS, file.declaredFrameCount, file)
-        case let folder as ImageFolderSource: declared = (folder.fps, folder.files.count, nil)
-        default: declared = (15, nil, nil)
+        case let file as VideoFileSource: declared = (file.nominalFPS, file.declaredFrameCount)
+        case let folder as ImageFolderSource: declared = (folder.fps, folder.files.count)
+        default: declared = (15, nil)
         }
         edge = CaptureEdge(frames, capacity: capacity, policy: policy, shutdown: shutdown)
     }
@@ -121,14 +121,10 @@ public final class SourceRunner {
     public func run(stop: StopFlag = StopFlag(), onStep: (Pipeline.Step) throws -> Void) throws {
         edge.start()
         defer {
-            // Read once the edge has ended: the capture thread no longer touches the file.
-            if let file = declared.file, let reason = file.endReason {
-                logger.warning("source ended early", metadata: ["source.id": "\(source.id)", "reason": "\(reason)"])
-            }
-            if let file = declared.file, file.repairedTimestamps > 0 {
+            for note in edge.notes {
                 logger.warning(
-                    "unusable container timestamps replaced by the nominal frame rate",
-                    metadata: ["source.id": "\(source.id)", "frames": "\(file.repairedTimestamps)"])
+                    "\(note.message)",
+                    metadata: note.details.merging(["source.id": source.id]) { $1 }.mapValues { .string($0) })
             }
         }
         func deliver(_ step: Pipeline.Step) throws {

@@ -10,9 +10,10 @@ import Synchronization
 ///   is dropped and counted; analysis always gets the newest frames, each stamped when it was captured.
 /// - `.block` (a recording read as fast as possible): the reader waits for analysis; nothing is dropped.
 ///
-/// Thread use: the source belongs to the capture thread from `start()` on and is never touched elsewhere; every
-/// other field is guarded by `condition`.
-public final class CaptureEdge: FrameSource, @unchecked Sendable {
+/// Thread use: the source lives in a `Mutex` that only the capture thread takes, for as long as it captures; the
+/// buffer and counts live in another. A side that has to wait (analysis for a frame, capture for room) says so
+/// under the lock and sleeps on its own semaphore, which the other side signals.
+public final class CaptureEdge: FrameSource, Sendable {
     public enum Policy: Sendable, Equatable {
         case dropOldest
         case block
@@ -37,38 +38,52 @@ public final class CaptureEdge: FrameSource, @unchecked Sendable {
     public let name: String
     public let capacity: Int
     public let policy: Policy
-    private let condition = NSCondition()
-    private var source: (any FrameSource)?
-    private var buffer: [Frame] = []
-    private var counts = Counts()
-    private var ended = false
-    private var failure: VisionError?
+    private let source: Mutex<(any FrameSource)?>
+    private let state = Mutex(State())
+    /// Signalled for a consumer that waits for a frame, and for a capture that waits for room.
+    private let frameWaiter = DispatchSemaphore(value: 0)
+    private let roomWaiter = DispatchSemaphore(value: 0)
     /// Ends this edge's capture; set by `stop()` or when the shutdown flag given at init is set.
     private let stopFlag = StopFlag()
 
+    private struct State {
+        var started = false
+        var buffer: [Frame] = []
+        var counts = Counts()
+        var ended = false
+        var failure: VisionError?
+        var notes: [SourceNote] = []
+        var consumerWaits = false
+        var captureWaits = false
+    }
+
     /// `capacity` frames wait at most (1-2 keeps latency at a frame or two). Setting `shutdown` ends capture too.
-    public init(_ source: any FrameSource, capacity: Int = 2, policy: Policy, shutdown: StopFlag? = nil) {
+    public init(_ source: sending any FrameSource, capacity: Int = 2, policy: Policy, shutdown: StopFlag? = nil) {
         precondition(capacity >= 1, "a capture buffer holds at least one frame")
-        self.source = source
-        self.name = source.name
+        name = source.name
         self.capacity = capacity
         self.policy = policy
-        stopFlag.onSet { [weak self] in self?.wake() }
+        if let live = source as? LiveSource { stopFlag.onSet { [flag = live.stopFlag] in flag.set() } }
+        self.source = Mutex(source)
+        stopFlag.onSet { [weak self] in self?.end() }
         shutdown?.onSet { [stopFlag] in stopFlag.set() }
     }
 
-    /// Starts the capture thread. A live source that is stopped while blocked in its decoder (opening an unreachable
-    /// URL) finishes that call on its own; `next()` does not wait for it.
+    /// Starts the capture thread, once. A live source that is stopped while blocked in its decoder (opening an
+    /// unreachable URL) finishes that call on its own; `next()` does not wait for it.
     public func start() {
-        let source = condition.withLock {
-            defer { self.source = nil }
-            return self.source
+        let first = state.withLock { state in
+            defer { state.started = true }
+            return !state.started
         }
-        guard let source else { return }
-        if let live = source as? LiveSource { stopFlag.onSet { [flag = live.stopFlag] in flag.set() } }
-        // The source moves to the capture thread; nothing else holds it from here on.
-        nonisolated(unsafe) let owned = source
-        let thread = Thread { [self] in capture(from: owned) }
+        guard first else { return }
+        let thread = Thread { [self] in
+            source.withLock { source in
+                guard let owned = source else { return }
+                capture(from: owned)
+                source = nil
+            }
+        }
         thread.name = "capture \(name)"
         thread.start()
     }
@@ -76,14 +91,21 @@ public final class CaptureEdge: FrameSource, @unchecked Sendable {
     /// Ends capture: `next()` returns nil at once, and the capture thread stops after its current read.
     public func stop() { stopFlag.set() }
 
-    private func wake() {
-        condition.withLock {
-            ended = true
-            condition.broadcast()
+    /// Marks the edge ended and wakes whoever waits.
+    private func end(failure: VisionError? = nil, notes: [SourceNote] = []) {
+        state.withLock { state in
+            state.ended = true
+            if failure != nil { state.failure = failure }
+            state.notes += notes
         }
+        frameWaiter.signal()
+        roomWaiter.signal()
     }
 
-    public var snapshot: Counts { condition.withLock { counts } }
+    public var snapshot: Counts { state.withLock { $0.counts } }
+
+    /// What the source left for the log when it ended (empty before).
+    public var notes: [SourceNote] { state.withLock { $0.notes } }
 
     /// The oldest waiting frame; blocks until one is captured. Nil once the source has ended or the edge stopped; a
     /// source that failed throws its error once what it captured before has been taken.
@@ -104,30 +126,33 @@ public final class CaptureEdge: FrameSource, @unchecked Sendable {
 
     /// The oldest waiting frame, or `.idle` when none arrives within `idleAfter` seconds.
     public func next(idleAfter seconds: Double?) throws(VisionError) -> Take {
-        let deadline = seconds.map { Date().addingTimeInterval($0) }
-        let result: Result<Frame?, VisionError>? = condition.withLock {
-            while buffer.isEmpty && !ended {
-                if let deadline {
-                    guard condition.wait(until: deadline) else { break }
-                } else {
-                    condition.wait()
+        let deadline = seconds.map { DispatchTime.now() + $0 }
+        while true {
+            let taken: (take: Result<Take, VisionError>?, wakeCapture: Bool) = state.withLock { state in
+                if stopFlag.isSet { return (.success(.end), false) }
+                if !state.buffer.isEmpty {
+                    state.counts.delivered += 1
+                    defer { state.captureWaits = false }
+                    return (.success(.frame(state.buffer.removeFirst())), state.captureWaits)
                 }
+                if state.ended {
+                    defer { state.failure = nil }
+                    return (state.failure.map { .failure($0) } ?? .success(.end), false)
+                }
+                state.consumerWaits = true
+                return (nil, false)
             }
-            if buffer.isEmpty && !ended { return nil }
-            if stopFlag.isSet { return .success(nil) }
-            if !buffer.isEmpty {
-                counts.delivered += 1
-                condition.broadcast()
-                return .success(buffer.removeFirst())
+            if taken.wakeCapture { roomWaiter.signal() }
+            if let take = taken.take { return try take.get() }
+            if let deadline {
+                if frameWaiter.wait(timeout: deadline) == .timedOut {
+                    state.withLock { $0.consumerWaits = false }
+                    return .idle
+                }
+            } else {
+                frameWaiter.wait()
             }
-            if let failure {
-                self.failure = nil
-                return .failure(failure)
-            }
-            return .success(nil)
         }
-        guard let result else { return .idle }
-        return try result.get().map(Take.frame) ?? .end
     }
 
     private func capture(from source: any FrameSource) {
@@ -136,33 +161,33 @@ public final class CaptureEdge: FrameSource, @unchecked Sendable {
             do {
                 frame = try source.next()
             } catch {
-                condition.withLock {
-                    failure = error
-                    ended = true
-                    condition.broadcast()
-                }
+                end(failure: error, notes: source.notes)
                 return
             }
             guard var frame else { break }
             frame.capturedAt = .now
-            condition.withLock {
-                counts.captured += 1
-                if policy == .block {
-                    while buffer.count >= capacity && !ended { condition.wait() }
-                } else if buffer.count >= capacity {
-                    buffer.removeFirst()
-                    counts.dropped += 1
+            while true {
+                let (stored, wakeConsumer) = state.withLock { state -> (Bool, Bool) in
+                    if state.ended { return (true, false) }
+                    if state.buffer.count >= capacity {
+                        guard policy == .dropOldest else {
+                            state.captureWaits = true
+                            return (false, false)
+                        }
+                        state.buffer.removeFirst()
+                        state.counts.dropped += 1
+                    }
+                    state.counts.captured += 1
+                    state.buffer.append(frame)
+                    defer { state.consumerWaits = false }
+                    return (true, state.consumerWaits)
                 }
-                if !ended {
-                    buffer.append(frame)
-                    condition.broadcast()
-                }
+                if wakeConsumer { frameWaiter.signal() }
+                if stored { break }
+                roomWaiter.wait()
             }
         }
-        condition.withLock {
-            ended = true
-            condition.broadcast()
-        }
+        end(notes: source.notes)
     }
 }
 

@@ -25,4 +25,16 @@ public protocol FrameSource: AnyObject {
     var name: String { get }
     /// The next frame, or nil when the source has ended.
     func next() throws(VisionError) -> Frame?
+    /// What went wrong along the way without ending the source, for the log once it has ended.
+    var notes: [SourceNote] { get }
+}
+
+extension FrameSource {
+    public var notes: [SourceNote] { [] }
+}
+
+/// A warning a source leaves for the log: an early end, repaired timestamps, a skipped image.
+public struct SourceNote: Sendable, Equatable {
+    public var message: String
+    public var details: [String: String]
 }

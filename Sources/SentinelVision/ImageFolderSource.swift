@@ -12,6 +12,10 @@ public final class ImageFolderSource: FrameSource {
     public let files: [String]
     /// Files that could not be decoded, with OpenCV's message.
     public private(set) var skipped: [(file: String, reason: String)] = []
+
+    public var notes: [SourceNote] {
+        skipped.map { SourceNote(message: "image skipped", details: ["file": $0.file, "reason": $0.reason]) }
+    }
     private var position = 0
     private var index = 0
 

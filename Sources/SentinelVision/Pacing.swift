@@ -53,6 +53,7 @@ public final class PacedSource: FrameSource {
     public let source: any FrameSource
     public let pacing: Pacing
     public var name: String { source.name }
+    public var notes: [SourceNote] { source.notes }
     private let clock: any PaceClock
     private var origin: (wall: ContinuousClock.Instant, media: MediaTime)?
 
@@ -75,7 +76,7 @@ public final class PacedSource: FrameSource {
 }
 
 extension FrameSource {
-    /// The source itself, under any pacing: where its end reason and declared length live.
+    /// The source itself, under any pacing: where its declared rate and length live.
     public var unpaced: any FrameSource { (self as? PacedSource)?.source ?? self }
 }
 

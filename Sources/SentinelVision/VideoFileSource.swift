@@ -20,6 +20,17 @@ public final class VideoFileSource: FrameSource {
     /// frame or far ahead of it) and that were placed one nominal frame interval after the previous frame instead.
     public private(set) var repairedTimestamps = 0
 
+    public var notes: [SourceNote] {
+        (endReason.map { [SourceNote(message: "source ended early", details: ["reason": $0])] } ?? [])
+            + (repairedTimestamps == 0
+                ? []
+                : [
+                    SourceNote(
+                        message: "unusable container timestamps replaced by the nominal frame rate",
+                        details: ["frames": "\(repairedTimestamps)"])
+                ])
+    }
+
     private var capture: OpaquePointer?
     private var index = 0
     private var lastTime: MediaTime?

@@ -72,15 +72,7 @@ struct FrameDetections: Codable {
     }
 }
 
-/// Says on standard error why a source ended early, when it did.
+/// Says on standard error what went wrong along the way, once the source has ended.
 func reportEnd(of source: any FrameSource, logger: Logger) {
-    let inner = source.unpaced
-    if let file = inner as? VideoFileSource, let reason = file.endReason {
-        logger.warning("source ended early", metadata: ["reason": "\(reason)"])
-    }
-    if let folder = inner as? ImageFolderSource {
-        for skipped in folder.skipped {
-            logger.warning("image skipped", metadata: ["file": "\(skipped.file)", "reason": "\(skipped.reason)"])
-        }
-    }
+    for note in source.notes { logger.warning("\(note.message)", metadata: note.details.mapValues { .string($0) }) }
 }

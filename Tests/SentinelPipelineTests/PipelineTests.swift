@@ -19,16 +19,14 @@ struct PipelineTests {
         return faces
     }
 
-    /// Frames one tenth of a second apart, each its own blank image, remembered so that the detector knows which
-    /// frame it was given.
+    /// Frames one tenth of a second apart, each its own blank image of `images`, which the detector also holds to
+    /// know which frame it was given.
     final class BlankFrames: FrameSource {
         let name = "scripted"
         let images: [Image]
         private var index = 0
 
-        init(count: Int) throws { images = try (0..<count).map { _ in try Image(width: 320, height: 240) } }
-
-        func index(of image: Image) -> Int { images.firstIndex { $0 === image }! }
+        init(_ images: [Image]) { self.images = images }
 
         func next() throws(VisionError) -> Frame? {
             guard index < images.count else { return nil }
@@ -41,18 +39,18 @@ struct PipelineTests {
     final class ScriptedDetector: FaceDetector {
         let name = "scripted"
         let settings = DetectorSettings.defaults(for: .yunet)
-        let frames: BlankFrames
+        let images: [Image]
         let failAt: Int?
         private(set) var calls = 0
 
-        init(_ frames: BlankFrames, failAt: Int? = nil) {
-            self.frames = frames
+        init(_ images: [Image], failAt: Int? = nil) {
+            self.images = images
             self.failAt = failAt
         }
 
         func detect(_ image: Image) throws(VisionError) -> [Detection] {
             calls += 1
-            let index = frames.index(of: image)
+            let index = images.firstIndex { $0 === image }!
             if index == failAt { throw VisionError(.processing, "scripted failure") }
             return PipelineTests.script(index)
         }
@@ -82,15 +80,15 @@ struct PipelineTests {
     func run(failAt: Int? = nil, maxFPS: Double = 0) throws -> (
         stored: [VisitorEvent], published: [String], steps: [Pipeline.Step], error: (any Error)?, detections: Int
     ) {
-        let frames = try BlankFrames(count: 60)
-        let detector = ScriptedDetector(frames, failAt: failAt)
+        let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
+        let detector = ScriptedDetector(images, failAt: failAt)
         var definition = try Self.definition.get().forEvaluation
         definition.detectionMaxFPS = maxFPS
         let pipeline = Pipeline(
             definition: definition, source: definition.sources[0], detector: detector, classifier: nil,
             keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))
         let runner = SourceRunner(
-            pipeline: pipeline, frames: frames, logger: Logger(label: "test"))
+            pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
         var steps: [Pipeline.Step] = []
         var failure: (any Error)?
         do { try runner.run { steps.append($0) } } catch { failure = error }
