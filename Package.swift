@@ -160,7 +160,7 @@ let package = Package(
             name: "SentinelPipelineTests",
             dependencies: [
                 "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth",
-                "SentinelModels", "SentinelTestSupport",
+                "SentinelModels", "SentinelServer", "SentinelTestSupport",
             ]
         ),
     ],

@@ -48,33 +48,41 @@ public struct ConfigError: SentinelError {
 }
 
 /// A YAML node with its field path.
-struct Field {
+public struct Field {
     let node: Node
-    let path: String
+    public let path: String
 
     func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 }
 
 /// Reads a YAML tree field by field, collecting every problem with its line instead of stopping at the first.
-final class ConfigReader {
-    let file: String
+public final class ConfigReader {
+    public let file: String
     private(set) var problems: [ConfigProblem] = []
 
     init(file: String) { self.file = file }
 
-    func report(_ field: Field?, _ message: String, path: String? = nil) {
+    /// A path as written, resolved against the file's folder unless absolute.
+    public func resolve(_ path: String) -> String {
+        path.hasPrefix("/")
+            ? path
+            : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).standardizedFileURL
+                .path
+    }
+
+    public func report(_ field: Field?, _ message: String, path: String? = nil) {
         problems.append(location(of: field, path: path, message: message))
     }
 
     /// Where a field is, as a problem to be filled in later (checks that need the machine, not the file).
-    func location(of field: Field?, path: String? = nil, message: String = "") -> ConfigProblem {
+    public func location(of field: Field?, path: String? = nil, message: String = "") -> ConfigProblem {
         let mark = field?.node.mark
         return ConfigProblem(
             file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message)
     }
 
     /// The mapping's fields by key; unknown keys are reported.
-    func mapping(_ field: Field, keys: Set<String>) -> [String: Field]? {
+    public func mapping(_ field: Field, keys: Set<String>) -> [String: Field]? {
         guard let mapping = field.node.mapping else {
             report(field, "expected a mapping with keys \(keys.sorted().joined(separator: ", "))")
             return nil
@@ -97,13 +105,13 @@ final class ConfigReader {
         return fields
     }
 
-    func required(_ fields: [String: Field], _ key: String, in parent: Field) -> Field? {
+    public func required(_ fields: [String: Field], _ key: String, in parent: Field) -> Field? {
         if let field = fields[key] { return field }
         report(parent, "missing required key \"\(key)\"", path: parent.child(key))
         return nil
     }
 
-    func sequence(_ field: Field) -> [Field]? {
+    public func sequence(_ field: Field) -> [Field]? {
         guard let sequence = field.node.sequence else {
             report(field, "expected a list")
             return nil
@@ -111,7 +119,7 @@ final class ConfigReader {
         return sequence.enumerated().map { Field(node: $1, path: "\(field.path)[\($0)]") }
     }
 
-    func string(_ field: Field) -> String? {
+    public func string(_ field: Field) -> String? {
         guard case .scalar(let scalar) = field.node, !scalar.string.isEmpty else {
             report(field, "expected a non-empty string")
             return nil
@@ -121,7 +129,7 @@ final class ConfigReader {
 
     /// A name that other names are built from (`source/zone` in filters, topics, the store): letters, digits,
     /// `_`, `-` and `.`, starting with a letter or digit.
-    func name(_ field: Field, of what: String) -> String? {
+    public func name(_ field: Field, of what: String) -> String? {
         guard let text = string(field) else { return nil }
         guard let first = text.unicodeScalars.first, CharacterSet.alphanumerics.contains(first),
             text.unicodeScalars.allSatisfy({
@@ -136,7 +144,7 @@ final class ConfigReader {
         return text
     }
 
-    func number(
+    public func number(
         _ field: Field, in range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
     ) -> Double? {
         guard case .scalar = field.node, let value = field.node.float ?? field.node.int.map(Double.init) else {
@@ -154,7 +162,7 @@ final class ConfigReader {
         return value
     }
 
-    func integer(_ field: Field, in range: ClosedRange<Int>) -> Int? {
+    public func integer(_ field: Field, in range: ClosedRange<Int>) -> Int? {
         guard case .scalar = field.node, let value = field.node.int else {
             report(field, "expected a whole number")
             return nil
@@ -166,7 +174,7 @@ final class ConfigReader {
         return value
     }
 
-    func bool(_ field: Field) -> Bool? {
+    public func bool(_ field: Field) -> Bool? {
         guard case .scalar = field.node, let value = field.node.bool else {
             report(field, "expected true or false")
             return nil
@@ -176,7 +184,7 @@ final class ConfigReader {
 
     /// A section of declared settings (see `Setting`): each one present is checked and written into `owner`. Keys in
     /// `extra` are allowed too and left to the caller, who gets the section's fields; nil if it is not a mapping.
-    func section<Owner>(
+    public func section<Owner>(
         _ field: Field, _ settings: [Setting<Owner>], extra: Set<String> = [], into owner: inout Owner
     ) -> [String: Field]? {
         guard let fields = mapping(field, keys: Set(settings.map(\.key)).union(extra)) else { return nil }
@@ -185,7 +193,7 @@ final class ConfigReader {
     }
 
     /// Checks each declared setting present in `fields` and writes it into `owner`.
-    func apply<Owner>(_ settings: [Setting<Owner>], from fields: [String: Field], to owner: inout Owner) {
+    public func apply<Owner>(_ settings: [Setting<Owner>], from fields: [String: Field], to owner: inout Owner) {
         for setting in settings {
             guard let field = fields[setting.key] else { continue }
             switch setting.kind {
@@ -199,7 +207,7 @@ final class ConfigReader {
     }
 
     /// A string that must be one of `choices`.
-    func choice(_ field: Field, _ choices: [String]) -> String? {
+    public func choice(_ field: Field, _ choices: [String]) -> String? {
         guard let value = string(field) else { return nil }
         guard choices.contains(value) else {
             report(field, "\"\(value)\" is not one of \(choices.joined(separator: ", "))")

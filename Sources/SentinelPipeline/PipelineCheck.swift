@@ -3,8 +3,7 @@ import SentinelModels
 import SentinelVision
 
 extension PipelineDefinition {
-    /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame, an
-    /// unknown store group.
+    /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame.
     public func environmentProblems(models: ModelStore) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func at(_ key: String, _ fallback: String, _ message: String) -> ConfigProblem {
@@ -51,10 +50,6 @@ extension PipelineDefinition {
                     problems.append(at("source.\(source.id).input", "sources", error.message))
                 }
             }
-        }
-        if let group = store.group, getgrnam(group) == nil {
-            problems.append(
-                at("store.group", "store.group", "no such group \(group) on this machine (see getent group)"))
         }
         return problems
     }

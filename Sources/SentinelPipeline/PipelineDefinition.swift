@@ -24,10 +24,6 @@ public struct PipelineDefinition: Sendable {
     public var privacy: PrivacyPolicy
     /// The sentiment gauge's window and publishing rhythm.
     public var gauge = GaugeSettings()
-    /// Where `sentinel run` keeps its SQLite store.
-    public var store: StoreSettings
-    /// How `sentinel run` serves SSE and REST.
-    public var server = ServerSettings()
     /// Every zone of every source, in file order.
     public var zoneIDs: [ZoneID] {
         sources.flatMap { source in source.zones.map { ZoneID(sourceId: source.id, name: $0.name) } }
@@ -65,83 +61,17 @@ public struct PipelineDefinition: Sendable {
         }
     }
 
-    /// The SQLite store of `sentinel run`.
-    public struct StoreSettings: Sendable, Equatable {
-        /// The database file (relative paths are resolved against the pipeline file's folder).
-        public var path: String
-        /// Events held in memory while the database cannot be written; beyond this the oldest are dropped (and
-        /// counted).
-        public var bufferEvents = 10_000
-        /// A group that may also read the database files (mode 0640 instead of 0600), such as a backup account's.
-        public var group: String?
+    /// Sections of a pipeline file that the pipeline does not read: `sentinel run`'s store and server. They are
+    /// allowed in every pipeline file and read by whoever serves it (see `parse(_:file:sections:)`).
+    public static let serviceSections: Set<String> = ["store", "server"]
 
-        /// A pipeline file's `store:` section (`path` is resolved against the file's folder).
-        public static let settings: [Setting<StoreSettings>] = [
-            .integer(
-                "bufferEvents", \.bufferEvents, in: 10...10_000_000,
-                "events held in memory while the database cannot be written; beyond, the oldest are dropped")
-        ]
-    }
-
-    /// The HTTP server of `sentinel run`. Tokens are never written here: only where to read one.
-    public struct ServerSettings: Sendable, Equatable {
-        /// Loopback by default; any other address requires a bearer token.
-        public var host = "127.0.0.1"
-        public var port = 8080
-        /// The ports a pipeline file or `sentinel run --port` may name (0: any free port).
-        public static let portRange = 0...65_535
-        /// A file holding the bearer token (its first line).
-        public var tokenFile: String?
-        /// An environment variable holding the bearer token.
-        public var tokenEnvironment = "SENTINEL_TOKEN"
-        /// A token for aggregates only (zone counts, the gauge): no per-visitor record, as PRIVACY.md explains.
-        public var aggregateTokenFile: String?
-        public var aggregateTokenEnvironment = "SENTINEL_AGGREGATE_TOKEN"
-        /// Dashboard origins allowed to call the API from a browser (CORS).
-        public var corsOrigins: [String] = []
-        /// Seconds between SSE comment heartbeats on an idle stream.
-        public var heartbeatSeconds = 15.0
-        /// The reconnection delay SSE clients are told to use.
-        public var retryMilliseconds = 3_000
-        /// Messages queued for one SSE client; a client that falls this far behind is cut off.
-        public var clientBufferEvents = 1_024
-        /// Seconds a connection may stay silent: before its request is complete (a slowloris), or between requests.
-        /// Open SSE streams are not idle: they end with the client or the service.
-        public var idleTimeoutSeconds = 10.0
-        /// Open connections at most; beyond, new ones wait in the listen backlog until one closes.
-        public var maxConnections = 1_200
-        /// Open SSE streams at most (within maxConnections); beyond, /events answers 503 with Retry-After.
-        public var maxSubscribers = 1_000
-
-        public init() {}
-
-        /// A pipeline file's `server:` section (token files, CORS origins and maxSubscribers are read by hand).
-        public static let settings: [Setting<ServerSettings>] = [
-            .text("host", \.host, "address to listen on; any other than loopback requires a bearer token"),
-            .integer("port", \.port, in: portRange, "port to listen on (0: any free port)"),
-            .text("tokenEnvironment", \.tokenEnvironment, "environment variable holding the bearer token"),
-            .text(
-                "aggregateTokenEnvironment", \.aggregateTokenEnvironment,
-                "environment variable holding the aggregates-only token"),
-            .number("heartbeatSeconds", \.heartbeatSeconds, in: 1...300, "seconds between SSE heartbeats"),
-            .integer(
-                "retryMilliseconds", \.retryMilliseconds, in: 100...600_000,
-                "reconnection delay SSE clients are told to use"),
-            .integer(
-                "clientBufferEvents", \.clientBufferEvents, in: 16...1_000_000,
-                "messages queued for one SSE client; one that falls this far behind is cut off"),
-            .number(
-                "idleTimeoutSeconds", \.idleTimeoutSeconds, in: 1...3_600,
-                "seconds a connection may stay silent before its request is complete, or between requests"),
-            .integer("maxConnections", \.maxConnections, in: 8...100_000, "open connections at most"),
-        ]
-
-        /// Whether `host` only accepts connections from this machine.
-        public var isLoopback: Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
-    }
+    /// Reads one section of a pipeline file that belongs to another part of Sentinel, reporting into the reader.
+    public typealias SectionReader = (Field, ConfigReader) -> Void
 
     /// Reads a pipeline file; every problem is reported with its line and field.
-    public static func load(_ path: String) throws(ConfigError) -> PipelineDefinition {
+    public static func load(_ path: String, sections: [String: SectionReader] = [:]) throws(ConfigError)
+        -> PipelineDefinition
+    {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -162,7 +92,7 @@ public struct PipelineDefinition: Sendable {
                 ])
         }
         // A byte order mark (some Windows editors write one) is no part of the YAML.
-        return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path)
+        return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path, sections: sections)
     }
 
     /// Line and column (1-based, in characters) of the first byte sequence that is not UTF-8.
@@ -176,7 +106,11 @@ public struct PipelineDefinition: Sendable {
         return (line, column)
     }
 
-    public static func parse(_ text: String, file: String) throws(ConfigError) -> PipelineDefinition {
+    /// Parses a pipeline file's text; `sections` read the service's sections present (`serviceSections`), after the
+    /// pipeline's own, and their problems come out with the rest.
+    public static func parse(_ text: String, file: String, sections: [String: SectionReader] = [:])
+        throws(ConfigError) -> PipelineDefinition
+    {
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: text) else {
@@ -194,8 +128,7 @@ public struct PipelineDefinition: Sendable {
                 underlying: error)
         }
         let reader = ConfigReader(file: file)
-        let definition = PipelineParser(reader: reader, folder: URL(fileURLWithPath: file).deletingLastPathComponent())
-            .parse(Field(node: root, path: ""))
+        let definition = PipelineParser(reader: reader, sections: sections).parse(Field(node: root, path: ""))
         guard reader.problems.isEmpty, var definition else {
             throw ConfigError(
                 problems: reader.problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) })
@@ -256,13 +189,11 @@ public struct PipelineDefinition: Sendable {
 /// Builds a definition from the YAML tree, reporting into the reader.
 private struct PipelineParser {
     let reader: ConfigReader
-    let folder: URL
+    let sections: [String: PipelineDefinition.SectionReader]
 
     func parse(_ root: Field) -> PipelineDefinition? {
-        let sections: Set<String> = [
-            "version", "sources", "detector", "tracker", "emotion", "events", "privacy", "gauge", "store", "server",
-        ]
-        guard let top = reader.mapping(root, keys: sections) else { return nil }
+        let own: Set<String> = ["version", "sources", "detector", "tracker", "emotion", "events", "privacy", "gauge"]
+        guard let top = reader.mapping(root, keys: own.union(PipelineDefinition.serviceSections)) else { return nil }
         if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000),
             value != 1
         {
@@ -271,11 +202,7 @@ private struct PipelineParser {
         var definition = PipelineDefinition(
             file: reader.file, sources: [], detector: .retinaface, detectorModel: nil,
             detectorSettings: .defaults(for: .retinaface),
-            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy(),
-            store: .init(
-                path: folder.appendingPathComponent(
-                    URL(fileURLWithPath: reader.file).deletingPathExtension().lastPathComponent + ".sqlite"
-                ).standardizedFileURL.path))
+            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy())
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
             if list.isEmpty { reader.report(field, "at least one source is needed") }
             definition.sources = list.compactMap { source($0, &definition) }
@@ -289,20 +216,12 @@ private struct PipelineParser {
         if let field = top["emotion"] { emotion(field, &definition) }
         if let field = top["privacy"] { privacy(field, &definition.privacy) }
         if let field = top["gauge"] { _ = reader.section(field, GaugeSettings.settings, into: &definition.gauge) }
-        if let field = top["store"],
-            let fields = reader.section(
-                field, PipelineDefinition.StoreSettings.settings, extra: ["path", "group"], into: &definition.store)
-        {
-            if let f = fields["path"], let path = reader.string(f) { definition.store.path = resolve(path) }
-            if let f = fields["group"], let group = reader.string(f) {
-                definition.store.group = group
-                definition.locations["store.group"] = reader.location(of: f)
-            }
-        }
-        if let field = top["server"] { server(field, &definition.server) }
         if let field = top["events"] { _ = reader.section(field, VisitorSettings.settings, into: &definition.visitors) }
         if definition.visitors.tracker.lowScore > definition.visitors.tracker.highScore, let field = top["tracker"] {
             reader.report(field, "lowScore must not exceed highScore")
+        }
+        for (name, read) in sections.sorted(by: { $0.key < $1.key }) {
+            if let field = top[name] { read(field, reader) }
         }
         return definition
     }
@@ -344,8 +263,7 @@ private struct PipelineParser {
             )
         }
         let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
-        let resolved =
-            isPath && !input.hasPrefix("/") ? folder.appendingPathComponent(input).standardizedFileURL.path : input
+        let resolved = isPath ? reader.resolve(input) : input
         definition.locations["source.\(id).input"] = reader.location(of: inputField)
         for (i, zone) in zones.enumerated() where !zone.normalized {
             let item = Field(node: fields["zones"]!.node.sequence![i], path: "\(fields["zones"]!.path)[\(i)]")
@@ -445,43 +363,6 @@ private struct PipelineParser {
 }
 
 extension PipelineParser {
-    func server(_ field: Field, _ server: inout PipelineDefinition.ServerSettings) {
-        guard
-            let fields = reader.section(
-                field, PipelineDefinition.ServerSettings.settings,
-                extra: ["tokenFile", "aggregateTokenFile", "corsOrigins", "maxSubscribers"], into: &server)
-        else { return }
-        if let f = fields["tokenFile"], let v = reader.string(f) { server.tokenFile = resolve(v) }
-        if let f = fields["aggregateTokenFile"], let v = reader.string(f) { server.aggregateTokenFile = resolve(v) }
-        if let f = fields["corsOrigins"], let list = reader.sequence(f) {
-            server.corsOrigins = list.compactMap { item in
-                guard let origin = reader.string(item) else { return nil }
-                guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", url.host != nil,
-                    url.path.isEmpty
-                else {
-                    reader.report(
-                        item,
-                        "\"\(origin)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
-                    )
-                    return nil
-                }
-                return origin
-            }
-        }
-        if let f = fields["maxSubscribers"], let v = reader.integer(f, in: 1...100_000) {
-            if v >= server.maxConnections {
-                reader.report(f, "\(v) SSE subscribers need fewer than maxConnections (\(server.maxConnections))")
-            } else {
-                server.maxSubscribers = v
-            }
-        }
-    }
-
-    /// A path as written, resolved against the pipeline file's folder unless absolute.
-    func resolve(_ path: String) -> String {
-        path.hasPrefix("/") ? path : folder.appendingPathComponent(path).standardizedFileURL.path
-    }
-
     func privacy(_ field: Field, _ policy: inout PrivacyPolicy) {
         let keys = ["pseudonyms", "timestampResolution", "minGroupSize", "retention", "outputs", "review"]
         guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
@@ -499,7 +380,7 @@ extension PipelineParser {
                 }
             }
             if let k = p["keyFile"], let path = reader.string(k) {
-                policy.pseudonyms.keyFile = resolve(path)
+                policy.pseudonyms.keyFile = reader.resolve(path)
             }
         }
         if let f = fields["timestampResolution"], let v = reader.number(f, in: 0...3600) {

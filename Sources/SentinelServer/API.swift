@@ -10,7 +10,7 @@ import SentinelStore
 
 /// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
 public struct HTTPAPI: Sendable {
-    let settings: PipelineDefinition.ServerSettings
+    let settings: ServerSettings
     /// Every source, and every zone of every source, in file order.
     let sourceIDs: [String]
     let zones: [Zone]
@@ -23,7 +23,7 @@ public struct HTTPAPI: Sendable {
     let logger: Logger
 
     public init(
-        settings: PipelineDefinition.ServerSettings, sources: [String], zones: [Zone], store: EventStore,
+        settings: ServerSettings, sources: [String], zones: [Zone], store: EventStore,
         live: LiveState, hub: Hub, broadcaster: Broadcaster, telemetry: Telemetry, tokens: AccessTokens,
         logger: Logger
     ) {
@@ -141,7 +141,7 @@ public struct HTTPAPI: Sendable {
     /// subscription ends; a client cut off for being slow gets a last `stream.cutoff` message saying why.
     static func stream(
         _ subscription: Broadcaster.Subscription, resume: String?, filter: EventFilter, store: EventStore,
-        settings: PipelineDefinition.ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
+        settings: ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {

@@ -41,20 +41,21 @@ public struct SentinelService: Sendable {
 
     /// Builds the service; `onListening` gets the bound port (useful with port 0).
     public init(
-        definition: PipelineDefinition, models: ModelStore, options: Options = Options(), logger: Logger,
+        definition service: ServiceDefinition, models: ModelStore, options: Options = Options(), logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
-        let (definition, tokens) = try Self.preflight(definition: definition, models: models, options: options)
-        let server = definition.server
+        let (service, tokens) = try Self.preflight(definition: service, models: models, options: options)
+        let definition = service.pipeline
+        let server = service.server
         let port = server.port
-        store = try EventStore(path: options.databasePath ?? definition.store.path, group: definition.store.group)
+        store = try EventStore(path: options.databasePath ?? service.store.path, group: service.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
         let live = LiveState(sourceIDs: started.map(\.id), minGroupSize: definition.privacy.minGroupSize)
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
-        let hub = Hub(bound: definition.store.bufferEvents, telemetry: telemetry)
+        let hub = Hub(bound: service.store.bufferEvents, telemetry: telemetry)
         self.hub = hub
         let writer = StoreWriter(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
@@ -104,15 +105,17 @@ public struct SentinelService: Sendable {
     public func run() async throws { try await group.run() }
 
     /// Every check `sentinel run` makes before it serves, and `sentinel check` prints: this machine's models and
-    /// inputs, the access tokens, the pseudonym key file, the store's folder and the open-file limit. Returns the
-    /// definition with the command line's server settings applied, and the tokens; throws every problem found.
-    public static func preflight(definition: PipelineDefinition, models: ModelStore, options: Options = Options())
-        throws(ConfigError) -> (PipelineDefinition, AccessTokens)
-    {
-        var definition = definition
-        if let host = options.host { definition.server.host = host }
-        if let port = options.port { definition.server.port = port }
-        let server = definition.server
+    /// inputs, the access tokens, the pseudonym key file, the store's folder and group and the open-file limit.
+    /// Returns the definition with the command line's server settings applied, and the tokens; throws every problem
+    /// found.
+    public static func preflight(
+        definition service: ServiceDefinition, models: ModelStore, options: Options = Options()
+    ) throws(ConfigError) -> (ServiceDefinition, AccessTokens) {
+        var service = service
+        if let host = options.host { service.server.host = host }
+        if let port = options.port { service.server.port = port }
+        let server = service.server
+        let definition = service.pipeline
         var started = definition
         started.sources = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         var problems = started.environmentProblems(models: models)
@@ -141,13 +144,19 @@ public struct SentinelService: Sendable {
         do { try PseudonymKeyRing.check(definition.privacy.pseudonyms) } catch {
             problem("privacy.pseudonyms.keyFile", error.description)
         }
-        let database = options.databasePath ?? definition.store.path
+        if let group = service.store.group, getgrnam(group) == nil {
+            var problem =
+                service.groupLocation ?? ConfigProblem(file: definition.file, path: "store.group", message: "")
+            problem.message = "no such group \(group) on this machine (see getent group)"
+            problems.append(problem)
+        }
+        let database = options.databasePath ?? service.store.path
         if let folder = Self.nearestFolder(of: database), !FileManager.default.isWritableFile(atPath: folder) {
             problem("store.path", "cannot write the database \(database): \(folder) is not writable by this user")
         }
         do { try Self.reserveDescriptors(for: server) } catch { problem("server.maxConnections", error.description) }
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
-        return (definition, tokens)
+        return (service, tokens)
     }
 
     /// The database file if it exists, else the nearest folder above it that does (where it would be made).
@@ -163,7 +172,7 @@ public struct SentinelService: Sendable {
 
     /// Raises the open-file limit (the soft limit is often 1,024) so that `server.maxConnections` connections fit
     /// beside the store, the cameras and the models; fails, naming the setting, when the hard limit cannot.
-    static func reserveDescriptors(for server: PipelineDefinition.ServerSettings) throws(ServiceError) {
+    static func reserveDescriptors(for server: ServerSettings) throws(ServiceError) {
         let needed = rlim_t(server.maxConnections + 256)
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
@@ -180,7 +189,7 @@ public struct SentinelService: Sendable {
     /// system's choice for port 0): for the bench and the tests, which drive the hub themselves. A service that
     /// fails to start throws its error here.
     public static func start(
-        definition: PipelineDefinition, models: ModelStore, options: Options, logger: Logger
+        definition: ServiceDefinition, models: ModelStore, options: Options, logger: Logger
     ) async throws -> (service: SentinelService, port: Int, task: Task<Void, any Error>) {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let service = try SentinelService(definition: definition, models: models, options: options, logger: logger) {

@@ -55,7 +55,7 @@ struct BenchSSE: AsyncParsableCommand {
             "sentinel-bench-sse-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let definition = try PipelineDefinition.parse(
+        let definition = try ServiceDefinition.parse(
             """
             version: 1
             sources:
@@ -94,7 +94,7 @@ struct BenchSSE: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
 
-        var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
+        var mask = PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing())
         let before = ProcessUsage.now()
         let start = Date()
         for k in 0..<events {

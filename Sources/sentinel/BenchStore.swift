@@ -61,7 +61,7 @@ struct BenchStore: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = database ?? folder.appendingPathComponent("soak.sqlite").path
         defer { if database == nil { try? FileManager.default.removeItem(at: folder) } }
-        let definition = try PipelineDefinition.parse(
+        let definition = try ServiceDefinition.parse(
             "version: 1\nsources:\n"
                 + Self.cameras.map { camera in
                     "  - id: \(camera)\n    input: \(camera).mp4\n    zones:\n"
@@ -71,9 +71,9 @@ struct BenchStore: AsyncParsableCommand {
                         }.joined()
                 }.joined(),
             file: folder.appendingPathComponent("soak.yml").path)
-        var mask = PrivacyMask(policy: definition.privacy, keys: try PseudonymKeyRing())
+        var mask = PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing())
 
-        let filled = try await fill(path, mask: &mask, policy: definition.privacy)
+        let filled = try await fill(path, mask: &mask, policy: definition.pipeline.privacy)
         var options = SentinelService.Options()
         options.sources = []
         options.port = 0
@@ -85,7 +85,7 @@ struct BenchStore: AsyncParsableCommand {
 
         // Live: a writer at `rate`, two REST readers, memory sampled each second.
         let end = Date().addingTimeInterval(seconds)
-        async let writes = write(to: service.store, until: end, mask: mask, policy: definition.privacy)
+        async let writes = write(to: service.store, until: end, mask: mask, policy: definition.pipeline.privacy)
         async let visitors = read(port: port, until: end, rate: restRate) { _ in
             "/api/visitors?from=\(ISO8601.string(from: Date().addingTimeInterval(-86_400)))&limit=100"
         }

@@ -22,13 +22,13 @@ struct Check: ParsableCommand {
 
     func run() throws {
         guard let pipeline else {
-            print(PipelineReference.text, terminator: "")
+            print(ServiceDefinition.reference, terminator: "")
             return
         }
         var problems: [ConfigProblem] = []
         do {
             // The checks `sentinel run` makes before it serves: one function for both.
-            _ = try SentinelService.preflight(definition: PipelineDefinition.load(pipeline), models: try models.store())
+            _ = try SentinelService.preflight(definition: ServiceDefinition.load(pipeline), models: try models.store())
         } catch let error as ConfigError {
             problems = error.problems
         }

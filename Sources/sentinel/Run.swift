@@ -40,12 +40,12 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         // The range `sentinel check` holds server.port to: a larger value would wrap to another port.
-        try checkRange(port, "port", PipelineDefinition.ServerSettings.portRange)
+        try checkRange(port, "port", ServerSettings.portRange)
     }
 
     func run() async throws {
-        let definition: PipelineDefinition
-        do { definition = try PipelineDefinition.load(pipeline) } catch { throw CommandError(error.description) }
+        let definition: ServiceDefinition
+        do { definition = try ServiceDefinition.load(pipeline) } catch { throw CommandError(error.description) }
         let logger = makeLogger("sentinel.run", verbose: verbose)
         var options = SentinelService.Options()
         options.pace = pace
@@ -63,7 +63,7 @@ struct Run: AsyncParsableCommand {
                 FileHandle.standardOutput.write(
                     Data(
                         """
-                        Sentinel is serving \(definition.file) on \(base)
+                        Sentinel is serving \(definition.pipeline.file) on \(base)
                           live events:  curl -N \(base)/events
                           dashboard:    open \(base)/ in a browser
                           REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz

@@ -18,7 +18,7 @@ final class TestServer: @unchecked Sendable {
     let service: SentinelService
     let port: Int
     let folder: URL
-    let definition: PipelineDefinition
+    let definition: ServiceDefinition
     var databasePath: String { Self.databasePath(in: folder) }
 
     static func databasePath(in folder: URL) -> String { folder.appendingPathComponent("test.sqlite").path }
@@ -44,9 +44,9 @@ final class TestServer: @unchecked Sendable {
     /// A server on a new database in `folder` (a fresh one by default, so a test may fill it first).
     init(extra: String = "", host: String? = nil, folder: URL? = nil) async throws {
         self.folder = try folder ?? Fixtures.temporaryFolder()
-        var definition = try PipelineDefinition.parse(
+        var definition = try ServiceDefinition.parse(
             Self.pipeline + "\n" + extra, file: self.folder.appendingPathComponent("test.yml").path)
-        definition.privacy.pseudonyms.keyFile = nil
+        definition.pipeline.privacy.pseudonyms.keyFile = nil
         self.definition = definition
         var options = SentinelService.Options()
         options.sources = []
@@ -58,7 +58,8 @@ final class TestServer: @unchecked Sendable {
         (service, port, task) = try await SentinelService.start(
             definition: definition, models: Fixtures.store, options: options, logger: logger)
         mask = PrivacyMask(
-            policy: definition.privacy, keys: try PseudonymKeyRing(settings: definition.privacy.pseudonyms))
+            policy: definition.pipeline.privacy,
+            keys: try PseudonymKeyRing(settings: definition.pipeline.privacy.pseudonyms))
     }
 
     /// The two scopes' tokens, and the `server:` settings that make a server read them from files (mode 0600).
