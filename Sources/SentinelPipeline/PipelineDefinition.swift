@@ -364,8 +364,10 @@ private struct PipelineParser {
 
 extension PipelineParser {
     func privacy(_ field: Field, _ policy: inout PrivacyPolicy) {
-        let keys = ["pseudonyms", "timestampResolution", "minGroupSize", "retention", "outputs", "review"]
-        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
+        guard
+            let fields = reader.section(
+                field, PrivacyPolicy.settings, extra: ["pseudonyms", "retention", "outputs", "review"], into: &policy)
+        else { return }
         if let f = fields["pseudonyms"], let p = reader.mapping(f, keys: ["rotate", "keyFile"]) {
             if let r = p["rotate"] {
                 let named = ["hourly": 3_600.0, "daily": 86_400.0, "weekly": 604_800.0]
@@ -383,18 +385,7 @@ extension PipelineParser {
                 policy.pseudonyms.keyFile = reader.resolve(path)
             }
         }
-        if let f = fields["timestampResolution"], let v = reader.number(f, in: 0...3600) {
-            policy.timestampResolution = v
-        }
-        if let f = fields["minGroupSize"], let v = reader.integer(f, in: 1...1000) { policy.minGroupSize = v }
-        if let f = fields["retention"], let r = reader.mapping(f, keys: ["days", "checkEveryMinutes"]) {
-            if let d = r["days"], let v = reader.number(d, in: 0.01...3650) {
-                policy.retention.maxAgeSeconds = v * 86_400
-            }
-            if let c = r["checkEveryMinutes"], let v = reader.number(c, in: 1...1440) {
-                policy.retention.intervalSeconds = v * 60
-            }
-        }
+        if let f = fields["retention"] { _ = reader.section(f, RetentionPolicy.settings, into: &policy.retention) }
         if let f = fields["outputs"],
             let outputs = reader.mapping(f, keys: Set(PrivacyPolicy.Output.allCases.map(\.rawValue)))
         {

@@ -12,8 +12,8 @@ public enum PipelineReference {
         var lines = [
             "# Every tunable setting of a pipeline file beyond its sources and zones, at its default, with what it",
             "# may be and what it means. Generated from the settings' declarations: sentinel check --reference.",
-            "# Sources, zones, detector.kind/model/maxFps, emotion.enabled/model, the privacy section's pseudonyms,",
-            "# outputs and retention, store.path/group and the server's token files and CORS origins: see README.md.",
+            "# Sources, zones, detector.kind/model/maxFps, emotion.enabled/model, the privacy section's pseudonyms",
+            "# and outputs, store.path/group and the server's token files and CORS origins: see README.md.",
             "version: 1",
         ]
         lines += section("detector", DetectorSettings.settings, .defaults(for: .retinaface))
@@ -21,7 +21,8 @@ public enum PipelineReference {
         lines += section("emotion", EmotionSettings.settings, EmotionSettings())
         lines += section("events", VisitorSettings.settings, VisitorSettings())
         lines += section("gauge", GaugeSettings.settings, GaugeSettings())
-        lines.append("privacy:")
+        lines += section("privacy", PrivacyPolicy.settings, PrivacyPolicy())
+        lines += section("retention", RetentionPolicy.settings, RetentionPolicy(), indent: "    ")
         lines += section("review", ReviewSettings.settings, ReviewSettings(), indent: "    ")
         return (lines + more).joined(separator: "\n") + "\n"
     }

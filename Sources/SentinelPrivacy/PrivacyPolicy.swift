@@ -17,6 +17,16 @@ public struct PrivacyPolicy: Sendable, Equatable {
 
     public init() {}
 
+    /// The `privacy:` section's declared settings (pseudonyms, outputs, retention and review are sections of their
+    /// own).
+    public static let settings: [Setting<PrivacyPolicy>] = [
+        .number(
+            "timestampResolution", \.timestampResolution, in: 0...3_600,
+            "published times are rounded down to this many seconds (0 keeps milliseconds)"),
+        .integer(
+            "minGroupSize", \.minGroupSize, in: 1...1_000, "aggregates over fewer visitors are published as suppressed"),
+    ]
+
     /// Where masked events go. Each has its own field allowlist.
     public enum Output: String, Sendable, CaseIterable {
         /// Everything that publishes events: replay output, the SSE stream and the REST API.
@@ -75,6 +85,22 @@ public struct RetentionPolicy: Sendable, Equatable {
     public var intervalSeconds: Double = 3_600
 
     public init() {}
+
+    /// As a pipeline file writes them: days and minutes.
+    var days: Double {
+        get { maxAgeSeconds / 86_400 }
+        set { maxAgeSeconds = newValue * 86_400 }
+    }
+    var checkEveryMinutes: Double {
+        get { intervalSeconds / 60 }
+        set { intervalSeconds = newValue * 60 }
+    }
+
+    /// A pipeline file's `privacy.retention:` section.
+    public static let settings: [Setting<RetentionPolicy>] = [
+        .number("days", \.days, in: 0.01...3_650, "events, visits and readings older than this are deleted"),
+        .number("checkEveryMinutes", \.checkEveryMinutes, in: 1...1_440, "how often the deletion runs"),
+    ]
 }
 
 /// How faces are hidden in a review video.
