@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// A minimal HTTP/1.1 client over SwiftNIO, for the SSE fan-out bench and the tests: one GET per connection, the body
 /// handed over chunk by chunk as it arrives, so a stream can be read, and dropped, mid-way.
@@ -17,8 +18,14 @@ public enum LoopbackClient {
         }
     }
 
+    /// The connection was closed because `timeout` passed.
+    public struct TimedOut: Error, CustomStringConvertible {
+        public let timeout: TimeAmount
+        public var description: String { "no end of the response within \(timeout.nanoseconds / 1_000_000) ms" }
+    }
+
     /// GETs `path`, calling `onChunk` with each piece of the body until it returns false, the body ends, or `timeout`
-    /// passes (the connection is then closed: a stream that never ends cannot hang its reader).
+    /// passes (the connection is then closed and `TimedOut` thrown: a stream that never ends cannot hang its reader).
     public static func get(
         host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [],
         timeout: TimeAmount = .seconds(60),
@@ -33,8 +40,29 @@ public enum LoopbackClient {
                 }
             }
         let underlying = channel.channel
-        let deadline = underlying.eventLoop.scheduleTask(in: timeout) { underlying.close(promise: nil) }
+        let expired = Expiry()
+        let deadline = underlying.eventLoop.scheduleTask(in: timeout) {
+            expired.fired.withLock { $0 = true }
+            underlying.close(promise: nil)
+        }
         defer { deadline.cancel() }
+        do {
+            try await exchange(
+                channel, host: host, port: port, path: path, headers: headers, onHead: onHead, onChunk: onChunk)
+        } catch  where expired.fired.withLock({ $0 }) {
+            throw TimedOut(timeout: timeout)
+        }
+    }
+
+    private final class Expiry: Sendable {
+        let fired = Mutex(false)
+    }
+
+    private static func exchange(
+        _ channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, host: String, port: Int,
+        path: String, headers: [(String, String)], onHead: (Head) async throws -> Void,
+        onChunk: (ByteBuffer) async throws -> Bool
+    ) async throws {
         try await channel.executeThenClose { inbound, outbound in
             var fields = HTTPHeaders([("Host", "\(host):\(port)")])
             for (name, value) in headers { fields.add(name: name, value: value) }

@@ -80,6 +80,7 @@ final class RunningSentinel: @unchecked Sendable {
         for attempt in 0...3 {
             var parser = EventStreamParser()
             let resume = messages.ids.last ?? 0
+            let started = ContinuousClock.now
             do {
                 try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(resume)", timeout: timeout) {
                     chunk in
@@ -88,7 +89,9 @@ final class RunningSentinel: @unchecked Sendable {
                 }
                 return messages
             } catch  where attempt < 3 {
-                print("SSE stream to sentinel run failed after id \(resume) (\(error)); resuming")
+                print(
+                    "SSE stream to sentinel run from id \(resume) failed after \(ContinuousClock.now - started) and "
+                        + "id \(messages.ids.last ?? 0), \(messages.count) messages in all (\(error)); resuming")
             }
         }
         return messages
