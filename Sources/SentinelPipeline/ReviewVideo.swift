@@ -7,20 +7,20 @@ import SentinelVision
 ///
 /// Masks cover every detection, every followed visitor, and (with `followTracks`) every visitor the tracker
 /// predicts where detection missed it in this frame, so a single missed detection does not show a face.
+///
+/// The file is opened at the first frame, at that frame's size.
 public final class ReviewVideo {
     public let settings: ReviewSettings
-    private let writer: VideoWriter
+    private let path: String
+    private let fps: Double
     private let zones: [PipelineDefinition.ZoneSpec]
+    private var writer: VideoWriter?
 
-    public init(
-        path: String, fps: Double, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec],
-        settings: ReviewSettings
-    )
-        throws(VisionError)
-    {
+    public init(path: String, fps: Double, zones: [PipelineDefinition.ZoneSpec], settings: ReviewSettings) {
+        self.path = path
+        self.fps = fps
         self.settings = settings
         self.zones = zones
-        writer = try VideoWriter(path: path, fps: fps, width: width, height: height)
     }
 
     /// The regions hidden in a frame: a square about each face box's centre, its side the box's longer side
@@ -57,7 +57,8 @@ public final class ReviewVideo {
                 String(face.label.prefix(8)), at: Point(x: region.x, y: max(12, region.y - 4)), scale: 0.45,
                 color: colour)
         }
-        try writer.write(image)
+        if writer == nil { writer = try VideoWriter(path: path, fps: fps, width: image.width, height: image.height) }
+        try writer?.write(image)
     }
 
     private func grown(_ box: Box, unseen: Double = 0) -> Box {
@@ -65,5 +66,5 @@ public final class ReviewVideo {
         return Box(x: box.center.x - side / 2, y: box.center.y - side / 2, width: side, height: side)
     }
 
-    public func finish() { writer.finish() }
+    public func finish() { writer?.finish() }
 }

@@ -221,17 +221,12 @@ struct Eval: ParsableCommand {
                     definition: definition, source: definition.sources[0], models: try models.store(), input: recording,
                     pace: .fastest,
                     logger: makeLogger("sentinel.eval"))
-                var review: ReviewVideo?
+                let review = ReviewVideo(
+                    path: path, fps: runner.nominalFPS, zones: runner.source.zones, settings: settings)
                 try runner.run { step in
-                    guard let frame = step.frame else { return }
-                    if review == nil {
-                        review = try ReviewVideo(
-                            path: path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
-                            zones: runner.source.zones, settings: settings)
-                    }
-                    try review?.write(frame)
+                    if let frame = step.frame { try review.write(frame) }
                 }
-                review?.finish()
+                review.finish()
                 let score = try MaskLeakScore.measure(original: recording, review: path, truth: truth, bound: bound)
                 print(
                     String(

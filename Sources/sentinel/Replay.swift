@@ -65,7 +65,10 @@ struct Replay: ParsableCommand {
         let video = try annotate.map(OutputVideo.init)
         var gauge = definition.sentimentGauge
         let encoder = JSONEncoder.sentinel()
-        var review: ReviewVideo?
+        let review = video.map {
+            ReviewVideo(
+                path: $0.path, fps: runner.nominalFPS, zones: runner.source.zones, settings: definition.privacy.review)
+        }
         var progress = ProgressBar(total: runner.expectedFrames)
         try runner.run { step in
             for masked in step.events {
@@ -77,11 +80,6 @@ struct Replay: ParsableCommand {
                 sink.handle.write(try encoder.encode(TypedReading(reading: reading)) + Data("\n".utf8))
             }
             guard let frame = step.frame else { return }
-            if let video, review == nil {
-                review = try ReviewVideo(
-                    path: video.path, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
-                    zones: runner.source.zones, settings: definition.privacy.review)
-            }
             try review?.write(frame)
             progress.advance(to: frame.index + 1)
         }

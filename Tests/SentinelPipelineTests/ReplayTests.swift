@@ -43,22 +43,14 @@ struct SampleRun: Sendable {
         run.reviewDetectionsOnly = folder.appendingPathComponent("detections.avi").path
         var detectionsOnly = definition.privacy.review
         detectionsOnly.followTracks = false
-        var reviews: [ReviewVideo] = []
+        let reviews = [
+            (run.reviewFollowingTracks, definition.privacy.review), (run.reviewDetectionsOnly, detectionsOnly),
+        ].map { ReviewVideo(path: $0, fps: runner.nominalFPS, zones: runner.source.zones, settings: $1) }
         try runner.run { step in
             run.events += step.events.map { $0[.store]!.event }
             run.lines += step.events.map { $0[.events]!.json }
             guard let frame = step.frame else { return }
             observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
-            if reviews.isEmpty {
-                reviews = try [
-                    (run.reviewFollowingTracks, definition.privacy.review),
-                    (run.reviewDetectionsOnly, detectionsOnly),
-                ].map {
-                    try ReviewVideo(
-                        path: $0, fps: runner.nominalFPS, width: frame.image.width, height: frame.image.height,
-                        zones: runner.source.zones, settings: $1)
-                }
-            }
             for review in reviews { try review.write(frame) }
         }
         for review in reviews { review.finish() }
