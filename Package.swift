@@ -34,6 +34,10 @@ let package = Package(
             cxxSettings: openCVHeaders,
             linkerSettings: openCVLibraries
         ),
+        /// The only code that includes mosquitto.h: a plain C API over Debian's libmosquitto (MQTT 5).
+        .target(name: "CSentinelMQTT", linkerSettings: [.linkedLibrary("mosquitto")]),
+        /// An MQTT 5 client over the bridge: connects and reconnects on its own thread, polled by its owner.
+        .target(name: "SentinelMQTT", dependencies: ["CSentinelMQTT", "SentinelCore"]),
         /// Domain types shared by every layer; depends on nothing.
         .target(name: "SentinelCore"),
         /// The Swift face of the bridge: images, frame sources, detectors, classifier, video writer.
@@ -94,7 +98,7 @@ let package = Package(
             name: "SentinelServer",
             dependencies: [
                 "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
-                "SentinelModels", "SentinelVision",
+                "SentinelModels", "SentinelVision", "SentinelMQTT",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -127,7 +131,7 @@ let package = Package(
         .target(
             name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth", "SentinelVision"],
             path: "Tests/SentinelTestSupport",
-            exclude: ["rtsp_camera.py"]),
+            exclude: ["rtsp_camera.py", "mqtt_broker.py"]),
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]
@@ -151,7 +155,7 @@ let package = Package(
             name: "SentinelServerTests",
             dependencies: [
                 "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
-                "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback",
+                "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
             ]

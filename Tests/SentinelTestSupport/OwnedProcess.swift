@@ -26,6 +26,12 @@ public final class OwnedProcess: @unchecked Sendable {
         firstLine = String(text.prefix { $0 != "\n" })
     }
 
+    /// Closes the child's standard input, its cue to end gracefully, and waits for it.
+    public func finish() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
     /// Kills the child (SIGKILL, as a crash or a pulled cable would) and waits for it.
     public func kill() {
         if process.isRunning {
@@ -85,6 +91,48 @@ public final class RTSPCamera: @unchecked Sendable {
     }
 
     public func url(_ mount: String) -> String { "rtsp://127.0.0.1:\(port)/\(mount)" }
+}
+
+/// A broker stand-in: Debian's mosquitto (`mqtt_broker.py`) on a loopback port, with sessions persisted in a folder of
+/// its own, so that it can be stopped and started again on the same port, as a broker that restarts.
+public final class MQTTBroker: @unchecked Sendable {
+    public private(set) var port = 0
+    public let folder: URL
+    private let users: [(name: String, password: String)]
+    private var server: OwnedProcess?
+
+    public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/mqtt_broker.py").path
+
+    /// A broker that takes anyone, or only `users`.
+    public init(users: [(name: String, password: String)] = []) throws {
+        folder = try Fixtures.temporaryFolder()
+        self.users = users
+        try start()
+    }
+
+    /// Starts the broker, on the port it had before if it ran already.
+    public func start() throws {
+        let server = try OwnedProcess(
+            "/usr/bin/python3",
+            [Self.script, "--port", "\(port)", "--folder", folder.path]
+                + users.flatMap {
+                    ["--user", "\($0.name):\($0.password)"]
+                })
+        guard let bound = server.firstLine.firstMatch(of: /^PORT (\d+)$/).flatMap({ Int($0.1) }) else {
+            server.kill()
+            throw TestSupportError("mqtt_broker.py did not start: \(server.firstLine)")
+        }
+        port = bound
+        self.server = server
+    }
+
+    /// Stops the broker as an administrator would: it saves its sessions first.
+    public func stop() {
+        server?.finish()
+        server = nil
+    }
+
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
 }
 
 public struct TestSupportError: Error, CustomStringConvertible {

@@ -1,0 +1,373 @@
+// The only code that includes mosquitto.h: a client with its own network thread, polled by the caller.
+#include "sentinel_mqtt.h"
+
+#include <errno.h>
+#include <mosquitto.h>
+#include <mqtt_protocol.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    char *topic;
+    int qos;
+} subscription;
+
+struct snl_mqtt {
+    struct mosquitto *mosq;
+    mosquitto_property *connect_properties;
+    char *host;
+    int port;
+    int keepalive;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t lock;  // guards everything below
+    pthread_cond_t wake;
+    int stopping;
+    snl_mqtt_state state;
+    snl_mqtt_ack *acks;
+    int ack_count, ack_capacity;
+    snl_mqtt_message *messages;
+    int message_count, message_capacity;
+    subscription *subscriptions;
+    int subscription_count;
+};
+
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static void library_init(void) { mosquitto_lib_init(); }
+
+static void fail(snl_mqtt_error *error, const char *format, const char *detail) {
+    if (error != NULL) snprintf(error->message, sizeof(error->message), format, detail ? detail : "");
+}
+
+static void set_reason(snl_mqtt *c, const char *reason) {
+    snprintf(c->state.reason, sizeof(c->state.reason), "%s", reason);
+}
+
+/// Text for a library return code; errno's own text for a system error.
+static const char *describe(int rc) {
+    return rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc);
+}
+
+static void on_connect(struct mosquitto *mosq, void *object, int reason, int flags, const mosquitto_property *props) {
+    (void)flags;
+    (void)props;
+    snl_mqtt *c = object;
+    pthread_mutex_lock(&c->lock);
+    if (reason == 0) {
+        c->state.connected = 1;
+        c->state.connects += 1;
+        c->state.failures = 0;
+        set_reason(c, "");
+        for (int i = 0; i < c->subscription_count; i++) {
+            mosquitto_subscribe_v5(mosq, NULL, c->subscriptions[i].topic, c->subscriptions[i].qos, 0, NULL);
+        }
+    } else {
+        c->state.connected = 0;
+        c->state.failures += 1;
+        char text[256];
+        snprintf(text, sizeof(text), "the broker refused the connection: %s", mosquitto_reason_string(reason));
+        set_reason(c, text);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void on_disconnect(struct mosquitto *mosq, void *object, int rc, const mosquitto_property *props) {
+    (void)mosq;
+    (void)props;
+    snl_mqtt *c = object;
+    pthread_mutex_lock(&c->lock);
+    if (c->state.connected && rc != 0) {
+        char text[256];
+        snprintf(text, sizeof(text), "connection lost: %s", describe(rc));
+        set_reason(c, text);
+    }
+    c->state.connected = 0;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void on_publish(struct mosquitto *mosq, void *object, int mid, int reason, const mosquitto_property *props) {
+    (void)mosq;
+    (void)props;
+    snl_mqtt *c = object;
+    pthread_mutex_lock(&c->lock);
+    if (c->ack_count == c->ack_capacity) {
+        int capacity = c->ack_capacity ? c->ack_capacity * 2 : 256;
+        snl_mqtt_ack *grown = realloc(c->acks, sizeof(snl_mqtt_ack) * (size_t)capacity);
+        if (grown != NULL) {
+            c->acks = grown;
+            c->ack_capacity = capacity;
+        }
+    }
+    if (c->ack_count < c->ack_capacity) c->acks[c->ack_count++] = (snl_mqtt_ack){mid, reason};
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void on_message(struct mosquitto *mosq, void *object, const struct mosquitto_message *message,
+                       const mosquitto_property *props) {
+    (void)mosq;
+    (void)props;
+    snl_mqtt *c = object;
+    char *topic = strdup(message->topic);
+    void *payload = malloc((size_t)message->payloadlen + 1);
+    if (topic == NULL || payload == NULL) {
+        free(topic);
+        free(payload);
+        return;
+    }
+    memcpy(payload, message->payload, (size_t)message->payloadlen);
+    ((char *)payload)[message->payloadlen] = 0;
+    pthread_mutex_lock(&c->lock);
+    if (c->message_count == c->message_capacity) {
+        int capacity = c->message_capacity ? c->message_capacity * 2 : 256;
+        snl_mqtt_message *grown = realloc(c->messages, sizeof(snl_mqtt_message) * (size_t)capacity);
+        if (grown != NULL) {
+            c->messages = grown;
+            c->message_capacity = capacity;
+        }
+    }
+    if (c->message_count < c->message_capacity) {
+        c->messages[c->message_count++] = (snl_mqtt_message){topic, payload, message->payloadlen};
+    } else {
+        free(topic);
+        free(payload);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/// Sleeps `seconds` or until destroyed; true when destroyed.
+static int wait_or_stop(snl_mqtt *c, double seconds) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long nanoseconds = until.tv_nsec + (long)((seconds - (long)seconds) * 1e9);
+    until.tv_sec += (time_t)seconds + nanoseconds / 1000000000L;
+    until.tv_nsec = nanoseconds % 1000000000L;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stopping && pthread_cond_timedwait(&c->wake, &c->lock, &until) == 0) {
+    }
+    int stopping = c->stopping;
+    pthread_mutex_unlock(&c->lock);
+    return stopping;
+}
+
+static int is_stopping(snl_mqtt *c) {
+    pthread_mutex_lock(&c->lock);
+    int stopping = c->stopping;
+    pthread_mutex_unlock(&c->lock);
+    return stopping;
+}
+
+/// Connects, serves the connection until it drops, and tries again with backoff (0.25 s doubling to 8 s, from
+/// the start after a connection that was accepted), until destroyed.
+static void *network(void *argument) {
+    snl_mqtt *c = argument;
+    double backoff = 0.25;
+    while (!is_stopping(c)) {
+        int rc = mosquitto_connect_bind_v5(c->mosq, c->host, c->port, c->keepalive, NULL, c->connect_properties);
+        if (rc != MOSQ_ERR_SUCCESS) {
+            pthread_mutex_lock(&c->lock);
+            c->state.failures += 1;
+            char text[256];
+            snprintf(text, sizeof(text), "cannot connect to %s:%d: %s", c->host, c->port, describe(rc));
+            set_reason(c, text);
+            pthread_mutex_unlock(&c->lock);
+        } else {
+            int connects_before;
+            pthread_mutex_lock(&c->lock);
+            connects_before = c->state.connects;
+            pthread_mutex_unlock(&c->lock);
+            while (!is_stopping(c) && (rc = mosquitto_loop(c->mosq, 100, 1)) == MOSQ_ERR_SUCCESS) {
+            }
+            if (is_stopping(c)) {
+                mosquitto_disconnect_v5(c->mosq, 0, NULL);
+                mosquitto_loop(c->mosq, 100, 1);
+                break;
+            }
+            pthread_mutex_lock(&c->lock);
+            if (c->state.connects > connects_before) backoff = 0.25;
+            if (c->state.connected || c->state.reason[0] == 0) {
+                char text[256];
+                snprintf(text, sizeof(text), "connection lost: %s", describe(rc));
+                set_reason(c, text);
+            }
+            c->state.connected = 0;
+            pthread_mutex_unlock(&c->lock);
+            mosquitto_disconnect(c->mosq);
+        }
+        if (wait_or_stop(c, backoff)) break;
+        backoff = backoff * 2 > 8 ? 8 : backoff * 2;
+    }
+    return NULL;
+}
+
+snl_mqtt_status snl_mqtt_create(
+    const char *client_id, int clean_start, uint32_t session_expiry, snl_mqtt **out, snl_mqtt_error *error) {
+    if (client_id == NULL || client_id[0] == 0 || out == NULL) {
+        fail(error, "%sa client id is needed", NULL);
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    pthread_once(&library_once, library_init);
+    snl_mqtt *c = calloc(1, sizeof(snl_mqtt));
+    if (c == NULL) {
+        fail(error, "%sout of memory", NULL);
+        return SNL_MQTT_ERR_UNKNOWN;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->wake, NULL);
+    c->mosq = mosquitto_new(client_id, clean_start != 0, c);
+    if (c->mosq == NULL) {
+        fail(error, "cannot make an MQTT client: %s", strerror(errno));
+        snl_mqtt_destroy(c);
+        return SNL_MQTT_ERR_UNKNOWN;
+    }
+    mosquitto_int_option(c->mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
+    mosquitto_threaded_set(c->mosq, true);
+    mosquitto_connect_v5_callback_set(c->mosq, on_connect);
+    mosquitto_disconnect_v5_callback_set(c->mosq, on_disconnect);
+    mosquitto_publish_v5_callback_set(c->mosq, on_publish);
+    mosquitto_message_v5_callback_set(c->mosq, on_message);
+    if (session_expiry > 0) {
+        mosquitto_property_add_int32(&c->connect_properties, MQTT_PROP_SESSION_EXPIRY_INTERVAL, session_expiry);
+    }
+    set_reason(c, "not connected yet");
+    *out = c;
+    return SNL_MQTT_OK;
+}
+
+void snl_mqtt_destroy(snl_mqtt *c) {
+    if (c == NULL) return;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = 1;
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    if (c->started) pthread_join(c->thread, NULL);
+    if (c->mosq != NULL) mosquitto_destroy(c->mosq);
+    mosquitto_property_free_all(&c->connect_properties);
+    for (int i = 0; i < c->message_count; i++) snl_mqtt_message_free(&c->messages[i]);
+    for (int i = 0; i < c->subscription_count; i++) free(c->subscriptions[i].topic);
+    free(c->subscriptions);
+    free(c->messages);
+    free(c->acks);
+    free(c->host);
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+snl_mqtt_status snl_mqtt_credentials(
+    snl_mqtt *c, const char *username, const char *password, snl_mqtt_error *error) {
+    if (c == NULL) return SNL_MQTT_ERR_ARGUMENT;
+    int rc = mosquitto_username_pw_set(c->mosq, username, password);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        fail(error, "cannot set the MQTT credentials: %s", describe(rc));
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    return SNL_MQTT_OK;
+}
+
+snl_mqtt_status snl_mqtt_tls(snl_mqtt *c, const char *ca_file, snl_mqtt_error *error) {
+    if (c == NULL || ca_file == NULL) return SNL_MQTT_ERR_ARGUMENT;
+    int rc = mosquitto_tls_set(c->mosq, ca_file, NULL, NULL, NULL, NULL);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        char detail[480];
+        snprintf(detail, sizeof(detail), "%s: %s", ca_file, describe(rc));
+        fail(error, "cannot use the CA file %s", detail);
+        return SNL_MQTT_ERR_TLS;
+    }
+    return SNL_MQTT_OK;
+}
+
+snl_mqtt_status snl_mqtt_will(
+    snl_mqtt *c, const char *topic, const char *payload, int qos, int retain, snl_mqtt_error *error) {
+    if (c == NULL || topic == NULL || payload == NULL) return SNL_MQTT_ERR_ARGUMENT;
+    int rc = mosquitto_will_set_v5(c->mosq, topic, (int)strlen(payload), payload, qos, retain != 0, NULL);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        fail(error, "cannot set the last will: %s", describe(rc));
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    return SNL_MQTT_OK;
+}
+
+snl_mqtt_status snl_mqtt_subscribe(snl_mqtt *c, const char *topic, int qos, snl_mqtt_error *error) {
+    if (c == NULL || topic == NULL || topic[0] == 0 || c->started) {
+        fail(error, "%ssubscriptions are given before the client starts, with a topic", NULL);
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    subscription *grown = realloc(c->subscriptions, sizeof(subscription) * (size_t)(c->subscription_count + 1));
+    if (grown == NULL) return SNL_MQTT_ERR_UNKNOWN;
+    c->subscriptions = grown;
+    c->subscriptions[c->subscription_count++] = (subscription){strdup(topic), qos};
+    return SNL_MQTT_OK;
+}
+
+snl_mqtt_status snl_mqtt_start(snl_mqtt *c, const char *host, int port, int keepalive, snl_mqtt_error *error) {
+    if (c == NULL || host == NULL || port <= 0 || port > 65535 || c->started) {
+        fail(error, "%sa host and a port from 1 to 65535 are needed, once", NULL);
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    c->host = strdup(host);
+    c->port = port;
+    c->keepalive = keepalive;
+    if (pthread_create(&c->thread, NULL, network, c) != 0) {
+        fail(error, "cannot start the MQTT thread: %s", strerror(errno));
+        return SNL_MQTT_ERR_UNKNOWN;
+    }
+    c->started = 1;
+    return SNL_MQTT_OK;
+}
+
+snl_mqtt_status snl_mqtt_publish(
+    snl_mqtt *c, const char *topic, const void *payload, int length, int qos, int retain,
+    const char *const *properties, int count, int *mid, snl_mqtt_error *error) {
+    if (c == NULL || topic == NULL || topic[0] == 0 || qos < 0 || qos > 2 || length < 0) {
+        fail(error, "%sa topic and a QoS of 0, 1 or 2 are needed", NULL);
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    mosquitto_property *props = NULL;
+    for (int i = 0; i + 1 < 2 * count; i += 2) {
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, properties[i], properties[i + 1]);
+    }
+    int rc = mosquitto_publish_v5(c->mosq, mid, topic, length, payload, qos, retain != 0, props);
+    mosquitto_property_free_all(&props);
+    // Not connected: a QoS 1 or 2 message waits in the library's queue and goes out at the next connection.
+    if (rc == MOSQ_ERR_SUCCESS || (rc == MOSQ_ERR_NO_CONN && qos > 0)) return SNL_MQTT_OK;
+    char detail[480];
+    snprintf(detail, sizeof(detail), "%s: %s", topic, describe(rc));
+    fail(error, "cannot publish to %s", detail);
+    return SNL_MQTT_ERR_PUBLISH;
+}
+
+void snl_mqtt_get_state(snl_mqtt *c, snl_mqtt_state *out) {
+    pthread_mutex_lock(&c->lock);
+    *out = c->state;
+    pthread_mutex_unlock(&c->lock);
+}
+
+int snl_mqtt_take_acks(snl_mqtt *c, snl_mqtt_ack *acks, int capacity) {
+    pthread_mutex_lock(&c->lock);
+    int n = c->ack_count < capacity ? c->ack_count : capacity;
+    memcpy(acks, c->acks, sizeof(snl_mqtt_ack) * (size_t)n);
+    memmove(c->acks, c->acks + n, sizeof(snl_mqtt_ack) * (size_t)(c->ack_count - n));
+    c->ack_count -= n;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+int snl_mqtt_take_messages(snl_mqtt *c, snl_mqtt_message *messages, int capacity) {
+    pthread_mutex_lock(&c->lock);
+    int n = c->message_count < capacity ? c->message_count : capacity;
+    memcpy(messages, c->messages, sizeof(snl_mqtt_message) * (size_t)n);
+    memmove(c->messages, c->messages + n, sizeof(snl_mqtt_message) * (size_t)(c->message_count - n));
+    c->message_count -= n;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void snl_mqtt_message_free(snl_mqtt_message *message) {
+    free(message->topic);
+    free(message->payload);
+    message->topic = NULL;
+    message->payload = NULL;
+}
