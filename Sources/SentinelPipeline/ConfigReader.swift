@@ -58,7 +58,7 @@ public struct Field {
 /// Reads a YAML tree field by field, collecting every problem with its line instead of stopping at the first.
 public final class ConfigReader {
     public let file: String
-    private(set) var problems: [ConfigProblem] = []
+    public private(set) var problems: [ConfigProblem] = []
 
     init(file: String) { self.file = file }
 

@@ -61,9 +61,9 @@ public struct PipelineDefinition: Sendable {
         }
     }
 
-    /// Sections of a pipeline file that the pipeline does not read: `sentinel run`'s store and server. They are
-    /// allowed in every pipeline file and read by whoever serves it (see `parse(_:file:sections:)`).
-    public static let serviceSections: Set<String> = ["store", "server"]
+    /// Sections of a pipeline file that the pipeline does not read: `sentinel run`'s store, server and outputs. They
+    /// are allowed in every pipeline file and read by whoever serves it (see `parse(_:file:sections:)`).
+    public static let serviceSections: Set<String> = ["store", "server", "outputs"]
 
     /// Reads one section of a pipeline file that belongs to another part of Sentinel, reporting into the reader.
     public typealias SectionReader = (Field, ConfigReader) -> Void

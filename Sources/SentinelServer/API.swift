@@ -347,6 +347,7 @@ public struct HTTPAPI: Sendable {
         var status: String
         var sources: [Source]
         var database: LiveState.DatabaseHealth
+        var mqtt: LiveState.MQTTHealth?
     }
 
     func health() async -> Response {
@@ -372,7 +373,7 @@ public struct HTTPAPI: Sendable {
         // Behind still serves (200): frames are dropped at the edge, counted, and dwell stays right.
         let healthy = database.writable && sources.allSatisfy(\.up)
         let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
-        let body = Health(status: status, sources: sources, database: database)
+        let body = Health(status: status, sources: sources, database: database, mqtt: live.mqttHealth)
         return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable))
             ?? APIResponse.error(.internalServerError, "")
     }

@@ -111,9 +111,11 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
 /// pipeline file, which is shared and versioned. A token file every local user can read is refused, as ssh refuses
 /// such a private key: it is no secret (the owner's group may read it, for a service account).
 public enum AccessToken {
-    public static func load(file: String?, environment name: String, key: String = "server.tokenFile")
-        throws(ServiceError) -> String?
-    {
+    /// The first line of `file`, else the environment variable `name`; nil when neither is given. A token shorter
+    /// than `minimumLength` is refused.
+    public static func load(
+        file: String?, environment name: String, key: String = "server.tokenFile", minimumLength: Int = 16
+    ) throws(ServiceError) -> String? {
         if let file {
             var status = stat()
             if stat(file, &status) == 0, status.st_mode & S_IROTH != 0 {
@@ -126,11 +128,15 @@ public enum AccessToken {
             }
             let token =
                 text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            guard token.count >= 16 else { throw ServiceError("the token in \(file) is shorter than 16 characters") }
+            guard token.count >= minimumLength else {
+                throw ServiceError("the token in \(file) is shorter than \(minimumLength) characters")
+            }
             return token
         }
         if let token = ProcessInfo.processInfo.environment[name], !token.isEmpty {
-            guard token.count >= 16 else { throw ServiceError("the token in $\(name) is shorter than 16 characters") }
+            guard token.count >= minimumLength else {
+                throw ServiceError("the token in $\(name) is shorter than \(minimumLength) characters")
+            }
             return token
         }
         return nil

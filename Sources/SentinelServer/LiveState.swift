@@ -15,6 +15,7 @@ public final class LiveState: Sendable {
         var now: Now
         var sources: [String: SourceHealth]
         var database = DatabaseHealth()
+        var mqtt: MQTTHealth?
     }
 
     /// Who is present and the showroom's mood, as of the last committed batch.
@@ -67,6 +68,22 @@ public final class LiveState: Sendable {
         public var dropped = 0
     }
 
+    /// The MQTT output's state, when there is one.
+    public struct MQTTHealth: Sendable, Codable, Equatable {
+        public var connected: Bool
+        /// Why it is not connected.
+        public var message: String?
+        /// Failed connection attempts since the last success.
+        public var failedAttempts: Int
+        /// Every log id up to this one is acknowledged by the broker.
+        public var acknowledged: Int64
+        /// Log events not acknowledged yet, and how old the oldest is.
+        public var backlog: Int
+        public var oldestUnacknowledgedSeconds: Double?
+        /// Messages the broker refused for good since start.
+        public var rejected: Int
+    }
+
     public var now: Now { state.withLock { $0.now } }
 
     func publish(_ now: Now) { state.withLock { $0.now = now } }
@@ -78,6 +95,10 @@ public final class LiveState: Sendable {
     func updateSource(_ id: String, _ change: (inout SourceHealth) -> Void) {
         state.withLock { change(&$0.sources[id, default: SourceHealth()]) }
     }
+
+    public var mqttHealth: MQTTHealth? { state.withLock { $0.mqtt } }
+
+    func updateMQTT(_ health: MQTTHealth) { state.withLock { $0.mqtt = health } }
 
     func updateDatabase(_ change: (inout DatabaseHealth) -> Void) {
         state.withLock { change(&$0.database) }

@@ -81,17 +81,22 @@ public struct SentinelService: Sendable {
                 availableConnectionsDelegate: MaximumAvailableConnections(server.maxConnections, logger: logger)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)
+        var mqtt: MQTTOutput?
+        if let settings = service.mqtt {
+            mqtt = MQTTOutput(settings: settings, store: store, live: live, telemetry: telemetry, logger: logger)
+        }
         let sources = started.map { source in
             SourceService(
                 definition: definition, source: source, models: models, pace: options.pace, loop: options.loop,
                 keys: keys, hub: hub,
                 live: live, telemetry: telemetry, logger: logger)
         }
-        // Started in this order, stopped in reverse: sources first, then the writer, then the server. A source
-        // that ends (a recording played once) leaves the rest running.
+        // Started in this order, stopped in reverse: sources first, then the writer, then the MQTT output (which
+        // forwards what the writer stored last), then the server. A source that ends (a recording played once)
+        // leaves the rest running.
         typealias Entry = ServiceGroupConfiguration.ServiceConfiguration
         let services: [Entry] =
-            [Entry(service: app), Entry(service: writer)]
+            [Entry(service: app)] + (mqtt.map { [Entry(service: $0)] } ?? []) + [Entry(service: writer)]
             + sources.map {
                 Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)
             }
@@ -143,6 +148,12 @@ public struct SentinelService: Sendable {
         }
         do { try PseudonymKeyRing.check(definition.privacy.pseudonyms) } catch {
             problem("privacy.pseudonyms.keyFile", error.description)
+        }
+        if let mqtt = service.mqtt {
+            do { _ = try mqtt.credentials() } catch { problem("outputs.mqtt.credentialsFile", error.description) }
+            if let ca = mqtt.caFile, !FileManager.default.isReadableFile(atPath: ca) {
+                problem("outputs.mqtt.caFile", "cannot read the CA file \(ca)")
+            }
         }
         if let group = service.store.group, getgrnam(group) == nil {
             var problem =

@@ -13,12 +13,16 @@ public enum ServerSentEvents {
     public static let cutoffType = "stream.cutoff"
 
     public static func message(for event: LoggedEvent) -> String {
+        "id: \(event.id)\nevent: \(event.type)\ndata: \(envelope(for: event))\n\n"
+    }
+
+    /// The envelope as one line of JSON (also the body of an MQTT message, with the site added).
+    public static func envelope(for event: LoggedEvent) -> String {
         let payload = String(decoding: event.payload, as: UTF8.self)
-        let data = """
+        return """
             {"id":\(event.id),"payload":\(payload),"payloadType":\(quoted(event.type)),"sequenceNumber":\(event.sequenceNumber),\
             "streamId":\(quoted(event.streamId)),"timestamp":"\(ISO8601.string(from: event.time))"}
             """
-        return "id: \(event.id)\nevent: \(event.type)\ndata: \(data)\n\n"
     }
 
     /// A control message: an event type and a JSON object, without an id.

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelMQTT
 import SentinelPipeline
 import SentinelStore
 
@@ -9,6 +10,8 @@ public struct ServiceDefinition: Sendable {
     public var pipeline: PipelineDefinition
     public var store: StoreSettings
     public var server = ServerSettings()
+    /// Where the event log is forwarded besides SSE (`outputs.mqtt`).
+    public var mqtt: MQTTSettings?
     /// Where `store.group` was written, for the message when this machine has no such group.
     var groupLocation: ConfigProblem?
 
@@ -33,6 +36,7 @@ public struct ServiceDefinition: Sendable {
                 url.deletingPathExtension().lastPathComponent + ".sqlite"
             ).standardizedFileURL.path)
         var server = ServerSettings()
+        var mqtt: MQTTSettings?
         var groupLocation: ConfigProblem?
         let definition = try pipeline([
             "store": { field, reader in
@@ -46,8 +50,13 @@ public struct ServiceDefinition: Sendable {
                 }
             },
             "server": { field, reader in server.read(field, reader) },
+            "outputs": { field, reader in
+                guard let outputs = reader.mapping(field, keys: ["mqtt"]), let section = outputs["mqtt"] else { return }
+                mqtt = MQTTSettings.read(section, reader)
+            },
         ])
-        return ServiceDefinition(pipeline: definition, store: store, server: server, groupLocation: groupLocation)
+        return ServiceDefinition(
+            pipeline: definition, store: store, server: server, mqtt: mqtt, groupLocation: groupLocation)
     }
 
     /// Every tunable setting of a pipeline file that `sentinel run` serves, as commented YAML (see
@@ -55,7 +64,15 @@ public struct ServiceDefinition: Sendable {
     public static var reference: String {
         PipelineReference.text(
             appending: PipelineReference.section("store", StoreSettings.settings, StoreSettings(path: ""))
-                + PipelineReference.section("server", ServerSettings.settings, ServerSettings()))
+                + PipelineReference.section("server", ServerSettings.settings, ServerSettings())
+                + [
+                    "# Forwarding by MQTT is off until outputs.mqtt gives a url and a site (see README.md):",
+                    "# outputs:",
+                ]
+                + PipelineReference.section(
+                    "mqtt", MQTTSettings.settings, MQTTSettings(url: "mqtt://127.0.0.1", site: "{site}"),
+                    indent: "    "
+                ).map { "# " + $0 })
     }
 }
 
@@ -148,5 +165,37 @@ extension ServerSettings {
                 maxSubscribers = v
             }
         }
+    }
+}
+
+extension MQTTSettings {
+    /// Reads the `outputs.mqtt:` section; nil when it has problems (reported).
+    static func read(_ field: Field, _ reader: ConfigReader) -> MQTTSettings? {
+        var settings = MQTTSettings(url: "", site: "")
+        guard
+            let fields = reader.section(
+                field, Self.settings, extra: ["url", "site", "caFile", "credentialsFile"], into: &settings)
+        else { return nil }
+        let before = reader.problems.count
+        if let f = reader.required(fields, "url", in: field), let url = reader.string(f) {
+            if let endpoint = MQTTClient.Endpoint(url: url) {
+                settings.url = url
+                if endpoint.tls, fields["caFile"] == nil {
+                    reader.report(f, "an mqtts:// broker needs caFile: the CA that signed its certificate")
+                }
+            } else {
+                reader.report(
+                    f, "\"\(url)\" is not a broker URL such as mqtt://broker.local:1883 or mqtts://broker:8883")
+            }
+        }
+        if let f = reader.required(fields, "site", in: field), let site = reader.name(f, of: "a site id") {
+            settings.site = site
+            if fields["clientId"] == nil { settings.clientId = "sentinel-\(site)" }
+        }
+        if let f = fields["caFile"], let path = reader.string(f) { settings.caFile = reader.resolve(path) }
+        if let f = fields["credentialsFile"], let path = reader.string(f) {
+            settings.credentialsFile = reader.resolve(path)
+        }
+        return reader.problems.count == before ? settings : nil
     }
 }

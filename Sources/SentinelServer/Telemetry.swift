@@ -25,6 +25,8 @@ public final class Telemetry: Sendable {
             label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
         droppedBySlowClient = CoreMetrics.Counter(
             label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
+        mqttPublished = CoreMetrics.Counter(label: "sentinel_mqtt_published_total", factory: factory)
+        mqttBacklog = CoreMetrics.Gauge(label: "sentinel_mqtt_backlog_events", factory: factory)
         storeLatency = CoreMetrics.Timer(
             label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
             factory: factory)
@@ -45,6 +47,10 @@ public final class Telemetry: Sendable {
     public let droppedByStoreBuffer: CoreMetrics.Counter
     /// Messages a slow SSE client did not get because it was cut off.
     public let droppedBySlowClient: CoreMetrics.Counter
+    /// Log events sent to the MQTT broker (again after a crash, so at least the events forwarded).
+    public let mqttPublished: CoreMetrics.Counter
+    /// Log events the broker has not acknowledged yet.
+    public let mqttBacklog: CoreMetrics.Gauge
     public let storeLatency: CoreMetrics.Timer
     public let publishLatency: CoreMetrics.Timer
     /// From the capture of the frame an event came from to the event's being committed and offered to SSE clients.
@@ -89,6 +95,8 @@ public final class Telemetry: Sendable {
         "sentinel_events_dropped_total":
             "Events lost: the store buffer overflowed while the database could not be written, or a slow SSE client was cut off.",
         "sentinel_sse_subscribers": "SSE clients connected now.",
+        "sentinel_mqtt_published_total": "Log events sent to the MQTT broker.",
+        "sentinel_mqtt_backlog_events": "Log events the MQTT broker has not acknowledged yet.",
     ]
 
     /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`.

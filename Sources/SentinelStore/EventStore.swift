@@ -54,7 +54,7 @@ public final class EventStore: Sendable {
     }
 
     public let path: String
-    private let pool: DatabasePool
+    let pool: DatabasePool
     /// The store's records of the visits a crash (or kill -9) left open, closed as `interrupted` when this store was
     /// opened: the service publishes their `visitor.exited`, so clients drop them.
     public let interrupted: [Data]
@@ -189,6 +189,10 @@ public final class EventStore: Sendable {
                     ALTER TABLE zoneStays_new RENAME TO zoneStays;
                     CREATE INDEX zoneStays_face ON zoneStays(faceId);
                     """)
+        }
+        // Outputs that forward the log (MQTT) keep their acknowledged position here, durably.
+        migrator.registerMigration("v4 outbox") { db in
+            try db.execute(sql: "CREATE TABLE outbox (output TEXT PRIMARY KEY, acknowledged INTEGER NOT NULL)")
         }
         return migrator
     }
@@ -403,7 +407,7 @@ public final class EventStore: Sendable {
 
     /// Reads on GRDB's reader pool without blocking the caller's thread: the HTTP handlers that call this run on
     /// Swift's few cooperative threads.
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
         do {
             return try await pool.read(body)
         } catch {

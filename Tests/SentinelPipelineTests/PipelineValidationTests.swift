@@ -115,7 +115,7 @@ struct PipelineValidationTests {
             ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
             (
                 "", "output: stdout",
-                "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, gauge, privacy, server, sources, store, tracker, version"
+                "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, gauge, outputs, privacy, server, sources, store, tracker, version"
             ),
             (
                 "", "privacy: { outputs: { events: { allow: [visitor.face] } } }",
@@ -138,6 +138,10 @@ struct PipelineValidationTests {
                 "p.yml:7:28: privacy.review.mask: \"mosaic\" is not one of blur, pixelate, solid"
             ),
             ("", "server: { port: 99999 }", "p.yml:7:17: server.port: 99999 is out of range 0...65535"),
+            (
+                "", "outputs: { mqtt: { url: http://x, site: lab } }",
+                "p.yml:7:25: outputs.mqtt.url: \"http://x\" is not a broker URL such as mqtt://broker.local:1883 or mqtts://broker:8883"
+            ),
             (
                 "", "privacy: { retention: { days: 0 } }",
                 "p.yml:7:31: privacy.retention.days: 0.0 is out of range 0.01...3650"

@@ -1,0 +1,132 @@
+import Foundation
+import SentinelCore
+import SentinelMQTT
+import SentinelServer
+import SentinelTestSupport
+import Testing
+
+/// A consumer at the broker: a persistent session (the broker queues for it while it is away), collecting every
+/// message under `sentinel/#`.
+final class Subscriber {
+    let client: MQTTClient
+    private(set) var messages: [MQTTClient.Message] = []
+
+    init(_ broker: MQTTBroker, id: String = "test-consumer") throws {
+        client = try MQTTClient(clientID: id, cleanStart: false, sessionExpiry: 600)
+        try client.subscribe("sentinel/#")
+        try client.start(MQTTClient.Endpoint(url: broker.url)!)
+    }
+
+    /// The log events received (availability and retained gauge topics aside): (log id, site, topic), in arrival
+    /// order, duplicates included.
+    var events: [(id: Int64, site: String, topic: String)] {
+        messages = messages + client.takeMessages()
+        return messages.compactMap { message in
+            guard message.topic.split(separator: "/").count == 4,
+                let object = try? JSONSerialization.jsonObject(with: message.payload) as? [String: Any],
+                let id = (object["id"] as? NSNumber)?.int64Value, let site = object["site"] as? String
+            else { return nil }
+            return (id, site, message.topic)
+        }
+    }
+
+    var payloads: [String] {
+        _ = events
+        return messages.map { String(decoding: $0.payload, as: UTF8.self) }
+    }
+}
+
+@Suite("MQTT output: the event log forwarded through a real broker", .serialized, .timeLimit(.minutes(2)))
+struct MQTTOutputTests {
+    func server(_ broker: MQTTBroker, _ extra: String = "") async throws -> TestServer {
+        try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(broker.url)\", site: lab\(extra) }")
+    }
+
+    /// Waits until the store holds `count` events and the subscriber has every one of them; returns what it received.
+    func receiveAll(_ count: Int64, _ subscriber: Subscriber, of server: TestServer) async throws -> [(
+        id: Int64, site: String, topic: String
+    )] {
+        #expect(try await server.wait { try await server.service.store.logBounds().last >= count })
+        let last = try await server.service.store.logBounds().last
+        _ = try await server.wait(seconds: 30) { Set(subscriber.events.map(\.id)) == Set(1...max(last, 1)) }
+        return subscriber.events
+    }
+
+    @Test(
+        "every stored event reaches a consumer once after de-duplication, in order, under its topic, with no PII; the availability topic says online"
+    )
+    func everyEventOnce() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let subscriber = try Subscriber(broker)
+        let server = try await server(broker)
+        try server.publish(120)
+        let received = try await receiveAll(120, subscriber, of: server)
+        let last = try await server.service.store.logBounds().last
+        #expect(last >= 120)
+        var seen = Set<Int64>()
+        let unique = received.filter { seen.insert($0.id).inserted }
+        #expect(unique.map(\.id) == Array(1...last), "in log order, nothing missing")
+        #expect(received.allSatisfy { $0.site == "lab" })
+        #expect(received.allSatisfy { $0.topic.hasPrefix("sentinel/lab/showroom/visitor.") })
+        let scanner = LeakScanner(internalIDs: [])
+        for payload in subscriber.payloads { #expect(scanner.leaks(in: payload).isEmpty, "\(payload)") }
+        #expect(subscriber.messages.contains { $0.topic == "sentinel/lab/availability" })
+        let health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+        #expect(
+            try await server.wait {
+                String(decoding: try await server.get("/healthz").1, as: UTF8.self).contains(
+                    "\"acknowledged\":\(last)")
+            }, "\(health)")
+        try await server.stop()
+    }
+
+    @Test(
+        "the broker stopped for 10 s mid-stream: the box keeps recording, /healthz shows the backlog, and after the restart it arrives, nothing lost"
+    )
+    func brokerOutage() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let subscriber = try Subscriber(broker)
+        let server = try await server(broker)
+        try server.publish(40)
+        _ = try await receiveAll(40, subscriber, of: server)
+        broker.stop()
+        try server.publish(40, startingAt: 40)
+        #expect(try await server.wait { try await server.service.store.logBounds().last >= 80 })
+        let stored = try await server.service.store.logBounds().last
+        var health = ""
+        #expect(
+            try await server.wait {
+                health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+                return health.contains("\"connected\":false") && health.contains("\"backlog\":")
+                    && !health.contains("\"backlog\":0")
+            }, "\(health)")
+        try await Task.sleep(for: .seconds(10))
+        try broker.start()
+        let received = try await receiveAll(stored, subscriber, of: server)
+        #expect(Set(received.map(\.id)) == Set(1...stored))
+        var seen = Set<Int64>()
+        #expect(received.filter { seen.insert($0.id).inserted }.map(\.id) == Array(1...stored))
+        try await server.stop()
+    }
+
+    @Test("a wrong password is a clear error in /healthz, and the box keeps trying")
+    func wrongPassword() async throws {
+        let broker = try MQTTBroker(users: [("box", "right-password")])
+        defer { broker.stop() }
+        let credentials = try Fixtures.temporaryFolder().appendingPathComponent("mqtt-credentials")
+        try "box:wrong-password\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o600)
+        let server = try await server(broker, ", credentialsFile: \"\(credentials.path)\"")
+        var health = ""
+        #expect(
+            try await server.wait(seconds: 20) {
+                health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+                guard let range = health.range(of: "\"failedAttempts\":") else { return false }
+                return health.contains("refused the connection")
+                    && (Int(health[range.upperBound...].prefix(1)) ?? 0) >= 2
+            }, "\(health)")
+        try await server.stop()
+    }
+}
