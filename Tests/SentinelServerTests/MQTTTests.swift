@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SentinelCore
 import SentinelMQTT
 import SentinelServer
@@ -109,6 +110,46 @@ struct MQTTOutputTests {
         var seen = Set<Int64>()
         #expect(received.filter { seen.insert($0.id).inserted }.map(\.id) == Array(1...stored))
         try await server.stop()
+    }
+
+    @Test(
+        "sentinel run killed -9 and restarted: forwarding resumes after the last acknowledged id; nothing lost, and only what was unacknowledged at the crash comes twice"
+    )
+    func killNine() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let subscriber = try Subscriber(broker)
+        let pipeline =
+            try RunningSentinel.showroomOnClip() + "\noutputs:\n  mqtt: { url: \"\(broker.url)\", site: lab }\n"
+        let first = try RunningSentinel(pipeline: pipeline, arguments: ["--pace", "realtime", "--loop"])
+        #expect(try await waitFor(seconds: 60) { subscriber.events.count >= 20 })
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(try await first.exitStatus(within: 10) != nil)
+        // Read as the crash left it (an EventStore would close the open visits itself).
+        let queue = try DatabaseQueue(path: first.database)
+        func last() throws -> Int64 {
+            try queue.read { try Int64.fetchOne($0, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0 }
+        }
+        let acknowledged = try await queue.read {
+            try Int64.fetchOne($0, sql: "SELECT acknowledged FROM outbox WHERE output = 'mqtt'") ?? 0
+        }
+        let logged = try last()
+        #expect(acknowledged > 0 && acknowledged <= logged)
+        let second = try RunningSentinel(
+            pipeline: pipeline, arguments: ["--pace", "realtime", "--loop"], database: first.database)
+        // The restart publishes the visits the crash left open as exited: the log grows past what the first run wrote.
+        #expect(
+            try await waitFor(seconds: 60) {
+                let now = try last()
+                return now > logged && Set(subscriber.events.map(\.id)).isSuperset(of: 1...now)
+            })
+        kill(second.process.processIdentifier, SIGTERM)
+        #expect(try await second.exitStatus(within: 10) == 0)
+        var counts: [Int64: Int] = [:]
+        for event in subscriber.events { counts[event.id, default: 0] += 1 }
+        let repeated = counts.filter { $0.value > 1 }.keys
+        #expect(repeated.allSatisfy { $0 > acknowledged && $0 <= logged }, "\(repeated.sorted()) after \(acknowledged)")
+        #expect(Set(counts.keys).isSuperset(of: 1...logged))
     }
 
     @Test("a wrong password is a clear error in /healthz, and the box keeps trying")

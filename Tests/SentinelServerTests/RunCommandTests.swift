@@ -31,17 +31,18 @@ final class RunningSentinel: @unchecked Sendable {
         try self.init(pipeline: try Self.showroomOnClip(), arguments: ["--pace", pace, "--loop", "--verbose"])
     }
 
-    /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database.
-    init(pipeline text: String, arguments: [String]) throws {
+    /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database (or `database`, as a
+    /// restart would).
+    init(pipeline text: String, arguments: [String], database: String? = nil) throws {
         folder = try Fixtures.temporaryFolder()
-        database = folder.appendingPathComponent("sentinel.sqlite").path
+        self.database = database ?? folder.appendingPathComponent("sentinel.sqlite").path
         let pipeline = folder.appendingPathComponent("pipeline.yml")
         try text.write(to: pipeline, atomically: true, encoding: .utf8)
         logFile = folder.appendingPathComponent("log.txt")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
         process.executableURL = Fixtures.sentinel
-        process.arguments = ["run", pipeline.path, "--port", "0", "--database", database] + arguments
+        process.arguments = ["run", pipeline.path, "--port", "0", "--database", self.database] + arguments
         process.currentDirectoryURL = Fixtures.root
         process.standardOutput = log
         process.standardError = log
