@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Logging
+import SentinelAggregates
 import SentinelCore
 import SentinelMQTT
 import SentinelStore
@@ -23,6 +24,9 @@ public struct MQTTSettings: Sendable, Equatable {
     public var passwordEnvironment = "SENTINEL_MQTT_PASSWORD"
     /// Messages sent and not yet acknowledged at most.
     public var inFlight = 100
+    /// Announce the gauge and the occupancy sensors to Home Assistant (MQTT discovery).
+    public var homeAssistant = false
+    public var discoveryPrefix = "homeassistant"
 
     public init(url: String, site: String) {
         self.url = url
@@ -37,6 +41,8 @@ public struct MQTTSettings: Sendable, Equatable {
         .text("usernameEnvironment", \.usernameEnvironment, "environment variable holding the broker username"),
         .text("passwordEnvironment", \.passwordEnvironment, "environment variable holding the broker password"),
         .integer("inFlight", \.inFlight, in: 1...1_000, "messages sent and not yet acknowledged at most"),
+        .flag("homeAssistant", \.homeAssistant, "announce the gauge and occupancy sensors to Home Assistant"),
+        .text("discoveryPrefix", \.discoveryPrefix, "Home Assistant's discovery prefix"),
     ]
 
     /// The username and password, from the credentials file or the environment (nil: anonymous).
@@ -55,6 +61,8 @@ public struct MQTTSettings: Sendable, Equatable {
     }
 
     var availabilityTopic: String { "\(topicPrefix)/\(site)/availability" }
+    var gaugeTopic: String { "\(topicPrefix)/\(site)/gauge" }
+    var occupancyTopic: String { "\(topicPrefix)/\(site)/occupancy" }
 }
 
 /// Forwards the event log to an MQTT broker, the log being the outbox: every event, in id order, as its SSE envelope
@@ -62,10 +70,13 @@ public struct MQTTSettings: Sendable, Equatable {
 /// properties so a consumer drops duplicates. A durable position advances only on PUBACK; while the broker is down
 /// or unreachable the box keeps recording and the client reconnects with backoff, then the backlog goes in order;
 /// after a restart (even kill -9) forwarding resumes after the last acknowledged id. Duplicates happen only across a
-/// crash, and carry the same id. The latest gauge reading is also kept retained under `{prefix}/{site}/gauge`, and
-/// `{prefix}/{site}/availability` says `online`, or `offline` (the last will) when the box is gone.
+/// crash, and carry the same id. Retained topics: the latest gauge reading (`{prefix}/{site}/gauge`), who is present
+/// by zone (`{prefix}/{site}/occupancy`, k-suppressed as `/api/zones`), and `{prefix}/{site}/availability`: `online`,
+/// or `offline` (the last will) when the box is gone. With `homeAssistant`, discovery messages announce them as
+/// sensors.
 public final class MQTTOutput: Service, Sendable {
     let settings: MQTTSettings
+    let zones: [ZoneID]
     let store: EventStore
     let live: LiveState
     let logger: Logger
@@ -74,8 +85,12 @@ public final class MQTTOutput: Service, Sendable {
     /// The name of this output's position in the store's outbox table.
     static let outbox = "mqtt"
 
-    public init(settings: MQTTSettings, store: EventStore, live: LiveState, telemetry: Telemetry, logger: Logger) {
+    public init(
+        settings: MQTTSettings, zones: [ZoneID], store: EventStore, live: LiveState, telemetry: Telemetry,
+        logger: Logger
+    ) {
         self.settings = settings
+        self.zones = zones
         self.store = store
         self.live = live
         self.logger = logger
@@ -94,6 +109,8 @@ public final class MQTTOutput: Service, Sendable {
         var untracked: Set<Int32> = []
         var connects = 0
         var rejected = 0
+        /// The occupancy last published (retained), to publish only changes.
+        var occupancy: Data?
         var sent: Int64 { inFlight.last?.id ?? acknowledged }
     }
 
@@ -135,7 +152,25 @@ public final class MQTTOutput: Service, Sendable {
             progress.connects = state.connects
             progress.untracked.insert(
                 try client.publish(topic: settings.availabilityTopic, payload: Data("online".utf8), retain: true))
+            if settings.homeAssistant {
+                for (topic, config) in discovery() {
+                    progress.untracked.insert(try client.publish(topic: topic, payload: config, retain: true))
+                }
+            }
+            progress.occupancy = nil
             logger.notice("connected to the MQTT broker", metadata: ["broker": "\(settings.url)"])
+        }
+        if state.connected {
+            let snapshot = live.now.occupancy.snapshot(zones: zones)
+            let occupancy = try JSONEncoder.sentinel().encode(
+                OccupancyMessage(
+                    visitors: snapshot.visitors,
+                    zones: Dictionary(uniqueKeysWithValues: snapshot.zones.map { ($0.key.description, $0.value) })))
+            if occupancy != progress.occupancy {
+                progress.untracked.insert(
+                    try client.publish(topic: settings.occupancyTopic, payload: occupancy, retain: true))
+                progress.occupancy = occupancy
+            }
         }
         for ack in client.takeAcks() where progress.untracked.remove(ack.mid) == nil {
             if !ack.accepted {
@@ -167,7 +202,7 @@ public final class MQTTOutput: Service, Sendable {
                 if event.type == Publication.gaugeType {
                     progress.untracked.insert(
                         try client.publish(
-                            topic: "\(settings.topicPrefix)/\(settings.site)/gauge", payload: event.payload,
+                            topic: settings.gaugeTopic, payload: event.payload,
                             retain: true))
                 }
             }
@@ -182,6 +217,59 @@ public final class MQTTOutput: Service, Sendable {
                 backlog: Int(last - progress.acknowledged),
                 oldestUnacknowledgedSeconds: oldest.map { max(0, Date().timeIntervalSince($0.time)) },
                 rejected: progress.rejected))
+    }
+
+    /// Who is present, as the retained occupancy topic carries it: the total and each zone (`source/zone`), each
+    /// `{"value": n, "visitors": n}` or `{"suppressed": true}` below the group size.
+    struct OccupancyMessage: Encodable {
+        var visitors: Aggregate<Int>
+        var zones: [String: Aggregate<Int>]
+    }
+
+    /// Home Assistant MQTT discovery: one retained config per sensor (the mood's score and label, visitors present,
+    /// and each zone's count), all on this box's device and availability topic. A suppressed figure has no value,
+    /// which Home Assistant shows as unknown.
+    func discovery() -> [(topic: String, config: Data)] {
+        let node = "sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
+        let nodeID = String(node)
+        func sensor(_ object: String, _ name: String, _ topic: String, _ template: String, unit: String? = nil)
+            -> (String, Data)
+        {
+            var config: [String: Any] = [
+                "name": name, "unique_id": "\(nodeID)_\(object)", "object_id": "\(nodeID)_\(object)",
+                "state_topic": topic, "value_template": template,
+                "availability_topic": settings.availabilityTopic, "payload_available": "online",
+                "payload_not_available": "offline",
+                "device": [
+                    "identifiers": [nodeID], "name": "Sentinel \(settings.site)", "manufacturer": "Sentinel",
+                    "model": "visitor telemetry",
+                ],
+            ]
+            if let unit { config["unit_of_measurement"] = unit }
+            let data = (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys])) ?? Data()
+            return ("\(settings.discoveryPrefix)/sensor/\(nodeID)/\(object)/config", data)
+        }
+        var sensors = [
+            sensor(
+                "mood", "Mood", settings.gaugeTopic,
+                "{{ value_json.overall.value.score if value_json.overall.value is defined else None }}"),
+            sensor(
+                "mood_label", "Mood label", settings.gaugeTopic,
+                "{{ value_json.overall.value.label if value_json.overall.value is defined else None }}"),
+            sensor(
+                "visitors", "Visitors present", settings.occupancyTopic,
+                "{{ value_json.visitors.value if value_json.visitors.value is defined else None }}", unit: "visitors"),
+        ]
+        for zone in zones {
+            let key = zone.description
+            let object = "zone_\(zone.sourceId)_\(zone.name)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
+            sensors.append(
+                sensor(
+                    String(object), "Visitors in \(zone.name) (\(zone.sourceId))", settings.occupancyTopic,
+                    "{{ value_json.zones['\(key)'].value if value_json.zones['\(key)'].value is defined else None }}",
+                    unit: "visitors"))
+        }
+        return sensors
     }
 
     /// The SSE envelope with the site: `{"id", "site", "streamId", "sequenceNumber", "payloadType", "payload",

@@ -83,7 +83,9 @@ public struct SentinelService: Sendable {
             logger: logger)
         var mqtt: MQTTOutput?
         if let settings = service.mqtt {
-            mqtt = MQTTOutput(settings: settings, store: store, live: live, telemetry: telemetry, logger: logger)
+            mqtt = MQTTOutput(
+                settings: settings, zones: definition.zoneIDs, store: store, live: live, telemetry: telemetry,
+                logger: logger)
         }
         let sources = started.map { source in
             SourceService(

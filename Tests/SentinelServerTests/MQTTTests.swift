@@ -12,9 +12,9 @@ final class Subscriber {
     let client: MQTTClient
     private(set) var messages: [MQTTClient.Message] = []
 
-    init(_ broker: MQTTBroker, id: String = "test-consumer") throws {
+    init(_ broker: MQTTBroker, id: String = "test-consumer", topics: [String] = ["sentinel/#"]) throws {
         client = try MQTTClient(clientID: id, cleanStart: false, sessionExpiry: 600)
-        try client.subscribe("sentinel/#")
+        for topic in topics { try client.subscribe(topic) }
         try client.start(MQTTClient.Endpoint(url: broker.url)!)
     }
 
@@ -150,6 +150,60 @@ struct MQTTOutputTests {
         let repeated = counts.filter { $0.value > 1 }.keys
         #expect(repeated.allSatisfy { $0 > acknowledged && $0 <= logged }, "\(repeated.sorted()) after \(acknowledged)")
         #expect(Set(counts.keys).isSuperset(of: 1...logged))
+    }
+
+    @Test(
+        "retained topics: availability, occupancy by zone (k-suppressed) and the gauge; Home Assistant discovery announces them in the shape it expects"
+    )
+    func retainedAndDiscovery() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let server = try await server(broker, ", homeAssistant: true")
+        try server.publish(6, visitors: 3)
+        server.service.hub.tick(time: server.origin.addingTimeInterval(6))
+        #expect(try await server.wait { try await server.service.store.logBounds().last >= 7 })
+        // A consumer that arrives afterwards gets the retained state at once.
+        let late = try Subscriber(broker, id: "late-consumer", topics: ["sentinel/lab/+", "homeassistant/#"])
+        func latest(_ topic: String) -> [String: Any]? {
+            _ = late.events
+            return late.messages.last { $0.topic == topic }.flatMap {
+                try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any]
+            }
+        }
+        #expect(
+            try await server.wait {
+                (latest("sentinel/lab/occupancy")?["visitors"] as? [String: Any])?["value"] as? Int == 3
+            })
+        let occupancy = try #require(latest("sentinel/lab/occupancy"))
+        let zones = try #require(occupancy["zones"] as? [String: [String: Any]])
+        #expect(zones["showroom/display"]?["value"] as? Int == 3)
+        #expect(zones["showroom/counter"]?["suppressed"] as? Bool == true, "an empty zone is below k: \(zones)")
+        #expect(late.messages.contains { $0.topic == "sentinel/lab/availability" && $0.payload == Data("online".utf8) })
+        #expect(latest("sentinel/lab/gauge")?["overall"] != nil, "the gauge reading is retained")
+        // Discovery: one sensor per figure, each naming a state topic the box keeps retained.
+        let configs = late.messages.filter { $0.topic.hasPrefix("homeassistant/sensor/") }
+        let objects = Set(configs.map { $0.topic.split(separator: "/")[3] })
+        #expect(
+            objects == [
+                "mood", "mood_label", "visitors", "zone_showroom_display", "zone_showroom_counter",
+            ])
+        for config in configs {
+            #expect(config.topic.hasSuffix("/config") && config.topic.split(separator: "/").count == 5)
+            let object = try #require(try JSONSerialization.jsonObject(with: config.payload) as? [String: Any])
+            for key in ["name", "unique_id", "state_topic", "value_template", "availability_topic", "device"] {
+                #expect(object[key] != nil, "\(key) missing in \(config.topic)")
+            }
+            #expect(
+                ["sentinel/lab/gauge", "sentinel/lab/occupancy"].contains(object["state_topic"] as? String ?? ""))
+            #expect((object["device"] as? [String: Any])?["identifiers"] as? [String] == ["sentinel_lab"])
+            #expect((object["value_template"] as? String)?.hasPrefix("{{ value_json.") == true)
+        }
+        #expect(
+            Set(
+                configs.compactMap { try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any] }
+                    .compactMap { $0["unique_id"] as? String }
+            ).count == configs.count)
+        try await server.stop()
     }
 
     @Test("a wrong password is a clear error in /healthz, and the box keeps trying")
