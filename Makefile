@@ -31,6 +31,7 @@ bench: release
 	$(RELEASE) bench detect
 	$(RELEASE) bench pipeline
 	$(RELEASE) bench sse
+	$(RELEASE) bench mqtt
 
 eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)

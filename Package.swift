@@ -117,6 +117,7 @@ let package = Package(
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
+                "SentinelMQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

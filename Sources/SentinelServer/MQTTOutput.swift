@@ -115,26 +115,41 @@ public final class MQTTOutput: Service, Sendable {
     }
 
     public func run() async throws {
-        let endpoint = MQTTClient.Endpoint(url: settings.url)!
-        let client = try MQTTClient(clientID: settings.clientId)
-        if let credentials = try settings.credentials() {
-            try client.credentials(username: credentials.username, password: credentials.password)
+        let client: MQTTClient
+        do {
+            client = try connect()
+        } catch {
+            // The rest of the box goes on; /healthz says why nothing is forwarded.
+            logger.error("cannot start MQTT forwarding", metadata: ["error": "\(error)"])
+            live.updateMQTT(
+                LiveState.MQTTHealth(
+                    connected: false, message: "\(error)", failedAttempts: 0, acknowledged: 0, backlog: 0,
+                    rejected: 0))
+            throw error
         }
-        if endpoint.tls, let ca = settings.caFile { try client.tls(caFile: ca) }
-        try client.will(topic: settings.availabilityTopic, payload: "offline", retain: true)
-        try client.start(endpoint)
         var progress = Progress(acknowledged: try await store.acknowledged(by: Self.outbox))
         logger.info(
             "forwarding the event log by MQTT",
             metadata: ["broker": "\(settings.url)", "after": "\(progress.acknowledged)"])
+        var failure: String?
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            try await round(client, &progress)
+            // A round that fails (the store locked, a message the library refuses) is logged once and tried again:
+            // forwarding never stops the box.
+            do {
+                try await round(client, &progress)
+                failure = nil
+            } catch {
+                let message = "\(error)"
+                if message != failure { logger.error("MQTT forwarding failed", metadata: ["error": "\(message)"]) }
+                failure = message
+                try? await Task.sleep(for: .seconds(1))
+            }
             try? await Task.sleep(for: .milliseconds(50))
         }
         // Shutting down: the writer has stored the last events; send them while the broker acknowledges, briefly.
         let deadline = ContinuousClock.now + .seconds(2)
         while ContinuousClock.now < deadline, client.state.connected {
-            try await round(client, &progress)
+            guard (try? await round(client, &progress)) != nil else { break }
             if progress.inFlight.isEmpty, try await store.logBounds().last <= progress.acknowledged { break }
             try? await Task.sleep(for: .milliseconds(50))
         }
@@ -143,6 +158,19 @@ public final class MQTTOutput: Service, Sendable {
                 try client.publish(topic: settings.availabilityTopic, payload: Data("offline".utf8), retain: true))
             try? await Task.sleep(for: .milliseconds(200))
         }
+    }
+
+    /// A client set up from the settings, connecting.
+    private func connect() throws -> MQTTClient {
+        let endpoint = MQTTClient.Endpoint(url: settings.url)!
+        let client = try MQTTClient(clientID: settings.clientId)
+        if let credentials = try settings.credentials() {
+            try client.credentials(username: credentials.username, password: credentials.password)
+        }
+        if endpoint.tls, let ca = settings.caFile { try client.tls(caFile: ca) }
+        try client.will(topic: settings.availabilityTopic, payload: "offline", retain: true)
+        try client.start(endpoint)
+        return client
     }
 
     /// Takes the acknowledgements, moves the durable position, sends what the window allows, and reports.

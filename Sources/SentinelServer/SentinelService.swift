@@ -98,7 +98,10 @@ public struct SentinelService: Sendable {
         // leaves the rest running.
         typealias Entry = ServiceGroupConfiguration.ServiceConfiguration
         let services: [Entry] =
-            [Entry(service: app)] + (mqtt.map { [Entry(service: $0)] } ?? []) + [Entry(service: writer)]
+            [Entry(service: app)]
+            + (mqtt.map {
+                [Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)]
+            } ?? []) + [Entry(service: writer)]
             + sources.map {
                 Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)
             }
