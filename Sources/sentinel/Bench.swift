@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SentinelModels
+import SentinelPrivacy
+import SentinelServer
 import SentinelVision
 
 struct Bench: ParsableCommand {
@@ -92,4 +95,31 @@ struct BenchDetect: ParsableCommand {
         }
         return (Int(frames), seconds, Int(faces))
     }
+}
+
+/// The service the SSE and MQTT benches feed: one camera with one zone and no source started (the bench hands
+/// visitor events to the hub itself, with the returned mask), on a free port, its database in `folder`. `extra`
+/// adds pipeline sections.
+func startBenchService(in folder: URL, extra: String = "") async throws -> (
+    service: SentinelService, port: Int, task: Task<Void, any Error>, mask: PrivacyMask
+) {
+    let definition = try ServiceDefinition.parse(
+        """
+        version: 1
+        sources:
+          - id: showroom
+            input: showroom.mp4
+            zones:
+              - name: display
+                polygon: [[0, 0], [1, 0], [1, 1], [0, 1]]
+        """ + extra, file: folder.appendingPathComponent("bench.yml").path)
+    var options = SentinelService.Options()
+    options.sources = []
+    options.port = 0
+    options.databasePath = folder.appendingPathComponent("bench.sqlite").path
+    var logger = Logger(label: "sentinel.bench")
+    logger.logLevel = .warning
+    let (service, port, task) = try await SentinelService.start(
+        definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
+    return (service, port, task, PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing()))
 }

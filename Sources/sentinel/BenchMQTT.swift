@@ -1,10 +1,7 @@
 import ArgumentParser
 import Foundation
-import Logging
 import SentinelCore
 import SentinelMQTT
-import SentinelModels
-import SentinelPrivacy
 import SentinelServer
 
 /// The MQTT output bench: this process is the box, fed visitor events at a fixed rate through the same hub, store and
@@ -43,31 +40,11 @@ struct BenchMQTT: AsyncParsableCommand {
         defer { if let broker = started.1 { kill(broker.processIdentifier, SIGKILL) } }
         let url = started.0
 
-        let definition = try ServiceDefinition.parse(
-            """
-            version: 1
-            sources:
-              - id: showroom
-                input: showroom.mp4
-                zones:
-                  - name: display
-                    polygon: [[0, 0], [1, 0], [1, 1], [0, 1]]
-            outputs:
-              mqtt: { url: "\(url)", site: bench }
-            """, file: folder.appendingPathComponent("bench.yml").path)
-        var options = SentinelService.Options()
-        options.sources = []
-        options.port = 0
-        options.databasePath = folder.appendingPathComponent("bench.sqlite").path
-        var logger = Logger(label: "sentinel.bench")
-        logger.logLevel = .warning
         let events = Int(rate * seconds)
         let consumer = Task { try await Self.consume(url: url, count: events, within: seconds + 60) }
         try await Task.sleep(for: .milliseconds(500))
-        let (service, _, server) = try await SentinelService.start(
-            definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
-
-        var mask = PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing())
+        var (service, _, server, mask) = try await startBenchService(
+            in: folder, extra: "\noutputs:\n  mqtt: { url: \"\(url)\", site: bench }\n")
         let clock = ContinuousClock()
         let start = clock.now
         let wallStart = Date()

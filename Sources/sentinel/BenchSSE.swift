@@ -1,11 +1,7 @@
 import ArgumentParser
 import Foundation
-import Logging
 import SentinelCore
 import SentinelLoopback
-import SentinelModels
-import SentinelPipeline
-import SentinelPrivacy
 import SentinelServer
 
 /// The SSE fan-out bench: this process is the server, fed visitor events at a fixed rate through the same hub,
@@ -55,24 +51,7 @@ struct BenchSSE: AsyncParsableCommand {
             "sentinel-bench-sse-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let definition = try ServiceDefinition.parse(
-            """
-            version: 1
-            sources:
-              - id: showroom
-                input: showroom.mp4
-                zones:
-                  - name: display
-                    polygon: [[0, 0], [1, 0], [1, 1], [0, 1]]
-            """, file: folder.appendingPathComponent("bench.yml").path)
-        var options = SentinelService.Options()
-        options.sources = []
-        options.port = 0
-        options.databasePath = folder.appendingPathComponent("bench.sqlite").path
-        var logger = Logger(label: "sentinel.bench")
-        logger.logLevel = .warning
-        let (service, port, server) = try await SentinelService.start(
-            definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
+        var (service, port, server, mask) = try await startBenchService(in: folder)
 
         let events = Int(rate * seconds)
         let child = Process()
@@ -94,7 +73,6 @@ struct BenchSSE: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
 
-        var mask = PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing())
         let before = ProcessUsage.now()
         let start = Date()
         for k in 0..<events {
