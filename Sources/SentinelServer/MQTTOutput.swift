@@ -216,6 +216,9 @@ public final class MQTTOutput: Service, Sendable {
             progress.inFlight.removeFirst()
             advanced = true
         }
+        // An acknowledgement for no message in flight (one the library sent again) must not linger: message ids wrap
+        // at 65,535 and it would later acknowledge another message before the broker did.
+        progress.acked.formIntersection(progress.inFlight.map(\.mid))
         if advanced { try await store.acknowledge(progress.acknowledged, by: Self.outbox) }
         if state.connected, progress.inFlight.count < settings.inFlight {
             for event in try await store.events(
