@@ -90,9 +90,12 @@ final class RunningSentinel: @unchecked Sendable {
                 }
                 return messages
             } catch  where attempt < 3 {
+                // What the service said about its SSE streams (at debug level, with --verbose), for the next look.
+                let said = log.split(separator: "\n").filter { $0.contains("SSE") }.suffix(6).joined(separator: "\n")
                 print(
                     "SSE stream to sentinel run from id \(resume) failed after \(ContinuousClock.now - started) and "
-                        + "id \(messages.ids.last ?? 0), \(messages.count) messages in all (\(error)); resuming")
+                        + "id \(messages.ids.last ?? 0), \(messages.count) messages in all (\(error)); resuming. "
+                        + "The service's log on SSE:\n\(said)")
             }
         }
         return messages
