@@ -277,7 +277,9 @@ public final class MQTTOutput: Service, Sendable {
                 ],
             ]
             if let unit { config["unit_of_measurement"] = unit }
-            let data = (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys])) ?? Data()
+            let data =
+                (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes]))
+                ?? Data()
             return ("\(settings.discoveryPrefix)/sensor/\(nodeID)/\(object)/config", data)
         }
         var sensors = [
