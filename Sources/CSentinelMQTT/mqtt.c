@@ -15,6 +15,35 @@ typedef struct {
     int qos;
 } subscription;
 
+/// What the network thread hands the owner (PUBACKs, messages): a growable array of `size`-byte items, oldest first.
+typedef struct {
+    char *items;
+    int count, capacity;
+    size_t size;
+} queue;
+
+/// Appends a copy of `item`; 0 when memory ran out (the item is not kept).
+static int queue_push(queue *q, const void *item) {
+    if (q->count == q->capacity) {
+        int capacity = q->capacity ? q->capacity * 2 : 256;
+        char *grown = realloc(q->items, q->size * (size_t)capacity);
+        if (grown == NULL) return 0;
+        q->items = grown;
+        q->capacity = capacity;
+    }
+    memcpy(q->items + q->size * (size_t)q->count++, item, q->size);
+    return 1;
+}
+
+/// Moves up to `capacity` of the oldest items into `out`; returns how many.
+static int queue_take(queue *q, void *out, int capacity) {
+    int n = q->count < capacity ? q->count : capacity;
+    memcpy(out, q->items, q->size * (size_t)n);
+    memmove(q->items, q->items + q->size * (size_t)n, q->size * (size_t)(q->count - n));
+    q->count -= n;
+    return n;
+}
+
 struct snl_mqtt {
     struct mosquitto *mosq;
     mosquitto_property *connect_properties;
@@ -27,10 +56,8 @@ struct snl_mqtt {
     pthread_cond_t wake;
     int stopping;
     snl_mqtt_state state;
-    snl_mqtt_ack *acks;
-    int ack_count, ack_capacity;
-    snl_mqtt_message *messages;
-    int message_count, message_capacity;
+    queue acks;      // of snl_mqtt_ack
+    queue messages;  // of snl_mqtt_message
     subscription *subscriptions;
     int subscription_count;
 };
@@ -92,16 +119,9 @@ static void on_publish(struct mosquitto *mosq, void *object, int mid, int reason
     (void)mosq;
     (void)props;
     snl_mqtt *c = object;
+    snl_mqtt_ack ack = {mid, reason};
     pthread_mutex_lock(&c->lock);
-    if (c->ack_count == c->ack_capacity) {
-        int capacity = c->ack_capacity ? c->ack_capacity * 2 : 256;
-        snl_mqtt_ack *grown = realloc(c->acks, sizeof(snl_mqtt_ack) * (size_t)capacity);
-        if (grown != NULL) {
-            c->acks = grown;
-            c->ack_capacity = capacity;
-        }
-    }
-    if (c->ack_count < c->ack_capacity) c->acks[c->ack_count++] = (snl_mqtt_ack){mid, reason};
+    queue_push(&c->acks, &ack);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -119,22 +139,11 @@ static void on_message(struct mosquitto *mosq, void *object, const struct mosqui
     }
     memcpy(payload, message->payload, (size_t)message->payloadlen);
     ((char *)payload)[message->payloadlen] = 0;
+    snl_mqtt_message received = {topic, payload, message->payloadlen};
     pthread_mutex_lock(&c->lock);
-    if (c->message_count == c->message_capacity) {
-        int capacity = c->message_capacity ? c->message_capacity * 2 : 256;
-        snl_mqtt_message *grown = realloc(c->messages, sizeof(snl_mqtt_message) * (size_t)capacity);
-        if (grown != NULL) {
-            c->messages = grown;
-            c->message_capacity = capacity;
-        }
-    }
-    if (c->message_count < c->message_capacity) {
-        c->messages[c->message_count++] = (snl_mqtt_message){topic, payload, message->payloadlen};
-    } else {
-        free(topic);
-        free(payload);
-    }
+    int kept = queue_push(&c->messages, &received);
     pthread_mutex_unlock(&c->lock);
+    if (!kept) snl_mqtt_message_free(&received);
 }
 
 /// Sleeps `seconds` or until destroyed; true when destroyed.
@@ -214,6 +223,8 @@ snl_mqtt_status snl_mqtt_create(
         fail(error, "%sout of memory", NULL);
         return SNL_MQTT_ERR_UNKNOWN;
     }
+    c->acks.size = sizeof(snl_mqtt_ack);
+    c->messages.size = sizeof(snl_mqtt_message);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->wake, NULL);
     c->mosq = mosquitto_new(client_id, clean_start != 0, c);
@@ -245,11 +256,13 @@ void snl_mqtt_destroy(snl_mqtt *c) {
     if (c->started) pthread_join(c->thread, NULL);
     if (c->mosq != NULL) mosquitto_destroy(c->mosq);
     mosquitto_property_free_all(&c->connect_properties);
-    for (int i = 0; i < c->message_count; i++) snl_mqtt_message_free(&c->messages[i]);
+    for (int i = 0; i < c->messages.count; i++) {
+        snl_mqtt_message_free((snl_mqtt_message *)(c->messages.items + c->messages.size * (size_t)i));
+    }
     for (int i = 0; i < c->subscription_count; i++) free(c->subscriptions[i].topic);
     free(c->subscriptions);
-    free(c->messages);
-    free(c->acks);
+    free(c->messages.items);
+    free(c->acks.items);
     free(c->host);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
@@ -347,20 +360,14 @@ void snl_mqtt_get_state(snl_mqtt *c, snl_mqtt_state *out) {
 
 int snl_mqtt_take_acks(snl_mqtt *c, snl_mqtt_ack *acks, int capacity) {
     pthread_mutex_lock(&c->lock);
-    int n = c->ack_count < capacity ? c->ack_count : capacity;
-    memcpy(acks, c->acks, sizeof(snl_mqtt_ack) * (size_t)n);
-    memmove(c->acks, c->acks + n, sizeof(snl_mqtt_ack) * (size_t)(c->ack_count - n));
-    c->ack_count -= n;
+    int n = queue_take(&c->acks, acks, capacity);
     pthread_mutex_unlock(&c->lock);
     return n;
 }
 
 int snl_mqtt_take_messages(snl_mqtt *c, snl_mqtt_message *messages, int capacity) {
     pthread_mutex_lock(&c->lock);
-    int n = c->message_count < capacity ? c->message_count : capacity;
-    memcpy(messages, c->messages, sizeof(snl_mqtt_message) * (size_t)n);
-    memmove(c->messages, c->messages + n, sizeof(snl_mqtt_message) * (size_t)(c->message_count - n));
-    c->message_count -= n;
+    int n = queue_take(&c->messages, messages, capacity);
     pthread_mutex_unlock(&c->lock);
     return n;
 }
