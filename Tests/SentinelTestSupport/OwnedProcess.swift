@@ -26,6 +26,18 @@ public final class OwnedProcess: @unchecked Sendable {
         firstLine = String(text.prefix { $0 != "\n" })
     }
 
+    /// Starts one of the test servers' Python scripts, which prints `PORT <n>` once it listens; returns it and the
+    /// port.
+    public static func server(_ script: String, _ arguments: [String]) throws -> (OwnedProcess, port: Int) {
+        let server = try OwnedProcess("/usr/bin/python3", [script] + arguments)
+        guard let port = server.firstLine.firstMatch(of: /^PORT (\d+)$/).flatMap({ Int($0.1) }) else {
+            server.kill()
+            throw TestSupportError(
+                "\(URL(fileURLWithPath: script).lastPathComponent) did not start: \(server.firstLine)")
+        }
+        return (server, port)
+    }
+
     /// Closes the child's standard input, its cue to end gracefully, and waits for it.
     public func finish() {
         try? input.fileHandleForWriting.close()
@@ -74,14 +86,8 @@ public final class RTSPCamera: @unchecked Sendable {
 
     /// Starts the server, on the port it had before if it ran already.
     public func start() throws {
-        let server = try OwnedProcess(
-            "/usr/bin/python3", [Self.script, "--port", "\(port)"] + mounts.map { "\($0.name)=\($0.file)" })
-        guard let bound = server.firstLine.firstMatch(of: /^PORT (\d+)$/).flatMap({ Int($0.1) }) else {
-            server.kill()
-            throw TestSupportError("rtsp_camera.py did not start: \(server.firstLine)")
-        }
-        port = bound
-        self.server = server
+        (server, port) = try OwnedProcess.server(
+            Self.script, ["--port", "\(port)"] + mounts.map { "\($0.name)=\($0.file)" })
     }
 
     /// Kills the server: every client's stream stops at once.
@@ -112,18 +118,9 @@ public final class MQTTBroker: @unchecked Sendable {
 
     /// Starts the broker, on the port it had before if it ran already.
     public func start() throws {
-        let server = try OwnedProcess(
-            "/usr/bin/python3",
-            [Self.script, "--port", "\(port)", "--folder", folder.path]
-                + users.flatMap {
-                    ["--user", "\($0.name):\($0.password)"]
-                })
-        guard let bound = server.firstLine.firstMatch(of: /^PORT (\d+)$/).flatMap({ Int($0.1) }) else {
-            server.kill()
-            throw TestSupportError("mqtt_broker.py did not start: \(server.firstLine)")
-        }
-        port = bound
-        self.server = server
+        (server, port) = try OwnedProcess.server(
+            Self.script,
+            ["--port", "\(port)", "--folder", folder.path] + users.flatMap { ["--user", "\($0.name):\($0.password)"] })
     }
 
     /// Stops the broker as an administrator would: it saves its sessions first.
