@@ -247,13 +247,19 @@ snl_mqtt_status snl_mqtt_create(
     return SNL_MQTT_OK;
 }
 
-void snl_mqtt_destroy(snl_mqtt *c) {
+void snl_mqtt_stop(snl_mqtt *c) {
     if (c == NULL) return;
     pthread_mutex_lock(&c->lock);
     c->stopping = 1;
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);
     if (c->started) pthread_join(c->thread, NULL);
+    c->started = 0;
+}
+
+void snl_mqtt_destroy(snl_mqtt *c) {
+    if (c == NULL) return;
+    snl_mqtt_stop(c);
     if (c->mosq != NULL) mosquitto_destroy(c->mosq);
     mosquitto_property_free_all(&c->connect_properties);
     for (int i = 0; i < c->messages.count; i++) {
@@ -316,7 +322,7 @@ snl_mqtt_status snl_mqtt_subscribe(snl_mqtt *c, const char *topic, int qos, snl_
 }
 
 snl_mqtt_status snl_mqtt_start(snl_mqtt *c, const char *host, int port, int keepalive, snl_mqtt_error *error) {
-    if (c == NULL || host == NULL || port <= 0 || port > 65535 || c->started) {
+    if (c == NULL || host == NULL || port <= 0 || port > 65535 || c->started || c->stopping) {
         fail(error, "%sa host and a port from 1 to 65535 are needed, once", NULL);
         return SNL_MQTT_ERR_ARGUMENT;
     }

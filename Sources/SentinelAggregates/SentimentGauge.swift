@@ -69,8 +69,8 @@ public struct GaugeReading: Sendable, Equatable, Codable {
 public struct SentimentGauge: Sendable {
     public let settings: GaugeSettings
     public let minGroupSize: Int
-    public let sourceIDs: [String]
-    public let zoneIDs: [ZoneID]
+    public private(set) var sourceIDs: [String]
+    public private(set) var zoneIDs: [ZoneID]
     /// Published reading times are rounded down to this many seconds, as the privacy policy's (0 keeps them).
     public let timestampResolution: Double
     private var votes: [String: Vote] = [:]
@@ -85,7 +85,9 @@ public struct SentimentGauge: Sendable {
         var zone: String?
     }
 
-    /// Readings cover `sources` (each camera) and `zones` (each zone of each camera), every one of them in every reading.
+    /// Readings cover `sources` (each camera) and `zones` (each zone of each camera), every one of them in every
+    /// reading, and any other camera or zone a visitor event comes from, from then on (a fleet learns its sites'
+    /// cameras from their events).
     public init(
         settings: GaugeSettings, minGroupSize: Int, sources: [String], zones: [ZoneID], timestampResolution: Double = 0
     ) {
@@ -101,6 +103,10 @@ public struct SentimentGauge: Sendable {
     public mutating func record(_ event: VisitorEvent) {
         lastSeen = max(lastSeen ?? event.time, event.time)
         let visitor = event.visitor
+        if !sourceIDs.contains(visitor.sourceId) { sourceIDs.append(visitor.sourceId) }
+        if let zone = visitor.zone.map({ ZoneID(sourceId: visitor.sourceId, name: $0) }), !zoneIDs.contains(zone) {
+            zoneIDs.append(zone)
+        }
         guard visitor.emotion?.emotion != nil, let valence = visitor.valence,
             let confidence = visitor.emotionConfidence, confidence > 0
         else { return }

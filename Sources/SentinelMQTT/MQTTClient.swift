@@ -74,6 +74,9 @@ public final class MQTTClient {
 
     deinit { snl_mqtt_destroy(handle) }
 
+    /// Disconnects for good; the messages and acknowledgements received before stay to be taken.
+    public func stop() { snl_mqtt_stop(handle) }
+
     public func credentials(username: String, password: String?) throws(MQTTError) {
         try Self.call { snl_mqtt_credentials(handle, username, password, $0) }
     }

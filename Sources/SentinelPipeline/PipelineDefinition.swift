@@ -72,6 +72,31 @@ public struct PipelineDefinition: Sendable {
     public static func load(_ path: String, sections: [String: SectionReader] = [:]) throws(ConfigError)
         -> PipelineDefinition
     {
+        try ConfigFile.load(path) { root, reader in PipelineParser(reader: reader, sections: sections).parse(root) }
+    }
+
+    /// Parses a pipeline file's text; `sections` read the service's sections present (`serviceSections`), after the
+    /// pipeline's own, and their problems come out with the rest.
+    public static func parse(_ text: String, file: String, sections: [String: SectionReader] = [:])
+        throws(ConfigError) -> PipelineDefinition
+    {
+        try ConfigFile.parse(text, file: file) { root, reader in
+            PipelineParser(reader: reader, sections: sections).parse(root)
+        }
+    }
+
+    /// Reads a `privacy:` section as a pipeline file writes it into `policy` (a fleet file has one too).
+    public static func readPrivacy(_ field: Field, _ reader: ConfigReader, into policy: inout PrivacyPolicy) {
+        PipelineParser(reader: reader, sections: [:]).privacy(field, &policy)
+    }
+}
+
+/// A YAML settings file (a pipeline, a fleet) read with every problem reported at once, by line and field.
+public enum ConfigFile {
+    /// Reads the file at `path` with `read`, which reports into the reader and returns nil or a value.
+    public static func load<Value>(_ path: String, _ read: (Field, ConfigReader) -> Value?) throws(ConfigError)
+        -> Value
+    {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -88,11 +113,11 @@ public struct PipelineDefinition: Sendable {
                 problems: [
                     ConfigProblem(
                         file: path, line: line, column: column, path: "",
-                        message: "not UTF-8 text: a pipeline file must be UTF-8 (is it saved in another encoding?)")
+                        message: "not UTF-8 text: the file must be UTF-8 (is it saved in another encoding?)")
                 ])
         }
         // A byte order mark (some Windows editors write one) is no part of the YAML.
-        return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path, sections: sections)
+        return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path, read)
     }
 
     /// Line and column (1-based, in characters) of the first byte sequence that is not UTF-8.
@@ -106,10 +131,9 @@ public struct PipelineDefinition: Sendable {
         return (line, column)
     }
 
-    /// Parses a pipeline file's text; `sections` read the service's sections present (`serviceSections`), after the
-    /// pipeline's own, and their problems come out with the rest.
-    public static func parse(_ text: String, file: String, sections: [String: SectionReader] = [:])
-        throws(ConfigError) -> PipelineDefinition
+    /// Parses a file's text with `read`.
+    public static func parse<Value>(_ text: String, file: String, _ read: (Field, ConfigReader) -> Value?)
+        throws(ConfigError) -> Value
     {
         let root: Node
         do {
@@ -128,13 +152,12 @@ public struct PipelineDefinition: Sendable {
                 underlying: error)
         }
         let reader = ConfigReader(file: file)
-        let definition = PipelineParser(reader: reader, sections: sections).parse(Field(node: root, path: ""))
-        guard reader.problems.isEmpty, var definition else {
+        let value = read(Field(node: root, path: ""), reader)
+        guard reader.problems.isEmpty, let value else {
             throw ConfigError(
                 problems: reader.problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) })
         }
-        definition.file = file
-        return definition
+        return value
     }
 
     private static func yamlProblem(_ error: YamlError, text: String, file: String) -> ConfigProblem {

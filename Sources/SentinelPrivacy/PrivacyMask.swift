@@ -45,7 +45,7 @@ public struct PrivacyMask: Sendable {
             var copy = event
             copy.visitor.faceId = faceId
             policy.filter(&copy, for: output)
-            coarsen(&copy)
+            policy.coarsen(&copy)
             // Encoding these plain value types cannot fail.
             masked[output] = MaskedEvent(output: output, event: copy, json: (try? encoder.encode(copy)) ?? Data())
         }
@@ -73,22 +73,23 @@ public struct PrivacyMask: Sendable {
         return Base32.encode(code.prefix(10))
     }
 
-    private func coarsen(_ event: inout VisitorEvent) {
-        let round = policy.coarsen
-        event.time = round(event.time)
-        event.visitor.firstSeen = event.visitor.firstSeen.map(round)
-        event.visitor.lastSeen = event.visitor.lastSeen.map(round)
-        if var stay = event.stay {
-            stay.enteredAt = round(stay.enteredAt)
-            stay.exitedAt = stay.exitedAt.map(round)
-            event.stay = stay
-        }
-    }
 }
 
 extension PrivacyPolicy {
     /// A published time: rounded down to the policy's resolution.
     public func coarsen(_ date: Date) -> Date { date.roundedDown(toMultipleOf: timestampResolution) }
+
+    /// Every time of an event, coarsened.
+    func coarsen(_ event: inout VisitorEvent) {
+        event.time = coarsen(event.time)
+        event.visitor.firstSeen = event.visitor.firstSeen.map(coarsen)
+        event.visitor.lastSeen = event.visitor.lastSeen.map(coarsen)
+        if var stay = event.stay {
+            stay.enteredAt = coarsen(stay.enteredAt)
+            stay.exitedAt = stay.exitedAt.map(coarsen)
+            event.stay = stay
+        }
+    }
 
     /// What a stored event may publish: the store's copy reduced to the fields the events output allows, so a
     /// stream read back from the store never carries more than either allowlist lets through.
@@ -107,6 +108,16 @@ extension PrivacyPolicy {
         event.reason = .interrupted
         filter(&event, for: .store)
         return MaskedEvent(output: .store, event: event, json: (try? JSONEncoder.sentinel().encode(event)) ?? Data())
+    }
+
+    /// The store's copy of an event another box masked and forwarded (`sentinel fleet`): reduced to what this
+    /// policy's store allowlist keeps and coarsened to its resolution, so a fleet never holds more than its own
+    /// policy allows, whatever a site sends.
+    public func forwarded(_ event: VisitorEvent) -> MaskedEvent {
+        var copy = event
+        filter(&copy, for: .store)
+        coarsen(&copy)
+        return MaskedEvent(output: .store, event: copy, json: (try? JSONEncoder.sentinel().encode(copy)) ?? Data())
     }
 
     /// Removes the fields `output` may not carry.

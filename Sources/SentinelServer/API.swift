@@ -1,19 +1,18 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import SentinelAggregates
 import SentinelCore
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelStore
+import ServiceLifecycle
 
 /// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
 public struct HTTPAPI: Sendable {
     let settings: ServerSettings
-    /// Every source, and every zone of every source, in file order.
-    let sourceIDs: [String]
-    let zones: [Zone]
     let store: EventStore
     let live: LiveState
     let hub: Hub
@@ -23,13 +22,11 @@ public struct HTTPAPI: Sendable {
     let logger: Logger
 
     public init(
-        settings: ServerSettings, sources: [String], zones: [Zone], store: EventStore,
-        live: LiveState, hub: Hub, broadcaster: Broadcaster, telemetry: Telemetry, tokens: AccessTokens,
+        settings: ServerSettings, store: EventStore, live: LiveState, hub: Hub, broadcaster: Broadcaster,
+        telemetry: Telemetry, tokens: AccessTokens,
         logger: Logger
     ) {
         self.settings = settings
-        sourceIDs = sources
-        self.zones = zones
         self.store = store
         self.live = live
         self.hub = hub
@@ -49,6 +46,23 @@ public struct HTTPAPI: Sendable {
             self.id = id
             self.emotion = emotion
         }
+    }
+
+    /// The HTTP server answering this API, with the server settings' limits; `onListening` gets the bound port.
+    func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
+        Application(
+            router: router(),
+            server: .http1(
+                configuration: .init(
+                    idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1e9)),
+                    httpDecoderConfiguration: .init(
+                        maxHeaderFieldSize: 8 * 1_024, maxHeaderListSize: 16 * 1_024, maxHeaderFieldCount: 64))),
+            configuration: .init(
+                address: .hostname(settings.host, port: settings.port), serverName: "sentinel",
+                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections, logger: logger)),
+            onServerRunning: { [port = settings.port] channel in await onListening(channel.localAddress?.port ?? port)
+            },
+            logger: logger)
     }
 
     public func router() -> Router<APIContext> {
@@ -95,9 +109,18 @@ public struct HTTPAPI: Sendable {
             }
             return values
         }
+        let catalogue = live.catalogue
+        let zones = catalogue.zones
         let zoneNames = Array(Set(zones.map(\.id.name))).sorted() + zones.map { "\($0.id.sourceId)/\($0.id.name)" }
+        // A fleet's sources are `site/source`: `site=` keeps every source of those sites.
+        let sites = Set(catalogue.sources.filter { $0.contains("/") }.map { String($0.prefix { $0 != "/" }) })
+        var sources = try list("source", of: catalogue.sources)
+        if let wanted = try list("site", of: sites.sorted()) {
+            let ofSites = catalogue.sources.filter { wanted.contains(String($0.prefix { $0 != "/" })) }
+            sources = Set(ofSites).intersection(sources ?? Set(ofSites))
+        }
         let filter = EventFilter(
-            sources: try list("source", of: sourceIDs),
+            sources: sources,
             zones: try list("zone", of: zoneNames),
             types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [Publication.gaugeType]))
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
@@ -321,6 +344,7 @@ public struct HTTPAPI: Sendable {
     }
 
     func zoneCounts() -> Response {
+        let zones = live.catalogue.zones
         let snapshot = live.now.occupancy.snapshot(zones: zones.map(\.id))
         let list = zones.map { zone in
             Zones.Zone(
@@ -351,6 +375,7 @@ public struct HTTPAPI: Sendable {
         var sources: [Source]
         var database: LiveState.DatabaseHealth
         var mqtt: LiveState.MQTTHealth?
+        var fleet: LiveState.FleetHealth?
     }
 
     func health() async -> Response {
@@ -373,10 +398,20 @@ public struct HTTPAPI: Sendable {
                 fps: (health.fps * 10).rounded() / 10, frames: health.frames, lagSeconds: health.lagSeconds,
                 reconnectAttempt: health.reconnectAttempt, nextRetryAt: health.nextRetryAt, message: health.message)
         }
-        // Behind still serves (200): frames are dropped at the edge, counted, and dwell stays right.
-        let healthy = database.writable && sources.allSatisfy(\.up)
+        // Behind still serves (200): frames are dropped at the edge, counted, and dwell stays right. A fleet is
+        // degraded while it cannot reach its broker; a site that is offline is that site's state, listed.
+        var fleet = live.fleetHealth
+        if var sites = fleet?.sites {
+            for i in sites.indices {
+                sites[i].lastEventAgeSeconds = sites[i].lastEventAt.map {
+                    (now.timeIntervalSince($0) * 10).rounded() / 10
+                }
+            }
+            fleet?.sites = sites
+        }
+        let healthy = database.writable && sources.allSatisfy(\.up) && fleet?.connected != false
         let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
-        let body = Health(status: status, sources: sources, database: database, mqtt: live.mqttHealth)
+        let body = Health(status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
         return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable))
             ?? APIResponse.error(.internalServerError, "")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
@@ -18,8 +19,8 @@ public final class Hub: Sendable {
     /// What waits, in the order the sources handed it over.
     enum Entry: Sendable {
         /// A visitor event as the mask made it for the store; `capturedAt` is when its frame was captured, if known
-        /// (for the latency metric).
-        case event(MaskedEvent, capturedAt: ContinuousClock.Instant?)
+        /// (for the latency metric); `origin` where it was logged first, if another box forwarded it.
+        case event(MaskedEvent, capturedAt: ContinuousClock.Instant?, origin: Publication.Origin? = nil)
         /// A frame was processed at this time (media time on the wall clock): the gauge may publish a reading.
         case tick(Date)
         /// What the writer made of an event or a tick and the store refused: put back to be written as it is.
@@ -50,6 +51,16 @@ public final class Hub: Sendable {
     public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent], capturedAt: ContinuousClock.Instant? = nil) {
         guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
         append(.event(stored, capturedAt: capturedAt))
+    }
+
+    /// What another box logged and forwarded (`sentinel fleet`): a visitor event as this box's policy stores it.
+    public func forward(_ stored: MaskedEvent, origin: Publication.Origin) {
+        append(.event(stored, capturedAt: nil, origin: origin))
+    }
+
+    /// A gauge reading another box logged and forwarded: logged as it is, in that site's gauge stream.
+    public func forward(_ reading: GaugeReading, origin: Publication.Origin) {
+        append(.publication(.gauge(reading, origin: origin), capturedAt: nil))
     }
 
     /// A frame was processed at `time`. Ticks with nothing between them are one: only the latest counts, so a

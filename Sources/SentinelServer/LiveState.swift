@@ -7,7 +7,8 @@ import Synchronization
 
 /// What the REST API reports about now, each part written by its one owner: who is present and the latest gauge
 /// reading by the store writer (from committed publications only, so it agrees with the store), each source's
-/// health by that source, the database's by the writer.
+/// health by that source, the database's by the writer, the MQTT output's by that output; in a fleet, the sources
+/// and zones known and each site's state by the fleet's ingest.
 public final class LiveState: Sendable {
     private let state: Mutex<State>
 
@@ -16,6 +17,15 @@ public final class LiveState: Sendable {
         var sources: [String: SourceHealth]
         var database = DatabaseHealth()
         var mqtt: MQTTHealth?
+        var catalogue: Catalogue
+        var fleet: FleetHealth?
+    }
+
+    /// The sources and zones the API lists and filters by: a box's from its pipeline; a fleet's as its sites' events
+    /// name them (`site/source`).
+    public struct Catalogue: Sendable {
+        public var sources: [String]
+        public var zones: [HTTPAPI.Zone]
     }
 
     /// Who is present and the showroom's mood, as of the last committed batch.
@@ -24,11 +34,13 @@ public final class LiveState: Sendable {
         public var gauge: GaugeReading?
     }
 
-    public init(sourceIDs: [String], minGroupSize: Int) {
+    /// `running` are the sources this process runs (their health is reported); `catalogue` every source and zone the
+    /// API knows.
+    public init(running: [String], catalogue: Catalogue, minGroupSize: Int) {
         state = Mutex(
             State(
                 now: Now(occupancy: Occupancy(minGroupSize: minGroupSize)),
-                sources: Dictionary(uniqueKeysWithValues: sourceIDs.map { ($0, SourceHealth()) })))
+                sources: Dictionary(uniqueKeysWithValues: running.map { ($0, SourceHealth()) }), catalogue: catalogue))
     }
 
     /// One source's state.
@@ -84,7 +96,38 @@ public final class LiveState: Sendable {
         public var rejected: Int
     }
 
+    /// A fleet's state: its broker connection and each site it has heard of.
+    public struct FleetHealth: Sendable, Codable, Equatable {
+        public var connected: Bool
+        public var message: String?
+        public var failedAttempts: Int
+        public var sites: [SiteHealth]
+    }
+
+    public struct SiteHealth: Sendable, Codable, Equatable {
+        public var site: String
+        /// `online` or `offline` as the site's box last said (retained; `offline` is its last will), nil before it spoke.
+        public var availability: String?
+        public var lastEventAt: Date?
+        public var lastEventAgeSeconds: Double?
+        /// The site's last log id stored here.
+        public var lastId: Int64
+        /// Events stored since start, messages dropped as duplicates, and log ids never received (a gap in the
+        /// site's ids: lost between the box and here).
+        public var received: Int
+        public var duplicates: Int
+        public var missing: Int64
+    }
+
     public var now: Now { state.withLock { $0.now } }
+
+    public var catalogue: Catalogue { state.withLock { $0.catalogue } }
+
+    func updateCatalogue(_ change: (inout Catalogue) -> Void) { state.withLock { change(&$0.catalogue) } }
+
+    public var fleetHealth: FleetHealth? { state.withLock { $0.fleet } }
+
+    func updateFleet(_ health: FleetHealth) { state.withLock { $0.fleet = health } }
 
     func publish(_ now: Now) { state.withLock { $0.now = now } }
 

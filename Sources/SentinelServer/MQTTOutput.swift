@@ -7,59 +7,33 @@ import SentinelMQTT
 import SentinelStore
 import ServiceLifecycle
 
-/// The `outputs.mqtt:` section: the broker the event log is forwarded to, and how. Credentials never sit in the
-/// pipeline file: they come from `credentialsFile` (one line, `username:password`, not readable by every user) or
-/// from the environment.
+/// The `outputs.mqtt:` section: the broker the event log is forwarded to (`connection`), under which site name, and
+/// how.
 public struct MQTTSettings: Sendable, Equatable {
-    /// `mqtt://host[:port]` or `mqtts://host[:port]` (then `caFile` names the CA that signed the broker's certificate).
-    public var url: String
+    public var connection: MQTTConnection
     /// This box's name in topics and messages: `{topicPrefix}/{site}/...`.
     public var site: String
-    public var caFile: String?
-    /// The MQTT client id (default `sentinel-{site}`).
-    public var clientId: String
-    public var topicPrefix = "sentinel"
-    public var credentialsFile: String?
-    public var usernameEnvironment = "SENTINEL_MQTT_USERNAME"
-    public var passwordEnvironment = "SENTINEL_MQTT_PASSWORD"
     /// Messages sent and not yet acknowledged at most.
     public var inFlight = 100
     /// Announce the gauge and the occupancy sensors to Home Assistant (MQTT discovery).
     public var homeAssistant = false
     public var discoveryPrefix = "homeassistant"
 
+    /// The client id is `sentinel-{site}` unless set.
     public init(url: String, site: String) {
-        self.url = url
+        connection = MQTTConnection(url: url, clientId: "sentinel-\(site)")
         self.site = site
-        clientId = "sentinel-\(site)"
     }
 
-    /// The section's declared settings (`url`, `site`, `caFile` and `credentialsFile` are read by hand).
+    /// The section's own declared settings, beside the connection's (`site` is read by hand).
     public static let settings: [Setting<MQTTSettings>] = [
-        .text("clientId", \.clientId, "the MQTT client id (default sentinel-{site})"),
-        .text("topicPrefix", \.topicPrefix, "topics are {topicPrefix}/{site}/{stream}/{type}"),
-        .text("usernameEnvironment", \.usernameEnvironment, "environment variable holding the broker username"),
-        .text("passwordEnvironment", \.passwordEnvironment, "environment variable holding the broker password"),
         .integer("inFlight", \.inFlight, in: 1...1_000, "messages sent and not yet acknowledged at most"),
         .flag("homeAssistant", \.homeAssistant, "announce the gauge and occupancy sensors to Home Assistant"),
         .text("discoveryPrefix", \.discoveryPrefix, "Home Assistant's discovery prefix"),
     ]
 
-    /// The username and password, from the credentials file or the environment (nil: anonymous).
-    func credentials() throws(ServiceError) -> (username: String, password: String)? {
-        if let line = try AccessToken.load(
-            file: credentialsFile, environment: "", key: "outputs.mqtt.credentialsFile", minimumLength: 1)
-        {
-            guard let colon = line.firstIndex(of: ":") else {
-                throw ServiceError("the credentials file \(credentialsFile ?? "") must hold one line username:password")
-            }
-            return (String(line[..<colon]), String(line[line.index(after: colon)...]))
-        }
-        let environment = ProcessInfo.processInfo.environment
-        guard let username = environment[usernameEnvironment], !username.isEmpty else { return nil }
-        return (username, environment[passwordEnvironment] ?? "")
-    }
-
+    static let section = "outputs.mqtt"
+    var topicPrefix: String { connection.topicPrefix }
     var availabilityTopic: String { "\(topicPrefix)/\(site)/availability" }
     var gaugeTopic: String { "\(topicPrefix)/\(site)/gauge" }
     var occupancyTopic: String { "\(topicPrefix)/\(site)/occupancy" }
@@ -130,7 +104,7 @@ public final class MQTTOutput: Service, Sendable {
         var progress = Progress(acknowledged: try await store.acknowledged(by: Self.outbox))
         logger.info(
             "forwarding the event log by MQTT",
-            metadata: ["broker": "\(settings.url)", "after": "\(progress.acknowledged)"])
+            metadata: ["broker": "\(settings.connection.url)", "after": "\(progress.acknowledged)"])
         var failure: String?
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             // A round that fails (the store locked, a message the library refuses) is logged once and tried again:
@@ -162,14 +136,9 @@ public final class MQTTOutput: Service, Sendable {
 
     /// A client set up from the settings, connecting.
     private func connect() throws -> MQTTClient {
-        let endpoint = MQTTClient.Endpoint(url: settings.url)!
-        let client = try MQTTClient(clientID: settings.clientId)
-        if let credentials = try settings.credentials() {
-            try client.credentials(username: credentials.username, password: credentials.password)
-        }
-        if endpoint.tls, let ca = settings.caFile { try client.tls(caFile: ca) }
+        let client = try settings.connection.client(section: MQTTSettings.section)
         try client.will(topic: settings.availabilityTopic, payload: "offline", retain: true)
-        try client.start(endpoint)
+        try client.start(settings.connection.endpoint)
         return client
     }
 
@@ -186,7 +155,7 @@ public final class MQTTOutput: Service, Sendable {
                 }
             }
             progress.occupancy = nil
-            logger.notice("connected to the MQTT broker", metadata: ["broker": "\(settings.url)"])
+            logger.notice("connected to the MQTT broker", metadata: ["broker": "\(settings.connection.url)"])
         }
         if state.connected {
             let snapshot = live.now.occupancy.snapshot(zones: zones)

@@ -47,11 +47,18 @@ public struct SentinelService: Sendable {
         let (service, tokens) = try Self.preflight(definition: service, models: models, options: options)
         let definition = service.pipeline
         let server = service.server
-        let port = server.port
         store = try EventStore(path: options.databasePath ?? service.store.path, group: service.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
-        let live = LiveState(sourceIDs: started.map(\.id), minGroupSize: definition.privacy.minGroupSize)
+        let live = LiveState(
+            running: started.map(\.id),
+            catalogue: LiveState.Catalogue(
+                sources: definition.sources.map(\.id),
+                zones: definition.sources.flatMap { source in
+                    source.zones.map {
+                        HTTPAPI.Zone(id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion)
+                    }
+                }), minGroupSize: definition.privacy.minGroupSize)
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
@@ -63,24 +70,10 @@ public struct SentinelService: Sendable {
             telemetry: telemetry, logger: logger)
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
         let api = HTTPAPI(
-            settings: server, sources: definition.sources.map(\.id),
-            zones: definition.sources.flatMap { source in
-                source.zones.map { HTTPAPI.Zone(id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion) }
-            }, store: store, live: live, hub: hub,
+            settings: server, store: store, live: live, hub: hub,
             broadcaster: broadcaster, telemetry: telemetry, tokens: tokens, logger: logger)
         self.api = api
-        let app = Application(
-            router: api.router(),
-            server: .http1(
-                configuration: .init(
-                    idleTimeout: .nanoseconds(Int64(server.idleTimeoutSeconds * 1e9)),
-                    httpDecoderConfiguration: .init(
-                        maxHeaderFieldSize: 8 * 1_024, maxHeaderListSize: 16 * 1_024, maxHeaderFieldCount: 64))),
-            configuration: .init(
-                address: .hostname(server.host, port: server.port), serverName: "sentinel",
-                availableConnectionsDelegate: MaximumAvailableConnections(server.maxConnections, logger: logger)),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
-            logger: logger)
+        let app = api.application(onListening: onListening)
         var mqtt: MQTTOutput?
         if let settings = service.mqtt {
             mqtt = MQTTOutput(
@@ -132,6 +125,29 @@ public struct SentinelService: Sendable {
         func problem(_ path: String, _ message: String) {
             problems.append(ConfigProblem(file: definition.file, path: path, message: message))
         }
+        do { try PseudonymKeyRing.check(definition.privacy.pseudonyms) } catch {
+            problem("privacy.pseudonyms.keyFile", error.description)
+        }
+        for (path, message) in service.mqtt?.connection.problems(section: MQTTSettings.section) ?? [] {
+            problem(path, message)
+        }
+        let tokens = hostingChecks(
+            file: definition.file, server: server, database: options.databasePath ?? service.store.path,
+            group: service.store.group, groupLocation: service.groupLocation, problems: &problems)
+        guard problems.isEmpty else { throw ConfigError(problems: problems) }
+        return (service, tokens)
+    }
+
+    /// What serving needs of this machine, for `sentinel run` and `sentinel fleet` alike: the access tokens (required
+    /// beyond loopback, one per scope), the store's folder and group, and the open-file limit. Returns the tokens;
+    /// adds every problem found.
+    static func hostingChecks(
+        file: String, server: ServerSettings, database: String, group: String?, groupLocation: ConfigProblem?,
+        problems: inout [ConfigProblem]
+    ) -> AccessTokens {
+        func problem(_ path: String, _ message: String) {
+            problems.append(ConfigProblem(file: file, path: path, message: message))
+        }
         var tokens = AccessTokens()
         do {
             tokens.visitors = try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment)
@@ -151,28 +167,16 @@ public struct SentinelService: Sendable {
             problem(
                 "server.aggregateTokenFile", "the visitor and aggregate tokens are the same: each scope needs its own")
         }
-        do { try PseudonymKeyRing.check(definition.privacy.pseudonyms) } catch {
-            problem("privacy.pseudonyms.keyFile", error.description)
+        if let group, getgrnam(group) == nil {
+            var located = groupLocation ?? ConfigProblem(file: file, path: "store.group", message: "")
+            located.message = "no such group \(group) on this machine (see getent group)"
+            problems.append(located)
         }
-        if let mqtt = service.mqtt {
-            do { _ = try mqtt.credentials() } catch { problem("outputs.mqtt.credentialsFile", error.description) }
-            if let ca = mqtt.caFile, !FileManager.default.isReadableFile(atPath: ca) {
-                problem("outputs.mqtt.caFile", "cannot read the CA file \(ca)")
-            }
-        }
-        if let group = service.store.group, getgrnam(group) == nil {
-            var problem =
-                service.groupLocation ?? ConfigProblem(file: definition.file, path: "store.group", message: "")
-            problem.message = "no such group \(group) on this machine (see getent group)"
-            problems.append(problem)
-        }
-        let database = options.databasePath ?? service.store.path
-        if let folder = Self.nearestFolder(of: database), !FileManager.default.isWritableFile(atPath: folder) {
+        if let folder = nearestFolder(of: database), !FileManager.default.isWritableFile(atPath: folder) {
             problem("store.path", "cannot write the database \(database): \(folder) is not writable by this user")
         }
-        do { try Self.reserveDescriptors(for: server) } catch { problem("server.maxConnections", error.description) }
-        guard problems.isEmpty else { throw ConfigError(problems: problems) }
-        return (service, tokens)
+        do { try reserveDescriptors(for: server) } catch { problem("server.maxConnections", error.description) }
+        return tokens
     }
 
     /// The database file if it exists, else the nearest folder above it that does (where it would be made).

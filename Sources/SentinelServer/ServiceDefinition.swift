@@ -29,26 +29,12 @@ public struct ServiceDefinition: Sendable {
         file: String,
         pipeline: ([String: PipelineDefinition.SectionReader]) throws(ConfigError) -> PipelineDefinition
     ) throws(ConfigError) -> ServiceDefinition {
-        // By default the database sits beside the pipeline file, named after it.
-        let url = URL(fileURLWithPath: file)
-        var store = StoreSettings(
-            path: url.deletingLastPathComponent().appendingPathComponent(
-                url.deletingPathExtension().lastPathComponent + ".sqlite"
-            ).standardizedFileURL.path)
+        var store = StoreSettings(beside: file)
         var server = ServerSettings()
         var mqtt: MQTTSettings?
         var groupLocation: ConfigProblem?
         let definition = try pipeline([
-            "store": { field, reader in
-                guard
-                    let fields = reader.section(field, StoreSettings.settings, extra: ["path", "group"], into: &store)
-                else { return }
-                if let f = fields["path"], let path = reader.string(f) { store.path = reader.resolve(path) }
-                if let f = fields["group"], let group = reader.string(f) {
-                    store.group = group
-                    groupLocation = reader.location(of: f)
-                }
-            },
+            "store": { field, reader in groupLocation = store.read(field, reader) },
             "server": { field, reader in server.read(field, reader) },
             "outputs": { field, reader in
                 guard let outputs = reader.mapping(field, keys: ["mqtt"]), let section = outputs["mqtt"] else { return }
@@ -69,10 +55,36 @@ public struct ServiceDefinition: Sendable {
                     "# Forwarding by MQTT is off until outputs.mqtt gives a url and a site (see README.md):",
                     "# outputs:",
                 ]
+                + (PipelineReference.section(
+                    "mqtt", MQTTConnection.settings, MQTTSettings(url: "mqtt://127.0.0.1", site: "{site}").connection,
+                    indent: "    ")
                 + PipelineReference.section(
                     "mqtt", MQTTSettings.settings, MQTTSettings(url: "mqtt://127.0.0.1", site: "{site}"),
                     indent: "    "
-                ).map { "# " + $0 })
+                ).dropFirst()).map { "# " + $0 })
+    }
+}
+
+extension StoreSettings {
+    /// By default the database sits beside its pipeline or fleet file, named after it.
+    init(beside file: String) {
+        let url = URL(fileURLWithPath: file)
+        self.init(
+            path: url.deletingLastPathComponent().appendingPathComponent(
+                url.deletingPathExtension().lastPathComponent + ".sqlite"
+            ).standardizedFileURL.path)
+    }
+
+    /// Reads the `store:` section; returns where `group` was written, for the message when this machine has no such
+    /// group.
+    mutating func read(_ field: Field, _ reader: ConfigReader) -> ConfigProblem? {
+        guard let fields = reader.section(field, Self.settings, extra: ["path", "group"], into: &self) else {
+            return nil
+        }
+        if let f = fields["path"], let path = reader.string(f) { self.path = reader.resolve(path) }
+        guard let f = fields["group"], let group = reader.string(f) else { return nil }
+        self.group = group
+        return reader.location(of: f)
     }
 }
 
@@ -172,30 +184,14 @@ extension MQTTSettings {
     /// Reads the `outputs.mqtt:` section; nil when it has problems (reported).
     static func read(_ field: Field, _ reader: ConfigReader) -> MQTTSettings? {
         var settings = MQTTSettings(url: "", site: "")
-        guard
-            let fields = reader.section(
-                field, Self.settings, extra: ["url", "site", "caFile", "credentialsFile"], into: &settings)
-        else { return nil }
+        let keys = Set((MQTTConnection.settings.map(\.key) + Self.settings.map(\.key) + ["site"]))
+        guard let fields = reader.mapping(field, keys: keys.union(MQTTConnection.handRead)) else { return nil }
         let before = reader.problems.count
-        if let f = reader.required(fields, "url", in: field), let url = reader.string(f) {
-            if let endpoint = MQTTClient.Endpoint(url: url) {
-                settings.url = url
-                if endpoint.tls, fields["caFile"] == nil {
-                    reader.report(f, "an mqtts:// broker needs caFile: the CA that signed its certificate")
-                }
-            } else {
-                reader.report(
-                    f, "\"\(url)\" is not a broker URL such as mqtt://broker.local:1883 or mqtts://broker:8883")
-            }
-        }
         if let f = reader.required(fields, "site", in: field), let site = reader.name(f, of: "a site id") {
-            settings.site = site
-            if fields["clientId"] == nil { settings.clientId = "sentinel-\(site)" }
+            settings = MQTTSettings(url: "", site: site)
         }
-        if let f = fields["caFile"], let path = reader.string(f) { settings.caFile = reader.resolve(path) }
-        if let f = fields["credentialsFile"], let path = reader.string(f) {
-            settings.credentialsFile = reader.resolve(path)
-        }
+        reader.apply(Self.settings, from: fields, to: &settings)
+        settings.connection.read(fields, in: field, reader)
         return reader.problems.count == before ? settings : nil
     }
 }

@@ -119,10 +119,10 @@ public final class StoreWriter: Service, Sendable {
     {
         entries.compactMap { entry in
             switch entry {
-            case .event(let stored, let capturedAt):
+            case .event(let stored, let capturedAt, let origin):
                 let published = policy.published(stored)
                 gauge.record(published)
-                return (.visitor(stored: stored, published: published), capturedAt)
+                return (.visitor(stored: stored, published: published, origin: origin), capturedAt)
             case .tick(let time):
                 return gauge.tick(now: time).map { (.gauge($0), nil) }
             case .publication(let publication, let capturedAt):
@@ -168,8 +168,9 @@ public final class StoreWriter: Service, Sendable {
             }
             for publication in batch {
                 switch publication {
-                case .visitor(_, let published): progress.now.occupancy.process(published)
-                case .gauge(let reading): progress.now.gauge = reading
+                case .visitor(_, let published, _): progress.now.occupancy.process(published)
+                case .gauge(let reading, nil): progress.now.gauge = reading
+                case .gauge: break
                 }
             }
             live.publish(progress.now)

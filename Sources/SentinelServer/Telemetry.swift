@@ -27,6 +27,13 @@ public final class Telemetry: Sendable {
             label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
         mqttPublished = CoreMetrics.Counter(label: "sentinel_mqtt_published_total", factory: factory)
         mqttBacklog = CoreMetrics.Gauge(label: "sentinel_mqtt_backlog_events", factory: factory)
+        fleetReceived = CoreMetrics.Counter(
+            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "stored")], factory: factory)
+        fleetDuplicates = CoreMetrics.Counter(
+            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "duplicate")], factory: factory)
+        fleetRejected = CoreMetrics.Counter(
+            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "rejected")], factory: factory)
+        fleetMissing = CoreMetrics.Counter(label: "sentinel_fleet_missing_events_total", factory: factory)
         storeLatency = CoreMetrics.Timer(
             label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
             factory: factory)
@@ -51,6 +58,12 @@ public final class Telemetry: Sendable {
     public let mqttPublished: CoreMetrics.Counter
     /// Log events the broker has not acknowledged yet.
     public let mqttBacklog: CoreMetrics.Gauge
+    /// A fleet's messages from its sites: stored, dropped as duplicates, rejected as malformed.
+    public let fleetReceived: CoreMetrics.Counter
+    public let fleetDuplicates: CoreMetrics.Counter
+    public let fleetRejected: CoreMetrics.Counter
+    /// Site log ids a fleet never received (gaps in a site's ids).
+    public let fleetMissing: CoreMetrics.Counter
     public let storeLatency: CoreMetrics.Timer
     public let publishLatency: CoreMetrics.Timer
     /// From the capture of the frame an event came from to the event's being committed and offered to SSE clients.
@@ -97,6 +110,9 @@ public final class Telemetry: Sendable {
         "sentinel_sse_subscribers": "SSE clients connected now.",
         "sentinel_mqtt_published_total": "Log events sent to the MQTT broker.",
         "sentinel_mqtt_backlog_events": "Log events the MQTT broker has not acknowledged yet.",
+        "sentinel_fleet_messages_total":
+            "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
+        "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",
     ]
 
     /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`.

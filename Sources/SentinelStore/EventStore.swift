@@ -5,14 +5,32 @@ import SentinelCore
 import SentinelPrivacy
 import Synchronization
 
-/// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading.
+/// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading. Either may have
+/// been logged by another box first and forwarded (`sentinel fleet`): its origin is then stored with it, in the same
+/// transaction, so each (site, id) is logged once.
 public enum Publication: Sendable {
-    case visitor(stored: MaskedEvent, published: MaskedEvent)
-    case gauge(GaugeReading)
+    case visitor(stored: MaskedEvent, published: MaskedEvent, origin: Origin? = nil)
+    case gauge(GaugeReading, origin: Origin? = nil)
 
     public static let gaugeType = "sentiment.gauge"
     /// The stream of gauge readings, beside one stream per source.
     public static let gaugeStream = "sentiment"
+
+    /// Where a forwarded event was logged first: the box's site and its log id there.
+    public struct Origin: Sendable, Equatable {
+        public var site: String
+        public var id: Int64
+        public init(site: String, id: Int64) {
+            self.site = site
+            self.id = id
+        }
+    }
+
+    var origin: Origin? {
+        switch self {
+        case .visitor(_, _, let origin), .gauge(_, let origin): origin
+        }
+    }
 }
 
 /// One row of the event log: what the SSE stream sends, in the order it was committed.
@@ -66,7 +84,10 @@ public final class EventStore: Sendable {
     /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
     /// `interrupted`. The files are the service user's alone (0600), or also readable by `group` (0640), for a
     /// backup or reporting account.
-    public init(path: String, group: String? = nil) throws(StoreError) {
+    ///
+    /// A fleet's store holds visits its sites own (`ownsVisits` false): they stay as they are, since the sites say
+    /// when they end.
+    public init(path: String, group: String? = nil, ownsVisits: Bool = true) throws(StoreError) {
         self.path = path
         var gid: gid_t?
         if let group {
@@ -105,6 +126,7 @@ public final class EventStore: Sendable {
             }
             try Self.migrator.migrate(pool)
             interrupted = try pool.write { db in
+                guard ownsVisits else { return [] }
                 let exited = VisitState.exited.rawValue
                 let open = try VisitRow.filter(Column("state") != exited).fetchAll(db).map(\.record)
                 try db.execute(
@@ -194,6 +216,9 @@ public final class EventStore: Sendable {
         migrator.registerMigration("v4 outbox") { db in
             try db.execute(sql: "CREATE TABLE outbox (output TEXT PRIMARY KEY, acknowledged INTEGER NOT NULL)")
         }
+        migrator.registerMigration("v5 inbox") { db in
+            try db.execute(sql: "CREATE TABLE inbox (site TEXT PRIMARY KEY, received INTEGER NOT NULL)")
+        }
         return migrator
     }
 
@@ -221,7 +246,7 @@ public final class EventStore: Sendable {
                 for publication in batch {
                     var row: LoggedEvent
                     switch publication {
-                    case .visitor(let stored, let published):
+                    case .visitor(let stored, let published, _):
                         let event = published.event
                         row = LoggedEvent(
                             id: 0, sequenceNumber: try next(event.visitor.sourceId), streamId: event.visitor.sourceId,
@@ -231,9 +256,11 @@ public final class EventStore: Sendable {
                         let visitor = stored.event.visitor
                         longest = max(
                             longest, stored.event.time.timeIntervalSince(visitor.firstSeen ?? stored.event.time))
-                    case .gauge(let reading):
+                    case .gauge(let reading, let origin):
+                        // A site's readings are a stream of their own beside the fleet's.
+                        let stream = origin.map { "\($0.site)/\(Publication.gaugeStream)" } ?? Publication.gaugeStream
                         row = LoggedEvent(
-                            id: 0, sequenceNumber: try next(Publication.gaugeStream), streamId: Publication.gaugeStream,
+                            id: 0, sequenceNumber: try next(stream), streamId: stream,
                             type: Publication.gaugeType, time: reading.time, zone: nil,
                             payload: try encoder.encode(reading))
                     }
@@ -246,6 +273,7 @@ public final class EventStore: Sendable {
                             String(decoding: row.payload, as: UTF8.self),
                         ])
                     row.id = db.lastInsertedRowID
+                    if let origin = publication.origin { try Self.received(origin, in: db) }
                     if case .gauge = publication {
                         try db.cachedStatement(
                             sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)"

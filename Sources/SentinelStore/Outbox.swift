@@ -2,8 +2,29 @@ import Foundation
 import GRDB
 
 /// The event log as an outbox: each output that forwards the log (MQTT) keeps here, durably, the last log id its
-/// receiver acknowledged, and resumes after it when it starts again.
+/// receiver acknowledged, and resumes after it when it starts again. And as an inbox: a store that logs what other
+/// boxes forwarded (`sentinel fleet`) keeps the last log id it stored from each site, in the transaction that stored
+/// it, so a message the broker delivers again is recognised as a duplicate even after a crash.
 extension EventStore {
+    /// The last log id stored from each site that forwarded events to this store.
+    public func received() async throws(StoreError) -> [String: Int64] {
+        try await read { db in
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT site, received FROM inbox").map {
+                    ($0["site"], $0["received"])
+                })
+        }
+    }
+
+    static func received(_ origin: Publication.Origin, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO inbox (site, received) VALUES (?, ?)
+                ON CONFLICT(site) DO UPDATE SET received = MAX(received, excluded.received)
+                """
+        ).execute(arguments: [origin.site, origin.id])
+    }
+
     /// The last log id `output` had acknowledged; 0 when it never had one.
     public func acknowledged(by output: String) async throws(StoreError) -> Int64 {
         try await read { db in
@@ -26,5 +47,4 @@ extension EventStore {
             throw StoreError(error, path: path)
         }
     }
-
 }

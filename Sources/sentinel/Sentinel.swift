@@ -10,7 +10,9 @@ struct Sentinel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Edge pipeline for visitor telemetry: faces in camera or recorded frames become visitor records.",
         version: versions,
-        subcommands: [Run.self, Detect.self, Replay.self, Check.self, Models.self, Synth.self, Eval.self, Bench.self]
+        subcommands: [
+            Run.self, Fleet.self, Detect.self, Replay.self, Check.self, Models.self, Synth.self, Eval.self, Bench.self,
+        ]
     )
 
     /// Sentinel's own version, raised with each round of work that lands.

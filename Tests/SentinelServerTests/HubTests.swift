@@ -16,7 +16,7 @@ struct HubTests {
     func times(_ entries: [Hub.Entry]) -> [String] {
         entries.map { entry in
             switch entry {
-            case .event(let masked, _): "event \(Int(masked.event.time.timeIntervalSince1970))"
+            case .event(let masked, _, _): "event \(Int(masked.event.time.timeIntervalSince1970))"
             case .tick(let time): "tick \(Int(time.timeIntervalSince1970))"
             case .publication: "publication"
             }

@@ -1,8 +1,11 @@
 import Foundation
 import GRDB
+import Logging
 import SentinelCore
+import SentinelLoopback
 import SentinelMQTT
 import SentinelServer
+import SentinelStore
 import SentinelTestSupport
 import Testing
 
@@ -223,5 +226,147 @@ struct MQTTOutputTests {
                     && (Int(health[range.upperBound...].prefix(1)) ?? 0) >= 2
             }, "\(health)")
         try await server.stop()
+    }
+}
+
+/// `sentinel fleet` in-process on a folder of its own (the same folder again is a restart).
+final class TestFleet {
+    let service: FleetService
+    let port: Int
+    private let task: Task<Void, any Error>
+
+    init(_ broker: MQTTBroker, folder: URL, minGroupSize: Int = 4) async throws {
+        let text = """
+            version: 1
+            broker: { url: "\(broker.url)", clientId: test-fleet, group: test }
+            privacy: { minGroupSize: \(minGroupSize) }
+            """
+        let definition = try FleetDefinition.parse(text, file: folder.appendingPathComponent("fleet.yml").path)
+        var options = SentinelService.Options()
+        options.port = 0
+        var logger = Logger(label: "test-fleet")
+        logger.logLevel = .warning
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let service = try FleetService(definition: definition, options: options, logger: logger) {
+            listening.yield($0)
+        }
+        self.service = service
+        task = Task {
+            defer { listening.finish() }
+            try await service.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw ServiceError("the fleet ended before it listened") }
+        self.port = port
+    }
+
+    func stop() async throws {
+        await service.group.triggerGracefulShutdown()
+        try await task.value
+    }
+
+    /// The fleet's log, oldest first.
+    func events() async throws -> [LoggedEvent] { try await service.store.events(after: 0, limit: 100_000) }
+}
+
+@Suite("sentinel fleet: many boxes through a real broker into one store and API", .serialized, .timeLimit(.minutes(2)))
+struct FleetTests {
+    @Test(
+        "two boxes, one fleet: every event of both sites stored once, its SSE carries both (site filter too), the gauge is fleet-wide and k-suppressed across sites; a fleet restart leaves no gap and no duplicate"
+    )
+    func twoBoxes() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let sites = [
+            "a": try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(broker.url)\", site: a }"),
+            "b": try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(broker.url)\", site: b }"),
+        ]
+        let folder = try Fixtures.temporaryFolder()
+        var fleet = try await TestFleet(broker, folder: folder)
+        /// Waits until each site has logged `count` events and the fleet holds each site's whole log, then checks it
+        /// holds each event exactly once.
+        func caughtUp(_ count: Int64) async throws {
+            var lasts: [String: Int64] = [:]
+            for (site, server) in sites {
+                #expect(try await server.wait { try await server.service.store.logBounds().last >= count })
+                lasts[site] = try await server.service.store.logBounds().last
+            }
+            let current = fleet
+            let received = try await sites["a"]!.wait(seconds: 30) {
+                try await current.service.store.received() == lasts
+            }
+            let has = try await current.service.store.received()
+            #expect(received, "the fleet has \(has), the sites \(lasts)")
+            let logged = try await fleet.events()
+            for (site, last) in lasts {
+                #expect(logged.filter { $0.streamId == "\(site)/showroom" }.count == Int(last), "site \(site)")
+            }
+        }
+        // Times within the gauge's window, which the fleet reads on its own clock.
+        for server in sites.values { try server.publish(30, startingAt: 3_560) }
+        try await caughtUp(30)
+        let messages = try await TestServer.stream(port: fleet.port, "/events?lastEventId=0") { $0.ids.count >= 60 }
+        // The visitor events of both sites, and the fleet's own gauge readings beside them.
+        let visitors = messages.filter { $0.event?.hasPrefix("visitor.") == true }
+        #expect(Set(visitors.compactMap { Self.streamId($0.data) }) == ["a/showroom", "b/showroom"])
+        #expect(visitors.count == 60)
+        #expect(
+            Set(messages.compactMap { Self.streamId($0.data) }).subtracting(["a/showroom", "b/showroom"]) == [
+                "sentiment"
+            ])
+        let onlyB = try await TestServer.stream(
+            port: fleet.port, "/events?site=b&type=visitor.entered,visitor.updated&lastEventId=0"
+        ) {
+            $0.ids.count >= 30
+        }
+        #expect(Set(onlyB.compactMap { Self.streamId($0.data) }) == ["b/showroom"])
+        let scanner = LeakScanner(internalIDs: [])
+        for message in messages {
+            #expect(scanner.leaks(in: message.data).isEmpty, "\(message.data)")
+        }
+        for message in visitors {
+            #expect(
+                message.data.contains("\"faceId\":\"a:") || message.data.contains("\"faceId\":\"b:"), "\(message.data)")
+        }
+        // Three visitors a site: each site's figure is below k = 4, the fleet's six are not.
+        var gauge: [String: Any] = [:]
+        #expect(
+            try await sites["a"]!.wait(seconds: 10) {
+                let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/api/sentiment")
+                gauge =
+                    (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["current"] as? [String: Any]
+                    ?? [:]
+                return (gauge["overall"] as? [String: Any])?["visitors"] as? Int == 6
+            }, "\(gauge)")
+        let sources = try #require(gauge["sources"] as? [String: [String: Any]])
+        #expect(
+            sources["a/showroom"]?["suppressed"] as? Bool == true
+                && sources["b/showroom"]?["suppressed"] as? Bool == true)
+
+        // The fleet stops; the sites go on; it comes back on the same store and session.
+        try await fleet.stop()
+        for server in sites.values { try server.publish(30, startingAt: 3_590) }
+        try await Task.sleep(for: .seconds(1))
+        fleet = try await TestFleet(broker, folder: folder)
+        try await caughtUp(60)
+        // Each site's retained availability, and no gap in its ids.
+        var sitesHealth: [[String: Any]] = []
+        #expect(
+            try await sites["a"]!.wait {
+                let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
+                let health = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+                let fleetHealth = health?["fleet"] as? [String: Any]
+                sitesHealth = fleetHealth?["sites"] as? [[String: Any]] ?? []
+                return fleetHealth?["connected"] as? Bool == true && sitesHealth.count == 2
+                    && sitesHealth.allSatisfy {
+                        $0["availability"] as? String == "online" && $0["missing"] as? Int == 0
+                    }
+            }, "\(sitesHealth)")
+        try await fleet.stop()
+        for server in sites.values { try await server.stop() }
+    }
+
+    static func streamId(_ data: String) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])?["streamId"] as? String
     }
 }

@@ -120,6 +120,14 @@ final class TestServer: @unchecked Sendable {
         _ path: String = "/events", headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60),
         until: @escaping ([EventStreamParser.Message]) -> Bool
     ) async throws -> [EventStreamParser.Message] {
+        try await Self.stream(port: port, path, headers: headers, timeout: timeout, until: until)
+    }
+
+    /// Reads SSE messages from the server on `port`.
+    static func stream(
+        port: Int, _ path: String = "/events", headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60),
+        until: @escaping ([EventStreamParser.Message]) -> Bool
+    ) async throws -> [EventStreamParser.Message] {
         var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
         try await LoopbackClient.get(port: port, path: path, headers: headers, timeout: timeout) { chunk in

@@ -154,7 +154,7 @@ struct StoreTests {
         var visit = Visit(start: start)
         let batch = try visit.whole()
         let logged = try await store.append(batch)
-        guard case .visitor(_, let published) = batch[2] else {
+        guard case .visitor(_, let published, _) = batch[2] else {
             Issue.record("not a visitor event")
             return
         }
@@ -178,7 +178,7 @@ struct StoreTests {
         var visit = Visit(start: start)
         let open = try visit.whole().prefix(2)
         _ = try await EventStore(path: path).append(Array(open))
-        guard case .visitor(_, let published) = try #require(open.first) else {
+        guard case .visitor(_, let published, _) = try #require(open.first) else {
             Issue.record("the visit's first item is not a visitor event")
             return
         }
@@ -244,9 +244,10 @@ struct StoreTests {
                 keys: try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(zoneStays)").count
             )
         }
-        #expect(after.migrations == 4 && after.events == before.events)
-        // An output that forwards the log starts from its beginning.
+        #expect(after.migrations == 5 && after.events == before.events)
+        // An output that forwards the log starts from its beginning; nothing has been received from a site.
         #expect(try await store.acknowledged(by: "mqtt") == 0)
+        #expect(try await store.received().isEmpty)
         #expect(after.stays == before.stays - 1 && after.keys == 1)
         let history = try await store.visits(from: .distantPast, to: .distantFuture, after: nil, limit: 100)
         #expect(history.records.count == before.visits.count)

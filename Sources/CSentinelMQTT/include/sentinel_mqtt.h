@@ -59,6 +59,8 @@ typedef struct {
 snl_mqtt_status snl_mqtt_create(
     const char *client_id, int clean_start, uint32_t session_expiry, snl_mqtt **out, snl_mqtt_error *error);
 void snl_mqtt_destroy(snl_mqtt *client);
+/// Disconnects and ends the network thread for good; what was received stays to be taken.
+void snl_mqtt_stop(snl_mqtt *client);
 
 snl_mqtt_status snl_mqtt_credentials(
     snl_mqtt *client, const char *username, const char *password, snl_mqtt_error *error);

@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import SentinelServer
+
+struct Fleet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Aggregate many boxes: every site's events from an MQTT broker into one store, SSE and REST.",
+        discussion: """
+            Each site's box forwards its event log with outputs.mqtt; the fleet subscribes through the broker (a \
+            persistent session, so a restart misses nothing; a shared subscription, so replicas in one group split \
+            the load), drops duplicates by (site, id), stores every event, and serves the same API as a box over all \
+            sites: streamId and sourceId are site/source, GET /events?site=a,b filters by site, /api/sentiment is the \
+            fleet's gauge (k-suppressed across sites), /healthz lists each site's availability and last event. \
+            SIGTERM or Ctrl-C disconnects, stores what arrived, ends the streams and exits 0.
+            """)
+
+    @Argument(help: "Fleet file (see Pipelines/fleet.yml).")
+    var fleet: String?
+
+    @Option(help: "Address to listen on (default: the fleet file's server.host, 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the fleet file's server.port, 8080).")
+    var port: Int?
+
+    @Option(help: "SQLite database (default: the fleet file's store.path).")
+    var database: String?
+
+    @Flag(help: "Check the fleet file and this machine, print ok or every problem, and exit.")
+    var check = false
+
+    @Flag(help: "Print every tunable setting of a fleet file with its default and exit.")
+    var reference = false
+
+    func validate() throws {
+        try checkRange(port, "port", ServerSettings.portRange)
+        if fleet == nil, !reference { throw ValidationError("a fleet file is needed") }
+    }
+
+    func run() async throws {
+        if reference {
+            print(FleetDefinition.reference, terminator: "")
+            return
+        }
+        var options = SentinelService.Options()
+        options.databasePath = database
+        options.host = host
+        options.port = port
+        let definition: FleetDefinition
+        do {
+            definition = try FleetDefinition.load(fleet!)
+            if check {
+                _ = try FleetService.preflight(definition: definition, options: options)
+                print("\(definition.file): ok")
+                return
+            }
+        } catch { throw CommandError(error.description) }
+        let logger = makeLogger("sentinel.fleet")
+        let host = host ?? definition.server.host
+        let service: FleetService
+        do {
+            service = try FleetService(definition: definition, options: options, logger: logger) { port in
+                let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+                FileHandle.standardOutput.write(
+                    Data(
+                        """
+                        Sentinel fleet is serving \(definition.file) on \(base), following \(definition.broker.connection.url)
+                          live events:  curl -N \(base)/events  (?site=a,b for some sites)
+                          REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz
+                        Ctrl-C stops.
+
+                        """.utf8))
+            }
+        } catch let error as CustomStringConvertible & Error {
+            throw CommandError(error.description)
+        }
+        try await service.run()
+    }
+}
