@@ -109,7 +109,7 @@ struct BenchMQTT: AsyncParsableCommand {
     }
 
     /// Debian's mosquitto on a free loopback port, for this run only.
-    private static func startMosquitto(in folder: URL) throws -> (String, Process) {
+    static func startMosquitto(in folder: URL) throws -> (String, Process) {
         let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
