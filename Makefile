@@ -32,6 +32,7 @@ bench: release
 	$(RELEASE) bench pipeline
 	$(RELEASE) bench sse
 	$(RELEASE) bench mqtt
+	$(RELEASE) bench fleet
 
 eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)

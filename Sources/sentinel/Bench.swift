@@ -10,7 +10,9 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
             "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, SSE fan-out, and the store after 30 days.",
-        subcommands: [BenchDetect.self, BenchPipeline.self, BenchSSE.self, BenchStore.self, BenchMQTT.self, BenchFleet.self],
+        subcommands: [
+            BenchDetect.self, BenchPipeline.self, BenchSSE.self, BenchStore.self, BenchMQTT.self, BenchFleet.self,
+        ],
         defaultSubcommand: BenchDetect.self)
 }
 
