@@ -4,6 +4,7 @@ import Logging
 import SentinelAggregates
 import SentinelCore
 import SentinelMQTT
+import SentinelPipeline
 import SentinelPrivacy
 import SentinelStore
 import ServiceLifecycle
@@ -77,7 +78,7 @@ final class FleetIngest: Service, Sendable {
         let prefix = broker.connection.topicPrefix + "/"
         let levels = message.topic.hasPrefix(prefix) ? message.topic.dropFirst(prefix.count).split(separator: "/") : []
         switch levels.count {
-        case 2 where levels[1] == "availability" && Self.isName(String(levels[0])):
+        case 2 where levels[1] == "availability" && ConfigReader.isName(String(levels[0])):
             let site = String(levels[0])
             progress.sites[site, default: .init(site: site)].availability = String(
                 decoding: message.payload.prefix(16), as: UTF8.self)
@@ -115,7 +116,7 @@ final class FleetIngest: Service, Sendable {
         guard envelope.site == site, envelope.streamId == stream, envelope.payloadType == type, envelope.id > 0 else {
             throw ServiceError("the envelope's site, streamId, payloadType or id does not match its topic")
         }
-        guard Self.isName(site), Self.isName(stream), site.count <= 64 else {
+        guard ConfigReader.isName(site), ConfigReader.isName(stream), site.count <= 64 else {
             throw ServiceError("a site or source name may hold only letters, digits, _, - and . (64 at most)")
         }
         var health = progress.sites[site] ?? .init(site: site)
@@ -156,14 +157,6 @@ final class FleetIngest: Service, Sendable {
         health.lastEventAt = Date()
         health.received += 1
         telemetry.fleetReceived.increment()
-    }
-
-    /// A site or source name as a pipeline file may write it.
-    static func isName(_ text: String) -> Bool {
-        guard let first = text.unicodeScalars.first, CharacterSet.alphanumerics.contains(first) else { return false }
-        return text.unicodeScalars.allSatisfy {
-            CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)
-        }
     }
 
     /// A new camera or zone is listed by the API from its first event on.
