@@ -60,16 +60,10 @@ struct Fleet: AsyncParsableCommand {
         let service: FleetService
         do {
             service = try FleetService(definition: definition, options: options, logger: logger) { port in
-                let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-                FileHandle.standardOutput.write(
-                    Data(
-                        """
-                        Sentinel fleet is serving \(definition.file) on \(base), following \(definition.broker.connection.url)
-                          live events:  curl -N \(base)/events  (?site=a,b for some sites)
-                          REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz
-                        Ctrl-C stops.
-
-                        """.utf8))
+                printBanner(
+                    "Sentinel fleet is serving \(definition.file), following \(definition.broker.connection.url),",
+                    host: host, port: port
+                ) { base in ["live events:  curl -N \(base)/events  (?site=a,b for some sites)"] }
             }
         } catch let error as CustomStringConvertible & Error {
             throw CommandError(error.description)

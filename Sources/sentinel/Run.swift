@@ -59,21 +59,21 @@ struct Run: AsyncParsableCommand {
             service = try SentinelService(
                 definition: definition, models: try models.store(), options: options, logger: logger
             ) { port in
-                let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-                FileHandle.standardOutput.write(
-                    Data(
-                        """
-                        Sentinel is serving \(definition.pipeline.file) on \(base)
-                          live events:  curl -N \(base)/events
-                          dashboard:    open \(base)/ in a browser
-                          REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz
-                        Ctrl-C stops.
-
-                        """.utf8))
+                printBanner("Sentinel is serving \(definition.pipeline.file)", host: host, port: port) { base in
+                    ["live events:  curl -N \(base)/events", "dashboard:    open \(base)/ in a browser"]
+                }
             }
         } catch let error as CustomStringConvertible & Error {
             throw CommandError(error.description)
         }
         try await service.run()
     }
+}
+
+/// What `run` and `fleet` print once they listen: where, how to follow the events and the REST endpoints.
+func printBanner(_ title: String, host: String, port: Int, lines: (String) -> [String]) {
+    let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    let rest = "REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz"
+    let text = ["\(title) on \(base)"] + (lines(base) + [rest]).map { "  " + $0 } + ["Ctrl-C stops.", "", ""]
+    FileHandle.standardOutput.write(Data(text.joined(separator: "\n").utf8))
 }
