@@ -412,15 +412,19 @@ extension PipelineParser {
         if let f = fields["outputs"],
             let outputs = reader.mapping(f, keys: Set(PrivacyPolicy.Output.allCases.map(\.rawValue)))
         {
-            for (name, output) in outputs {
-                policy.outputs[PrivacyPolicy.Output(rawValue: name)!] = allowlist(output)
+            // In declaration order: the event log's list (events) is known when MQTT's is checked against it.
+            for output in PrivacyPolicy.Output.allCases {
+                guard let field = outputs[output.rawValue] else { continue }
+                policy.outputs[output] = allowlist(
+                    field, within: PrivacyPolicy.Output.masked.contains(output) ? nil : policy.outputs[.events])
             }
         }
         if let f = fields["review"] { _ = reader.section(f, ReviewSettings.settings, into: &policy.review) }
     }
 
-    /// `{allow: [...], deny: [...]}`: fields added to or taken from the strict default allowlist.
-    private func allowlist(_ field: Field) -> Set<PublishedField> {
+    /// `{allow: [...], deny: [...]}`: fields added to or taken from the strict default allowlist. An output made from
+    /// the event log cannot allow a field the log does not hold (`within`, the events output's list).
+    private func allowlist(_ field: Field, within log: Set<PublishedField>?) -> Set<PublishedField> {
         var fields = PublishedField.defaults
         guard let lists = reader.mapping(field, keys: ["allow", "deny"]) else { return fields }
         let known = PublishedField.allCases.map(\.rawValue)
@@ -435,6 +439,13 @@ extension PipelineParser {
                 }
                 guard let field = PublishedField(rawValue: name) else {
                     reader.report(item, "unknown field \"\(name)\"; fields are \(known.joined(separator: ", "))")
+                    return nil
+                }
+                if key == "allow", let log, !log.contains(field) {
+                    reader.report(
+                        item,
+                        "\"\(name)\" is not in the event log this output forwards: allow it in privacy.outputs.events too"
+                    )
                     return nil
                 }
                 return field

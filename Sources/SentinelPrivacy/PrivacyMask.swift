@@ -41,7 +41,7 @@ public struct PrivacyMask: Sendable {
     public mutating func mask(_ event: VisitorEvent) throws(PrivacyError) -> [PrivacyPolicy.Output: MaskedEvent] {
         let faceId = try pseudonym(of: event.visitor.faceId)
         var masked: [PrivacyPolicy.Output: MaskedEvent] = [:]
-        for output in PrivacyPolicy.Output.allCases {
+        for output in PrivacyPolicy.Output.masked {
             var copy = event
             copy.visitor.faceId = faceId
             policy.filter(&copy, for: output)
@@ -120,9 +120,26 @@ extension PrivacyPolicy {
         return MaskedEvent(output: .store, event: copy, json: (try? JSONEncoder.sentinel().encode(copy)) ?? Data())
     }
 
+    /// The fields `output` may carry: its allowlist, and for an output made from the event log (MQTT), only those the
+    /// log holds.
+    func allowed(for output: Output) -> Set<PublishedField> {
+        let own = outputs[output] ?? PublishedField.defaults
+        return Output.masked.contains(output) ? own : own.intersection(allowed(for: .events))
+    }
+
+    /// A visitor event of the event log (its JSON, as the `events` output published it) as `output` may send it;
+    /// the same bytes when that output allows everything the log holds. A payload that is not a visitor event is an
+    /// error, never forwarded unread.
+    public func narrowed(_ payload: Data, for output: Output) throws -> Data {
+        guard !allowed(for: output).isSuperset(of: allowed(for: .events)) else { return payload }
+        var event = try JSONDecoder.sentinel().decode(VisitorEvent.self, from: payload)
+        filter(&event, for: output)
+        return try JSONEncoder.sentinel().encode(event)
+    }
+
     /// Removes the fields `output` may not carry.
     func filter(_ event: inout VisitorEvent, for output: Output) {
-        let allowed = outputs[output] ?? PublishedField.defaults
+        let allowed = allowed(for: output)
         func keep(_ field: PublishedField) -> Bool { allowed.contains(field) }
         if !keep(.stay) { event.stay = nil }
         if !keep(.reason) { event.reason = nil }

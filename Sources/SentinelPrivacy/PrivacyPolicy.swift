@@ -33,6 +33,12 @@ public struct PrivacyPolicy: Sendable, Equatable {
         case events
         /// What the SQLite store keeps about visits and stays.
         case store
+        /// What the MQTT output forwards. It forwards the event log, which holds what `events` allows, so this list
+        /// can only narrow that: the fields both lists allow.
+        case mqtt
+
+        /// The outputs the masking stage writes a copy for; the others are made from the event log.
+        public static let masked: [Output] = [.events, .store]
     }
 }
 

@@ -4,6 +4,7 @@ import Logging
 import SentinelAggregates
 import SentinelCore
 import SentinelMQTT
+import SentinelPrivacy
 import SentinelStore
 import ServiceLifecycle
 
@@ -51,6 +52,8 @@ public struct MQTTSettings: Sendable, Equatable {
 public final class MQTTOutput: Service, Sendable {
     let settings: MQTTSettings
     let zones: [ZoneID]
+    /// Its `mqtt` allowlist narrows what the log holds.
+    let policy: PrivacyPolicy
     let store: EventStore
     let live: LiveState
     let logger: Logger
@@ -60,11 +63,12 @@ public final class MQTTOutput: Service, Sendable {
     static let outbox = "mqtt"
 
     public init(
-        settings: MQTTSettings, zones: [ZoneID], store: EventStore, live: LiveState, telemetry: Telemetry,
-        logger: Logger
+        settings: MQTTSettings, zones: [ZoneID], policy: PrivacyPolicy, store: EventStore, live: LiveState,
+        telemetry: Telemetry, logger: Logger
     ) {
         self.settings = settings
         self.zones = zones
+        self.policy = policy
         self.store = store
         self.live = live
         self.logger = logger
@@ -195,7 +199,7 @@ public final class MQTTOutput: Service, Sendable {
             {
                 let mid = try client.publish(
                     topic: "\(settings.topicPrefix)/\(settings.site)/\(event.streamId)/\(event.type)",
-                    payload: Data(envelope(event).utf8),
+                    payload: Data(try envelope(event).utf8),
                     properties: [("id", "\(event.id)"), ("site", settings.site)])
                 progress.inFlight.append((event.id, mid))
                 published.increment()
@@ -275,8 +279,10 @@ public final class MQTTOutput: Service, Sendable {
     }
 
     /// The SSE envelope with the site: `{"id", "site", "streamId", "sequenceNumber", "payloadType", "payload",
-    /// "timestamp"}`.
-    func envelope(_ event: LoggedEvent) -> String {
+    /// "timestamp"}`, a visitor event's payload narrowed to the `mqtt` allowlist.
+    func envelope(_ event: LoggedEvent) throws -> String {
+        var event = event
+        if event.type != Publication.gaugeType { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
         let data = ServerSentEvents.envelope(for: event)
         return "{\"site\":\(ServerSentEvents.quoted(settings.site)),\(data.dropFirst())"
     }

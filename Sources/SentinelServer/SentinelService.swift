@@ -77,8 +77,8 @@ public struct SentinelService: Sendable {
         var mqtt: MQTTOutput?
         if let settings = service.mqtt {
             mqtt = MQTTOutput(
-                settings: settings, zones: definition.zoneIDs, store: store, live: live, telemetry: telemetry,
-                logger: logger)
+                settings: settings, zones: definition.zoneIDs, policy: definition.privacy, store: store, live: live,
+                telemetry: telemetry, logger: logger)
         }
         let sources = started.map { source in
             SourceService(

@@ -127,7 +127,11 @@ struct PipelineValidationTests {
             ),
             (
                 "", "privacy: { outputs: { sse: {} } }",
-                "p.yml:7:23: privacy.outputs.sse: unknown key \"sse\"; expected one of events, store"
+                "p.yml:7:23: privacy.outputs.sse: unknown key \"sse\"; expected one of events, mqtt, store"
+            ),
+            (
+                "", "privacy: { outputs: { mqtt: { allow: [visitor.box] } } }",
+                "p.yml:7:39: privacy.outputs.mqtt.allow[0]: \"visitor.box\" is not in the event log this output forwards: allow it in privacy.outputs.events too"
             ),
             (
                 "", "privacy: { pseudonyms: { rotate: monthly } }",

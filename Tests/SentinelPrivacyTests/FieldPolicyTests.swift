@@ -16,7 +16,7 @@ struct FieldPolicyTests {
     )
     func strictDefaults() throws {
         var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
-        for output in PrivacyPolicy.Output.allCases {
+        for output in PrivacyPolicy.Output.masked {
             let masked = try #require(try mask.mask(visitorEvent(.updated, id: "cam#1#3"))[output])
             let text = String(decoding: masked.json, as: UTF8.self)
             for banned in ["box", "detectionScore", "mediaTime", "emotionDistribution", "cam#1#3", "101.5"] {
@@ -47,6 +47,27 @@ struct FieldPolicyTests {
             (events["visitor"] as? [String: Any])?["box"] == nil
                 && (events["visitor"] as? [String: Any])?["valence"] != nil)
         #expect(events["time"] as? String == "2023-11-14T22:13:20.123Z")
+    }
+
+    @Test(
+        "MQTT's allowlist narrows the event log: its own deny holds, so does the events output's, and an allow beyond the log adds nothing"
+    )
+    func mqttNarrowsTheLog() throws {
+        var policy = PrivacyPolicy()
+        policy.outputs[.events] = PublishedField.defaults.subtracting([.valence])
+        policy.outputs[.mqtt] = PublishedField.defaults.union([.box]).subtracting([.zones])
+        var mask = PrivacyMask(policy: policy, keys: try PseudonymKeyRing())
+        let logged = try #require(try mask.mask(visitorEvent(.updated, id: "cam#1#3"))[.events])
+        let sent = try #require(
+            JSONSerialization.jsonObject(with: try policy.narrowed(logged.json, for: .mqtt)) as? [String: Any])
+        let visitor = try #require(sent["visitor"] as? [String: Any])
+        #expect(visitor["zones"] == nil && visitor["valence"] == nil && visitor["box"] == nil)
+        #expect(visitor["faceId"] as? String == logged.event.visitor.faceId && visitor["emotion"] as? String == "happy")
+        #expect(try policy.narrowed(logged.json, for: .events) == logged.json)
+        #expect(try PrivacyPolicy().narrowed(logged.json, for: .mqtt) == logged.json, "the defaults send the log as is")
+        #expect(throws: (any Error).self, "what is not a visitor event is not forwarded unread") {
+            try policy.narrowed(Data(#"{"overall":{"suppressed":true}}"#.utf8), for: .mqtt)
+        }
     }
 
     @Test("log metadata carries the pseudonym, type and zone only")

@@ -86,6 +86,44 @@ struct MQTTOutputTests {
     }
 
     @Test(
+        "MQTT's own allowlist: the fields it denies never reach the broker, while the event log and the SSE stream keep them"
+    )
+    func ownAllowlist() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let subscriber = try Subscriber(broker)
+        let denied = ["emotion", "emotionConfidence", "valence", "zones"]
+        let server = try await TestServer(
+            extra: """
+                outputs:
+                  mqtt: { url: "\(broker.url)", site: lab }
+                privacy:
+                  outputs:
+                    mqtt: { deny: [\(denied.map { "visitor.\($0)" }.joined(separator: ", "))] }
+                """)
+        try server.publish(12)
+        _ = try await receiveAll(12, subscriber, of: server)
+        var visitors = 0
+        for message in subscriber.messages where message.topic.contains("/visitor.") {
+            let envelope = try #require(JSONSerialization.jsonObject(with: message.payload) as? [String: Any])
+            let visitor = try #require((envelope["payload"] as? [String: Any])?["visitor"] as? [String: Any])
+            for field in denied { #expect(visitor[field] == nil, "\(field) in \(envelope)") }
+            #expect(visitor["faceId"] != nil && visitor["dwellSeconds"] != nil)
+            visitors += 1
+        }
+        #expect(visitors >= 12)
+        let logged = try await server.service.store.events(after: 0, limit: 100).filter { $0.type != "sentiment.gauge" }
+        #expect(logged.count >= 12)
+        for event in logged {
+            let text = String(decoding: event.payload, as: UTF8.self)
+            #expect(text.contains("\"emotion\":\"happy\"") && text.contains("\"valence\""), "\(text)")
+        }
+        let scanner = LeakScanner(internalIDs: [])
+        for payload in subscriber.payloads { #expect(scanner.leaks(in: payload).isEmpty, "\(payload)") }
+        try await server.stop()
+    }
+
+    @Test(
         "the broker stopped for 10 s mid-stream: the box keeps recording, /healthz shows the backlog, and after the restart it arrives, nothing lost"
     )
     func brokerOutage() async throws {
