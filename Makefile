@@ -1,6 +1,7 @@
 # Sentinel: the two commands of the README, and the pieces they are made of.
 #   make demo   set everything up, then serve the sample recording live (SSE and REST on localhost:8080)
 #   make test   set everything up, then pass the tests
+#   make install  the binary, its shared files, an example pipeline and a systemd unit (PREFIX, DESTDIR)
 # Both work on a fresh Debian 12 machine with Swift installed; apt packages are installed when missing.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -12,7 +13,15 @@ SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.
 DEBUG := .build/debug/sentinel
 RELEASE := .build/release/sentinel
 
-.PHONY: demo test lint bench eval setup deps models recordings debug release clean
+# make install: where (PREFIX, and DESTDIR for a staged install), from which build (BINARY).
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+BINARY ?= $(RELEASE)
+SHAREDIR := $(PREFIX)/share/sentinel
+DOCDIR := $(PREFIX)/share/doc/sentinel
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
+.PHONY: demo test lint bench eval setup deps models recordings debug release clean install install-files
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -63,6 +72,34 @@ deps:
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# An installation: the binary, and in $(SHAREDIR) the model manifest and converters (the models themselves go to the
+# state directory, filled by `sentinel models setup`), the web assets, the event schema and the demo (pipeline and
+# sample recording); an example pipeline in $(SYSCONFDIR)/sentinel (kept if present) and a systemd unit.
+install: release
+	@$(MAKE) --no-print-directory recordings SENTINEL=$(RELEASE)
+	@$(MAKE) --no-print-directory install-files
+
+# The same from an existing BINARY (the tests install the debug build into a temporary DESTDIR).
+install-files:
+	install -D -m 0755 $(BINARY) $(DESTDIR)$(PREFIX)/bin/sentinel
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/models Models/models.yml Models/README.md
+	install -D -m 0755 -t $(DESTDIR)$(SHAREDIR)/models Models/convert_*.py
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/web Sources/SentinelServer/dashboard.html Sources/SentinelServer/openapi.json
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/schemas Schemas/visitor-events.v1.json
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/recordings Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-640x480.truth.json
+	install -d $(DESTDIR)$(SHAREDIR)/pipelines $(DESTDIR)$(SYSCONFDIR)/sentinel
+	sed 's|\.\./Recordings/out/|../recordings/|' Pipelines/showroom.yml > $(DESTDIR)$(SHAREDIR)/pipelines/showroom.yml
+	install -m 0644 -t $(DESTDIR)$(SHAREDIR)/pipelines Pipelines/reference.yml Pipelines/fleet.yml
+	install -D -m 0644 -t $(DESTDIR)$(DOCDIR) README.md PRIVACY.md
+	[ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.yml ] || sed \
+		-e 's|input: \.\./Recordings/out/\(.*\)|input: $(SHAREDIR)/recordings/\1  # your camera: rtsp://..., /dev/video0|' \
+		-e 's|path: \.\./out/showroom.sqlite *#.*|path: /var/lib/sentinel/sentinel.sqlite|' \
+		-e 's|# keyFile: /var/lib/sentinel/pseudonym.key|keyFile: /var/lib/sentinel/pseudonym.key|' \
+		Pipelines/showroom.yml > $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.yml
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+		Pipelines/install/sentinel.service > $(DESTDIR)$(UNITDIR)/sentinel.service
 
 clean:
 	rm -rf .build Models/cache Recordings/out Recordings/faces

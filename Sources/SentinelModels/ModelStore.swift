@@ -1,24 +1,50 @@
 import Crypto
 import Foundation
 import Logging
+import SentinelCore
 
 /// The models on this machine: where each file is, whether it is intact, and how to obtain it.
 public struct ModelStore: Sendable {
     /// The folder holding `models.yml` and the converter scripts.
     public let root: URL
-    /// Where obtained files go (ignored by git).
-    public let cache: URL
+    /// Where obtained files go: the first of `caches`.
+    public var cache: URL { caches[0] }
+    /// Where obtained files are looked for, in order (an installation's user and system state directories).
+    public let caches: [URL]
     public let manifest: ModelManifest
 
-    public init(root: String) throws(ModelError) {
+    /// The manifest in `root`; obtained files in `caches`, by default `root/cache` (a checkout's, ignored by git).
+    public init(root: String, caches: [URL]? = nil) throws(ModelError) {
         self.root = URL(fileURLWithPath: root).standardizedFileURL
-        self.cache = self.root.appendingPathComponent("cache")
+        self.caches = caches ?? [self.root.appendingPathComponent("cache")]
         self.manifest = try ModelManifest(contentsOf: self.root.appendingPathComponent("models.yml").path)
     }
 
-    /// Where the file of `entry` is or will be.
+    /// The models of this binary: those in `folder` when one is named (`--models`, `$SENTINEL_MODELS`); an installed
+    /// binary's manifest in `{prefix}/share/sentinel/models` with the files in its state directories' `models`; else
+    /// the checkout's `Models` folder.
+    public static func located(folder: String?) throws(ModelError) -> ModelStore {
+        if let folder, !folder.isEmpty { return try ModelStore(root: folder) }
+        if let share = Installation.shareDirectory {
+            return try ModelStore(
+                root: share.appendingPathComponent("models").path,
+                caches: Installation.stateDirectories().map { $0.appendingPathComponent("models") })
+        }
+        do {
+            return try ModelStore(root: "Models")
+        } catch {
+            throw ModelError(
+                error.code,
+                "\(error.message) (this sentinel is a build, not an installation: run it in the checkout, install it with make install, or give --models or SENTINEL_MODELS)",
+                underlying: error)
+        }
+    }
+
+    /// Where the file of `entry` is or will be: the first cache that holds it, else where `setup` puts it.
     public func location(of entry: ModelManifest.Entry) -> URL {
-        entry.file.hasPrefix("/") ? URL(fileURLWithPath: entry.file) : cache.appendingPathComponent(entry.file)
+        if entry.file.hasPrefix("/") { return URL(fileURLWithPath: entry.file) }
+        let candidates = caches.map { $0.appendingPathComponent(entry.file) }
+        return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates[0]
     }
 
     /// What is known of one model on this machine.
@@ -81,7 +107,7 @@ public struct ModelStore: Sendable {
     }
 
     private func obtain(_ entry: ModelManifest.Entry, logger: Logger) throws(ModelError) {
-        let target = location(of: entry)
+        let target = entry.file.hasPrefix("/") ? location(of: entry) : cache.appendingPathComponent(entry.file)
         if entry.obtain.debian != nil {
             throw ModelError(.missing, "model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
         }

@@ -469,7 +469,15 @@ struct JSONErrors<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// Files shipped with the binary: the OpenAPI document and the dashboard page.
+/// Files shipped with the binary: the OpenAPI document and the dashboard page. Installed, they are in
+/// `{prefix}/share/sentinel/web`; from a build, in the resource folder SwiftPM puts beside the executable. Not
+/// `Bundle.module`: it falls back to the build's absolute path, so an installation would work only while the build
+/// is there, and it stops the process when neither is found.
 public enum Resource {
-    public static func url(_ name: String) -> URL { Bundle.module.resourceURL!.appendingPathComponent(name) }
+    static let folder =
+        Installation.shareDirectory?.appendingPathComponent("web")
+        ?? Installation.executable.deletingLastPathComponent().appendingPathComponent(
+            "Sentinel_SentinelServer.resources")
+
+    public static func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
 }

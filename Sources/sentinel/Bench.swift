@@ -122,6 +122,6 @@ func startBenchService(in folder: URL, extra: String = "") async throws -> (
     var logger = Logger(label: "sentinel.bench")
     logger.logLevel = .warning
     let (service, port, task) = try await SentinelService.start(
-        definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
+        definition: definition, models: try ModelStore.located(folder: nil), options: options, logger: logger)
     return (service, port, task, PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing()))
 }

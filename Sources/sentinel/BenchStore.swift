@@ -81,7 +81,7 @@ struct BenchStore: AsyncParsableCommand {
         var logger = Logger(label: "sentinel.bench")
         logger.logLevel = .warning
         let (service, port, server) = try await SentinelService.start(
-            definition: definition, models: try ModelStore(root: "Models"), options: options, logger: logger)
+            definition: definition, models: try ModelStore.located(folder: nil), options: options, logger: logger)
 
         // Live: a writer at `rate`, two REST readers, memory sampled each second.
         let end = Date().addingTimeInterval(seconds)

@@ -1,16 +1,33 @@
 import ArgumentParser
 import Foundation
+import SentinelCore
 import SentinelModels
 import SentinelVision
 
+/// The pipeline `run` and `replay` take when none is named: the checkout's demo, else the installation's.
+let defaultPipeline: String = {
+    let checkout = "Pipelines/showroom.yml"
+    guard !FileManager.default.fileExists(atPath: checkout), let share = Installation.shareDirectory else {
+        return checkout
+    }
+    return share.appendingPathComponent("pipelines/showroom.yml").path
+}()
+
 /// Where the model manifest and cache are.
 struct ModelOptions: ParsableArguments {
-    @Option(name: .customLong("models"), help: "Folder holding models.yml and the model cache (env SENTINEL_MODELS).")
-    var folder: String = ProcessInfo.processInfo.environment["SENTINEL_MODELS"] ?? "Models"
+    @Option(
+        name: .customLong("models"),
+        help: ArgumentHelp(
+            "Folder holding models.yml and the model cache (env SENTINEL_MODELS).",
+            discussion: """
+                Default: ./Models in a checkout; installed, the manifest in {prefix}/share/sentinel/models and the \
+                files in the state directory (/var/lib/sentinel/models, or ~/.local/share/sentinel/models).
+                """))
+    var folder: String? = ProcessInfo.processInfo.environment["SENTINEL_MODELS"]
 
     func store() throws -> ModelStore {
         do {
-            return try ModelStore(root: folder)
+            return try ModelStore.located(folder: folder)
         } catch {
             throw CommandError(error.message)
         }

@@ -22,7 +22,7 @@ struct Replay: ParsableCommand {
     var recording: String?
 
     @Option(help: "Pipeline file.")
-    var pipeline = "Pipelines/showroom.yml"
+    var pipeline = defaultPipeline
 
     @Option(help: "Source id in the pipeline whose zones apply (default: the first).")
     var source: String?

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelCore
 import SentinelPipeline
 import SentinelServer
 import SentinelVision
@@ -15,8 +16,8 @@ struct Run: AsyncParsableCommand {
             clock when playback starts.
             """)
 
-    @Argument(help: "Pipeline file.")
-    var pipeline = "Pipelines/showroom.yml"
+    @Argument(help: "Pipeline file (default: the demo, Pipelines/showroom.yml or the installation's).")
+    var pipeline = defaultPipeline
 
     @Option(help: "Pace of recordings: realtime (they play as if live), fastest, or a factor such as 4x.")
     var pace: Pacing = .realTime
@@ -30,7 +31,11 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the pipeline's server.port, 8080).")
     var port: Int?
 
-    @Option(help: "SQLite database (default: the pipeline's store.path).")
+    @Option(
+        help: """
+            SQLite database (default: the pipeline's store.path; for a pipeline of the installation, such as its \
+            demo, NAME.sqlite in the state directory).
+            """)
     var database: String?
 
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
@@ -50,7 +55,7 @@ struct Run: AsyncParsableCommand {
         var options = SentinelService.Options()
         options.pace = pace
         options.loop = loop
-        options.databasePath = database
+        options.databasePath = database ?? Self.installedDatabase(for: pipeline)
         options.host = host
         options.port = port
         let host = host ?? definition.server.host
@@ -67,6 +72,18 @@ struct Run: AsyncParsableCommand {
             throw CommandError(error.description)
         }
         try await service.run()
+    }
+}
+
+extension Run {
+    /// Where a pipeline file of the installation keeps its store: its folder is read-only, so in the state
+    /// directory (`showroom.sqlite` for the demo). Nil for any other pipeline: its own store.path holds.
+    static func installedDatabase(for pipeline: String) -> String? {
+        let file = URL(fileURLWithPath: pipeline).standardizedFileURL
+        guard let share = Installation.shareDirectory, file.path.hasPrefix(share.path + "/") else { return nil }
+        return Installation.stateDirectories()[0].appendingPathComponent(
+            file.deletingPathExtension().lastPathComponent + ".sqlite"
+        ).path
     }
 }
 

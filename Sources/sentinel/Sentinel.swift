@@ -19,18 +19,23 @@ struct Sentinel: AsyncParsableCommand {
     static let version = "0.4.0"
 
     /// What `--version` prints: Sentinel's version, those of the libraries it runs on, as loaded, and each model
-    /// of the manifest (in $SENTINEL_MODELS or ./Models) by its pinned checksum and where it comes from.
+    /// of the manifest (as `--models` finds it by default) by its pinned checksum and where it comes from.
     static var versions: String {
-        let folder = ProcessInfo.processInfo.environment["SENTINEL_MODELS"] ?? "Models"
-        let models =
-            (try? ModelManifest(contentsOf: "\(folder)/models.yml").models.map {
-                "  \($0.name) sha256:\($0.sha256.prefix(12)) from \($0.source)"
-            }) ?? ["  (no manifest at \(folder)/models.yml; set SENTINEL_MODELS)"]
+        let models: [String]
+        let manifest: String
+        do {
+            let store = try ModelStore.located(folder: ProcessInfo.processInfo.environment["SENTINEL_MODELS"])
+            manifest = store.root.appendingPathComponent("models.yml").path
+            models = store.manifest.models.map { "  \($0.name) sha256:\($0.sha256.prefix(12)) from \($0.source)" }
+        } catch {
+            manifest = "no manifest"
+            models = ["  (\(error.message); set SENTINEL_MODELS)"]
+        }
         return """
             sentinel \(version)
             OpenCV \(OpenCVFaceDetector.openCVVersion)
             SQLite \(EventStore.sqliteVersion)
-            models (\(folder)/models.yml):
+            models (\(manifest)):
             \(models.joined(separator: "\n"))
             """
     }

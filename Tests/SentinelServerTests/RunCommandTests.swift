@@ -33,17 +33,31 @@ final class RunningSentinel: @unchecked Sendable {
 
     /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database (or `database`, as a
     /// restart would).
-    init(pipeline text: String, arguments: [String], database: String? = nil) throws {
-        folder = try Fixtures.temporaryFolder()
-        self.database = database ?? folder.appendingPathComponent("sentinel.sqlite").path
+    convenience init(pipeline text: String, arguments: [String], database: String? = nil) throws {
+        let folder = try Fixtures.temporaryFolder()
+        let database = database ?? folder.appendingPathComponent("sentinel.sqlite").path
         let pipeline = folder.appendingPathComponent("pipeline.yml")
         try text.write(to: pipeline, atomically: true, encoding: .utf8)
+        try self.init(
+            arguments: ["run", pipeline.path, "--port", "0", "--database", database] + arguments, folder: folder,
+            database: database)
+    }
+
+    /// `executable` (the build's sentinel by default) with these arguments, in `directory` (the checkout), with
+    /// `environment` added to the test's; `folder` holds its log.
+    init(
+        executable: URL = Fixtures.sentinel, arguments: [String], folder: URL, database: String,
+        directory: URL = Fixtures.root, environment: [String: String] = [:]
+    ) throws {
+        self.folder = folder
+        self.database = database
         logFile = folder.appendingPathComponent("log.txt")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let log = try FileHandle(forWritingTo: logFile)
-        process.executableURL = Fixtures.sentinel
-        process.arguments = ["run", pipeline.path, "--port", "0", "--database", self.database] + arguments
-        process.currentDirectoryURL = Fixtures.root
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = log
         process.standardError = log
         try process.run()

@@ -64,10 +64,14 @@ extension Fixtures {
     }
 
     /// Runs a program from the repository's root; one still running after `timeout` seconds is killed (SIGKILL).
-    public static func run(_ executable: URL, _ arguments: [String], timeout: Double?) throws -> Outcome {
+    public static func run(
+        _ executable: URL, _ arguments: [String], timeout: Double?, in directory: URL = root,
+        environment: [String: String] = [:]
+    ) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
-        process.currentDirectoryURL = root
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.arguments = arguments
         // Both streams go to files, so that neither can fill a pipe and block the program.
         let folder = try temporaryFolder()
