@@ -41,10 +41,16 @@ public struct HTTPAPI: Sendable {
         public var id: ZoneID
         /// False where emotion is not measured (staff areas).
         public var emotion: Bool
+        /// The polygon as the pipeline file writes it, `[x, y]` points in `units` (`normalized` fractions of the frame
+        /// or `pixels`); nil where it is not known (a fleet learns zones from events).
+        public var polygon: [[Double]]?
+        public var units: String?
 
-        public init(id: ZoneID, emotion: Bool) {
+        public init(id: ZoneID, emotion: Bool, polygon: Polygon? = nil, normalized: Bool = true) {
             self.id = id
             self.emotion = emotion
+            self.polygon = polygon?.vertices.map { [$0.x, $0.y] }
+            units = polygon == nil ? nil : normalized ? "normalized" : "pixels"
         }
     }
 
@@ -336,6 +342,8 @@ public struct HTTPAPI: Sendable {
             var sourceId: String
             /// False where emotion is not measured (staff areas).
             var emotion: Bool
+            var polygon: [[Double]]?
+            var units: String?
             var visitors: Aggregate<Int>
         }
         var zones: [Zone]
@@ -348,8 +356,8 @@ public struct HTTPAPI: Sendable {
         let snapshot = live.now.occupancy.snapshot(zones: zones.map(\.id))
         let list = zones.map { zone in
             Zones.Zone(
-                name: zone.id.name, sourceId: zone.id.sourceId, emotion: zone.emotion,
-                visitors: snapshot.zones[zone.id] ?? .suppressed)
+                name: zone.id.name, sourceId: zone.id.sourceId, emotion: zone.emotion, polygon: zone.polygon,
+                units: zone.units, visitors: snapshot.zones[zone.id] ?? .suppressed)
         }
         return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions)))
             ?? APIResponse.error(.internalServerError, "")

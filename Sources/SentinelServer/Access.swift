@@ -32,8 +32,9 @@ public struct AccessTokens: Sendable {
 }
 
 /// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` needs a token, in an
-/// `Authorization: Bearer` header or, for `/events` (browsers' EventSource cannot set headers), an `access_token`
-/// query parameter. The token presented sets the request's scope; with no token configured every request passes.
+/// `Authorization: Bearer` header or, where a browser cannot set one, an `access_token` query parameter: `/events`
+/// (EventSource sends no headers) and the dashboard page `/` (opened from a link; its script then sends the header).
+/// The token presented sets the request's scope; with no token configured every request passes.
 struct BearerAuthentication: RouterMiddleware {
     let tokens: AccessTokens
 
@@ -46,7 +47,7 @@ struct BearerAuthentication: RouterMiddleware {
         var presented: Substring?
         if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
             presented = header.dropFirst("Bearer ".count)
-        } else if request.uri.path == "/events" {
+        } else if Self.queryTokenPaths.contains(request.uri.path) {
             presented = request.uri.queryParameters["access_token"]
         }
         var context = context
@@ -72,6 +73,9 @@ struct BearerAuthentication: RouterMiddleware {
         }
         return try await next(request, context)
     }
+
+    /// Where a token may come in the query string instead of the header.
+    static let queryTokenPaths: Set<String> = ["/events", "/"]
 
     /// Compares without returning early, so the time taken does not tell how much of a guess was right.
     private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -56,7 +56,9 @@ public struct SentinelService: Sendable {
                 sources: definition.sources.map(\.id),
                 zones: definition.sources.flatMap { source in
                     source.zones.map {
-                        HTTPAPI.Zone(id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion)
+                        HTTPAPI.Zone(
+                            id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion, polygon: $0.polygon,
+                            normalized: $0.normalized)
                     }
                 }), minGroupSize: definition.privacy.minGroupSize)
         self.telemetry = telemetry

@@ -226,8 +226,8 @@ struct APITests {
         let zones = String(decoding: try await server.get("/api/zones").1, as: UTF8.self)
         #expect(
             zones.contains(
-                "{\"emotion\":true,\"name\":\"display\",\"sourceId\":\"showroom\",\"visitors\":{\"value\":4,\"visitors\":4}}"
-            ))
+                "{\"emotion\":true,\"name\":\"display\",\"polygon\":[[0,0],[0.5,0],[0.5,1],[0,1]],\"sourceId\":\"showroom\",\"units\":\"normalized\",\"visitors\":{\"value\":4,\"visitors\":4}}"
+            ), "each zone with its source and its polygon as the pipeline writes it: \(zones)")
         let served = try await server.get("/openapi.json").1
         #expect(
             served
@@ -292,7 +292,9 @@ struct AccessTests {
         #expect(try AccessToken.load(file: file, environment: "") == "s3cret-token-0123456789")
     }
 
-    @Test("beyond localhost a bearer token is required, from the header or, on /events, the query; /healthz stays open")
+    @Test(
+        "beyond localhost a bearer token is required, from the header or, on /events and the dashboard page, the query; /healthz stays open"
+    )
     func bearer() async throws {
         let folder = try Fixtures.temporaryFolder()
         let tokenFile = folder.appendingPathComponent("token")
@@ -312,6 +314,10 @@ struct AccessTests {
                 == 401)
         #expect(try await server.get("/events").0.status == 401)
         #expect(try await server.get("/api/zones?access_token=\(token)").0.status == 401)
+        // The dashboard opened from a link with the token (its script sends the header for what it fetches).
+        #expect(try await server.get("/").0.status == 401)
+        #expect(try await server.get("/?access_token=\(token)").0.status == 200)
+        #expect(try await server.get("/?access_token=wrong-token-0123456789").0.status == 401)
         #expect(try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)")]).0.status == 200)
         #expect([200, 503].contains(try await server.get("/healthz").0.status))
         try server.publish(3)
@@ -364,7 +370,10 @@ extension AccessTests {
                 !text.contains(faceId) && !text.contains("\"visitors\":1") && !text.contains("\"value\":1"), "\(path)")
         }
         let zones = String(decoding: try await server.get("/api/zones", headers: asAggregates).1, as: UTF8.self)
-        #expect(zones.contains("\"name\":\"counter\",\"sourceId\":\"showroom\",\"visitors\":{\"suppressed\":true}"))
+        #expect(
+            zones.contains("\"name\":\"counter\",")
+                && zones.contains("\"units\":\"normalized\",\"visitors\":{\"suppressed\":true}"),
+            "\(zones)")
         #expect(
             zones.contains("\"visitors\":{\"suppressed\":true}}")
                 || zones.contains("\"visitors\":{\"suppressed\":true},"))
