@@ -166,14 +166,20 @@ public final class StoreWriter: Service, Sendable {
                 $0.writable = true
                 $0.message = nil
             }
+            var visitorEvents: [MaskedEvent] = []
             for publication in batch {
                 switch publication {
-                case .visitor(_, let published, _): progress.now.occupancy.process(published)
+                case .visitor(_, let published, _):
+                    progress.now.occupancy.process(published)
+                    visitorEvents.append(published)
                 case .gauge(let reading, nil): progress.now.gauge = reading
                 case .gauge: break
                 }
             }
             live.publish(progress.now)
+            telemetry.record(visitorEvents)
+            telemetry.record(
+                progress.now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), progress.now.gauge)
             let published = ContinuousClock.now
             broadcaster.publish(logged)
             telemetry.publishLatency.recordInterval(since: published)

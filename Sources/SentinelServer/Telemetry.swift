@@ -2,6 +2,9 @@ import CoreMetrics
 import Foundation
 import Metrics
 import Prometheus
+import SentinelAggregates
+import SentinelCore
+import SentinelPrivacy
 
 /// Every metric `/metrics` shows, made through swift-metrics on a registry of this server's own (no global
 /// bootstrap, so several servers can live in one process, as in tests).
@@ -16,6 +19,7 @@ public final class Telemetry: Sendable {
             .milliseconds(25),
             .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5),
         ]
+        factory.valueHistogramBuckets["sentinel_zone_dwell_seconds"] = [1, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600]
         self.factory = factory
         sseSubscribers = CoreMetrics.Gauge(label: "sentinel_sse_subscribers", factory: factory)
         storeQueueDepth = CoreMetrics.Gauge(
@@ -93,6 +97,59 @@ public final class Telemetry: Sendable {
         return (counter("captured"), counter("analysed"), counter("dropped"))
     }
 
+    /// The showroom's figures from one committed batch of published visitor events: visits started, visits ended
+    /// by reason, and the dwell of each finished zone stay (by camera and zone).
+    func record(_ events: [MaskedEvent]) {
+        for masked in events {
+            let event = masked.event
+            switch event.type {
+            case .entered:
+                CoreMetrics.Counter(label: "sentinel_visits_started_total", factory: factory).increment()
+            case .exited:
+                CoreMetrics.Counter(
+                    label: "sentinel_visits_ended_total", dimensions: [("reason", event.reason?.rawValue ?? "unknown")],
+                    factory: factory
+                ).increment()
+            case .zoneExited:
+                if let stay = event.stay, let dwell = stay.dwellSeconds {
+                    CoreMetrics.Recorder(
+                        label: "sentinel_zone_dwell_seconds",
+                        dimensions: [("source", event.visitor.sourceId), ("zone", stay.zone)], factory: factory
+                    ).record(dwell)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Who is present and the mood, as `/api/zones` and `/api/sentiment` publish them: a figure suppressed for
+    /// having fewer than `minGroupSize` visitors behind it is NaN (no value in Prometheus), never its count.
+    func record(_ occupancy: Occupancy.Snapshot, _ gauge: GaugeReading?) {
+        func value<V>(_ aggregate: Aggregate<V>?, _ number: (V) -> Double) -> Double {
+            aggregate?.value.map(number) ?? .nan
+        }
+        CoreMetrics.Gauge(label: "sentinel_visitors_present", factory: factory).record(
+            value(occupancy.visitors) { Double($0) })
+        for (zone, count) in occupancy.zones {
+            CoreMetrics.Gauge(
+                label: "sentinel_zone_visitors_present", dimensions: [("source", zone.sourceId), ("zone", zone.name)],
+                factory: factory
+            ).record(value(count) { Double($0) })
+        }
+        guard let gauge else { return }
+        CoreMetrics.Gauge(label: "sentinel_mood_score", factory: factory).record(
+            value(gauge.overall) { Double($0.score) })
+        for (source, zones) in gauge.zones {
+            for (zone, level) in zones {
+                CoreMetrics.Gauge(
+                    label: "sentinel_zone_mood_score", dimensions: [("source", source), ("zone", zone)],
+                    factory: factory
+                ).record(value(level) { Double($0.score) })
+            }
+        }
+    }
+
     /// What each metric means, as `# HELP` says it. swift-metrics has no place for help text, so it is kept here,
     /// one line per metric name, and put before the registry's `# TYPE` line.
     static let help: [String: String] = [
@@ -113,6 +170,17 @@ public final class Telemetry: Sendable {
         "sentinel_fleet_messages_total":
             "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
         "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",
+        "sentinel_visits_started_total": "Visits that began (visitor.entered).",
+        "sentinel_visits_ended_total":
+            "Visits that ended (visitor.exited), by reason: lost, endOfStream, shutdown, interrupted.",
+        "sentinel_zone_dwell_seconds": "Dwell of each finished stay in a zone, by camera and zone.",
+        "sentinel_visitors_present":
+            "Visitors present now; NaN while fewer than privacy.minGroupSize (suppressed, as on /api/zones).",
+        "sentinel_zone_visitors_present":
+            "Visitors present in a zone now; NaN while suppressed (fewer than privacy.minGroupSize, or complementary).",
+        "sentinel_mood_score":
+            "The showroom's mood, 0 (cold) to 100 (hot), over the gauge's window; NaN while suppressed.",
+        "sentinel_zone_mood_score": "A zone's mood, 0 to 100, over the gauge's window; NaN while suppressed.",
     ]
 
     /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`.
