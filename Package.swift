@@ -10,9 +10,11 @@ let openCVHeaders: [CXXSetting] = [.unsafeFlags(["-I/usr/include/opencv4"])]
 
 let package = Package(
     name: "Sentinel",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
-        .executable(name: "sentinel", targets: ["sentinel"])
+        .executable(name: "sentinel", targets: ["sentinel"]),
+        /// For apps and services that read a Sentinel box: the API's types, REST calls and the event stream.
+        .library(name: "SentinelClient", targets: ["SentinelClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -67,8 +69,15 @@ let package = Package(
         /// What is computed over masked events, after the privacy stage: the sentiment gauge, occupancy (both
         /// k-suppressed, with complementary suppression) and the retention schedule.
         .target(name: "SentinelAggregates", dependencies: ["SentinelCore", "SentinelPrivacy"]),
-        /// A minimal HTTP/1.1 client and SSE parser over SwiftNIO, for the SSE bench and the tests: not part of the
-        /// server.
+        /// The client library: Foundation only (URLSession; FoundationNetworking on Linux), so it builds for iOS and
+        /// macOS as for Linux. The wire types are SentinelCore's, the ones the server writes: one definition.
+        /// (mattt/EventSource 1.1.1 was tried first: it does not build on Linux, whose URLSession has no `bytes(for:)`,
+        /// and its parser awaits an actor for every byte.)
+        .target(name: "SentinelClient", dependencies: ["SentinelCore"]),
+        /// The client's example: prints who is here and the mood, live.
+        .executableTarget(name: "sentinel-watch", dependencies: ["SentinelClient"]),
+        /// A minimal HTTP/1.1 client over SwiftNIO, for the SSE bench and the tests (raw bytes, exact
+        /// timing, streams dropped mid-way): not part of the server.
         .target(
             name: "SentinelLoopback",
             dependencies: [
@@ -117,7 +126,7 @@ let package = Package(
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
-                "SentinelMQTT",
+                "SentinelMQTT", "SentinelClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -157,7 +166,7 @@ let package = Package(
             dependencies: [
                 "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "SentinelClient", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -23,37 +23,7 @@ public struct GaugeSettings: Sendable, Equatable {
     ]
 }
 
-/// One reading of the gauge: overall and per zone, each k-suppressed.
-public struct GaugeReading: Sendable, Equatable, Codable {
-    /// Mood from 0 (every vote negative) to 100 (every vote positive), 50 being neutral, and its word.
-    public struct Level: Sendable, Equatable, Codable {
-        public var score: Int
-        public var label: String
-
-        public init(score: Int) {
-            self.score = score
-            label =
-                switch score {
-                case ..<20: "cold"
-                case ..<40: "cool"
-                case ..<60: "neutral"
-                case ..<80: "warm"
-                default: "hot"
-                }
-        }
-    }
-
-    public var time: Date
-    /// Over every visitor who voted in the window; `visitors` counts the votes.
-    public var overall: Aggregate<Level>
-    /// Over the votes cast at each camera, by source id.
-    public var sources: [String: Aggregate<Level>]
-    /// Over the votes cast in each zone (a vote counts for the zone its visitor was in), by source id, then zone name.
-    public var zones: [String: [String: Aggregate<Level>]]
-    /// True when nobody has been seen for `staleAfterSeconds`.
-    public var stale: Bool
-    public var windowSeconds: Double
-
+extension GaugeReading {
     /// Whether two readings would look the same on a dashboard.
     func sameFigures(as other: GaugeReading) -> Bool {
         overall == other.overall && sources == other.sources && zones == other.zones && stale == other.stale

@@ -82,6 +82,11 @@ public struct HTTPAPI: Sendable {
         router.get("/api/visitors/{faceId}") { _, context in try await visitor(context.parameters.require("faceId")) }
         router.get("/api/sentiment") { request, _ in try await sentiment(request) }
         router.get("/api/zones") { _, _ in zoneCounts() }
+        router.get("/api/reports") { request, _ in try await reports(request) }
+        router.get("/javascript/{package}/{file}") { _, context in
+            try WebLibrary.file(
+                package: context.parameters.require("package"), name: context.parameters.require("file"))
+        }
         router.get("/healthz") { _, _ in await health() }
         router.get("/metrics") { _, _ in
             Response(
@@ -128,7 +133,7 @@ public struct HTTPAPI: Sendable {
         let filter = EventFilter(
             sources: sources,
             zones: try list("zone", of: zoneNames),
-            types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [Publication.gaugeType]))
+            types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [EventEnvelope.gaugeType]))
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
         guard
@@ -208,11 +213,10 @@ public struct HTTPAPI: Sendable {
                 try await writer.write(
                     ByteBuffer(
                         string: ServerSentEvents.control(
-                            ServerSentEvents.cutoffType,
-                            [
-                                "reason": "slow consumer: more than \(settings.clientBufferEvents) messages queued",
-                                "lastEventId": "\(lastSent)",
-                            ])))
+                            StreamNotice.cutoffType,
+                            StreamNotice(
+                                reason: "slow consumer: more than \(settings.clientBufferEvents) messages queued",
+                                lastEventId: "\(lastSent)"))))
             }
         }
     }
@@ -224,14 +228,13 @@ public struct HTTPAPI: Sendable {
         let expired = Int64(requested).map { $0 >= 0 && $0 < bounds.floor } ?? false
         let start = expired ? bounds.floor : bounds.last
         let notice = ServerSentEvents.control(
-            ServerSentEvents.resetType,
-            [
-                "reason": expired ? "expired" : "unknown",
-                "message": expired
+            StreamNotice.resetType,
+            StreamNotice(
+                reason: expired ? "expired" : "unknown",
+                message: expired
                     ? "events up to \(bounds.floor) were deleted by retention; continuing from the oldest kept"
                     : "no event \(requested) in this log; continuing with new events",
-                "requestedId": requested, "resumeAfter": "\(start)",
-            ])
+                requestedId: requested, resumeAfter: "\(start)"))
         return (notice, start)
     }
 
@@ -304,12 +307,6 @@ public struct HTTPAPI: Sendable {
                 + [("visitors", APIResponse.array(page.records))])
     }
 
-    struct VisitorDetail: Codable {
-        var visitor: VisitorRecord
-        var exitReason: ExitReason?
-        var stays: [VisitorEvent.Stay]
-    }
-
     func visitor(_ faceId: String) async throws -> Response {
         guard let visit = try await store.visit(faceId) else {
             throw HTTPError(
@@ -336,54 +333,104 @@ public struct HTTPAPI: Sendable {
             (current.map { [("current", $0)] } ?? []) + [("series", APIResponse.array(series))])
     }
 
-    struct Zones: Codable {
-        struct Zone: Codable {
-            var name: String
-            var sourceId: String
-            /// False where emotion is not measured (staff areas).
-            var emotion: Bool
-            var polygon: [[Double]]?
-            var units: String?
-            var visitors: Aggregate<Int>
+    /// At most this many periods in one report (a week of five-minute buckets).
+    static let maxPeriods = 2_016
+
+    func reports(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        let accepted = ["from", "to", "bucket", "source", "zone"]
+        if let unknown = query.map({ String($0.key) }).first(where: { !accepted.contains($0) }) {
+            throw HTTPError(
+                .badRequest,
+                message: "\(unknown) is not a parameter of /api/reports; it takes \(accepted.joined(separator: ", "))")
         }
-        var zones: [Zone]
-        var visitors: Aggregate<Int>
-        var emotions: Aggregate<[String: Double]>
+        func date(_ name: String) throws -> Date? {
+            guard let text = query[Substring(name)] else { return nil }
+            guard let date = ISO8601.date(from: String(text)) else {
+                throw HTTPError(
+                    .badRequest, message: "\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
+            }
+            return date
+        }
+        let bucket =
+            try query["bucket"].map { text in
+                guard let bucket = Report.Bucket(rawValue: String(text)) else {
+                    throw HTTPError(
+                        .badRequest,
+                        message:
+                            "bucket=\(text) is not one of \(Report.Bucket.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
+                }
+                return bucket
+            } ?? .hour
+        let to = try date("to") ?? Date()
+        let from = try date("from") ?? to.addingTimeInterval(-86_400)
+        guard from < to else { throw HTTPError(.badRequest, message: "from must be before to") }
+        let builder = ReportBuilder(minGroupSize: live.now.occupancy.minGroupSize)
+        guard to.timeIntervalSince(from) / bucket.seconds <= Double(Self.maxPeriods) else {
+            throw HTTPError(
+                .badRequest,
+                message:
+                    "from..to holds more than \(Self.maxPeriods) buckets of \(bucket.rawValue): a longer bucket or a shorter period"
+            )
+        }
+        let catalogue = live.catalogue
+        let source = query["source"].map(String.init)
+        if let source, !catalogue.sources.contains(source) {
+            throw HTTPError(
+                .badRequest, message: "source=\(source) is not one of \(catalogue.sources.joined(separator: ", "))")
+        }
+        var zones = catalogue.zones.map(\.id).filter { source == nil || $0.sourceId == source }
+        if let zone = query["zone"].map(String.init) {
+            zones = zones.filter { $0.name == zone || "\($0.sourceId)/\($0.name)" == zone }
+            guard !zones.isEmpty else {
+                throw HTTPError(.badRequest, message: "zone=\(zone) is no zone\(source.map { " of \($0)" } ?? "")")
+            }
+        }
+        let input = try await store.reportInput(from: from, to: to, source: source)
+        let report = builder.report(
+            from: from, to: to, bucket: bucket, zones: zones, visits: input.visits, stays: input.stays,
+            moods: input.moods)
+        guard request.headers[.accept]?.contains("text/csv") == true else { return try APIResponse.encode(report) }
+        return Response(
+            status: .ok, headers: [.contentType: "text/csv; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: Self.csv(report))))
+    }
+
+    /// A report as CSV, a row per period and one per zone in it: `start,sourceId,zone,visits,visitors,mood` (a
+    /// period's own row has no source and zone; a zone's has visitors only). A suppressed figure is an empty cell.
+    static func csv(_ report: Report) -> String {
+        func cell(_ figure: Aggregate<Int>?) -> String { figure?.value.map(String.init) ?? "" }
+        var lines = ["start,sourceId,zone,visits,visitors,mood"]
+        for period in report.periods {
+            let start = ISO8601.string(from: period.start)
+            lines.append(
+                "\(start),,,\(cell(period.visits)),\(cell(period.visitors)),\(period.mood.value.map { "\($0.score)" } ?? "")"
+            )
+            for zone in period.zones {
+                lines.append("\(start),\(csvField(zone.sourceId)),\(csvField(zone.zone)),,\(cell(zone.visitors)),")
+            }
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+    static func csvField(_ text: String) -> String {
+        text.contains(where: { ",\"\r\n".contains($0) })
+            ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
     }
 
     func zoneCounts() -> Response {
         let zones = live.catalogue.zones
         let snapshot = live.now.occupancy.snapshot(zones: zones.map(\.id))
         let list = zones.map { zone in
-            Zones.Zone(
+            ZoneList.Zone(
                 name: zone.id.name, sourceId: zone.id.sourceId, emotion: zone.emotion, polygon: zone.polygon,
                 units: zone.units, visitors: snapshot.zones[zone.id] ?? .suppressed)
         }
-        return (try? APIResponse.encode(Zones(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions)))
+        return
+            (try? APIResponse.encode(ZoneList(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions)))
             ?? APIResponse.error(.internalServerError, "")
-    }
-
-    struct Health: Codable {
-        struct Source: Codable {
-            var id: String
-            var state: LiveState.SourceHealth.State
-            var up: Bool
-            /// Seconds since its last frame; absent before the first.
-            var lastFrameAgeSeconds: Double?
-            /// Frames analysed per second, over the last second.
-            var fps: Double
-            var frames: LiveState.FrameCounts
-            /// Seconds from capture to the start of analysis, for the latest frame.
-            var lagSeconds: Double
-            var reconnectAttempt: Int?
-            var nextRetryAt: Date?
-            var message: String?
-        }
-        var status: String
-        var sources: [Source]
-        var database: LiveState.DatabaseHealth
-        var mqtt: LiveState.MQTTHealth?
-        var fleet: LiveState.FleetHealth?
     }
 
     func health() async -> Response {
@@ -401,7 +448,7 @@ public struct HTTPAPI: Sendable {
         let sources = live.sourceHealth.sorted { $0.key < $1.key }.map { id, health in
             let age = health.lastFrameAt.map { now.timeIntervalSince($0) }
             let up = (health.state == .running || health.state == .behind) && (age ?? 0) < 10
-            return Health.Source(
+            return ServiceHealth.Source(
                 id: id, state: health.state, up: up, lastFrameAgeSeconds: age.map { ($0 * 10).rounded() / 10 },
                 fps: (health.fps * 10).rounded() / 10, frames: health.frames, lagSeconds: health.lagSeconds,
                 reconnectAttempt: health.reconnectAttempt, nextRetryAt: health.nextRetryAt, message: health.message)
@@ -419,7 +466,8 @@ public struct HTTPAPI: Sendable {
         }
         let healthy = database.writable && sources.allSatisfy(\.up) && fleet?.connected != false
         let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
-        let body = Health(status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
+        let body = ServiceHealth(
+            status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
         return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable))
             ?? APIResponse.error(.internalServerError, "")
     }
@@ -438,7 +486,7 @@ enum APIResponse {
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        json((try? JSONEncoder.sentinel().encode(["error": message])) ?? Data(), status: status)
+        json((try? JSONEncoder.sentinel().encode(APIErrorBody(error: message))) ?? Data(), status: status)
     }
 
     /// A JSON object from values that are JSON already (stored records and readings are kept as the API publishes
@@ -474,6 +522,31 @@ struct JSONErrors<Context: RequestContext>: RouterMiddleware {
             response.headers.append(contentsOf: error.headers)
             return response
         }
+    }
+}
+
+/// Debian's web libraries (`libjs-*`), served as Debian's web packages do from /usr/share/javascript: the dashboard's
+/// charts come from `libjs-chart.js` (`/javascript/chart.js/Chart.min.js`), with no CDN and no copy in the project.
+enum WebLibrary {
+    static let root = URL(fileURLWithPath: "/usr/share/javascript")
+
+    static func file(package: String, name: String) throws -> Response {
+        // One folder and one file name, nothing that walks elsewhere.
+        let safe = { (part: String) in
+            !part.hasPrefix(".") && part.allSatisfy { $0.isLetter || $0.isNumber || "._-".contains($0) }
+        }
+        let url = root.appendingPathComponent(package).appendingPathComponent(name)
+        guard safe(package), safe(name), let data = FileManager.default.contents(atPath: url.path) else {
+            throw HTTPError(
+                .notFound,
+                message: "no \(package)/\(name) in /usr/share/javascript (the charts need Debian's libjs-chart.js)")
+        }
+        let type =
+            name.hasSuffix(".js")
+            ? "text/javascript; charset=utf-8" : name.hasSuffix(".css") ? "text/css" : "application/octet-stream"
+        return Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "max-age=86400"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 

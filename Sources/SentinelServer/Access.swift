@@ -3,13 +3,15 @@ import Hummingbird
 import SentinelCore
 
 /// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only figures that
-/// k-suppression protects (`/api/zones`, `/api/sentiment`) and what tells nothing of visitors (`/healthz`, the
+/// k-suppression protects (`/api/zones`, `/api/sentiment`, `/api/reports`) and what tells nothing of visitors (`/healthz`, the
 /// OpenAPI document, the page); every other path answers 403. `/events` is not among them: its ids number every
 /// logged event, so their gaps would count visitor events; nor is `/metrics`, which counts them too.
 public enum AccessScope: String, Sendable {
     case visitors, aggregates
 
-    static let aggregatePaths: Set<String> = ["/api/zones", "/api/sentiment", "/healthz", "/openapi.json", "/"]
+    static let aggregatePaths: Set<String> = [
+        "/api/zones", "/api/sentiment", "/api/reports", "/healthz", "/openapi.json", "/",
+    ]
 }
 
 /// The request context of the API: the scope the presented token grants.
@@ -31,7 +33,8 @@ public struct AccessTokens: Sendable {
     var isEmpty: Bool { visitors == nil && aggregates == nil }
 }
 
-/// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` needs a token, in an
+/// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` and Debian's web
+/// libraries (`/javascript/`, public files that tell nothing of the box) needs a token, in an
 /// `Authorization: Bearer` header or, where a browser cannot set one, an `access_token` query parameter: `/events`
 /// (EventSource sends no headers) and the dashboard page `/` (opened from a link; its script then sends the header).
 /// The token presented sets the request's scope; with no token configured every request passes.
@@ -41,7 +44,9 @@ struct BearerAuthentication: RouterMiddleware {
     func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response)
         async throws -> Response
     {
-        guard !tokens.isEmpty, request.uri.path != "/healthz", request.method != .options else {
+        guard !tokens.isEmpty, request.uri.path != "/healthz", !request.uri.path.hasPrefix("/javascript/"),
+            request.method != .options
+        else {
             return try await next(request, context)
         }
         var presented: Substring?

@@ -19,7 +19,7 @@ public struct EventFilter: Sendable, Equatable {
 
     public func matches(_ event: LoggedEvent) -> Bool {
         if let types, !types.contains(event.type) { return false }
-        if event.type == Publication.gaugeType { return true }
+        if event.type == EventEnvelope.gaugeType { return true }
         if let sources, !sources.contains(event.streamId) { return false }
         if let zones {
             guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else {

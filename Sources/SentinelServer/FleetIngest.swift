@@ -39,7 +39,7 @@ final class FleetIngest: Service, Sendable {
 
     /// What the ingest alone holds.
     struct Progress {
-        var sites: [String: LiveState.SiteHealth]
+        var sites: [String: SiteHealth]
         var sources: Set<String>
         var zones: Set<ZoneID>
         var connects = 0
@@ -55,7 +55,7 @@ final class FleetIngest: Service, Sendable {
         let catalogue = live.catalogue
         var progress = Progress(
             sites: try await store.received().reduce(into: [:]) { sites, entry in
-                sites[entry.key] = LiveState.SiteHealth(
+                sites[entry.key] = SiteHealth(
                     site: entry.key, lastId: entry.value, received: 0, duplicates: 0, missing: 0)
             }, sources: Set(catalogue.sources), zones: Set(catalogue.zones.map(\.id)))
         logger.info(
@@ -127,7 +127,7 @@ final class FleetIngest: Service, Sendable {
             return
         }
         let origin = Publication.Origin(site: site, id: envelope.id)
-        if type == Publication.gaugeType {
+        if type == EventEnvelope.gaugeType {
             var reading = try decoder.decode(Payload<GaugeReading>.self, from: message.payload).payload
             reading.sources = Dictionary(uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
             reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
@@ -181,12 +181,12 @@ final class FleetIngest: Service, Sendable {
         guard force || ContinuousClock.now - progress.reported > .milliseconds(250) else { return }
         progress.reported = ContinuousClock.now
         live.updateFleet(
-            LiveState.FleetHealth(
+            FleetHealth(
                 connected: state.connected, message: state.connected ? nil : state.reason,
                 failedAttempts: state.failures, sites: progress.sites.values.sorted { $0.site < $1.site }))
     }
 }
 
-extension LiveState.SiteHealth {
+extension SiteHealth {
     init(site: String) { self.init(site: site, lastId: 0, received: 0, duplicates: 0, missing: 0) }
 }

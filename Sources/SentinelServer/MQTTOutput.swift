@@ -100,7 +100,7 @@ public final class MQTTOutput: Service, Sendable {
             // The rest of the box goes on; /healthz says why nothing is forwarded.
             logger.error("cannot start MQTT forwarding", metadata: ["error": "\(error)"])
             live.updateMQTT(
-                LiveState.MQTTHealth(
+                MQTTHealth(
                     connected: false, message: "\(error)", failedAttempts: 0, acknowledged: 0, backlog: 0,
                     rejected: 0))
             throw error
@@ -203,7 +203,7 @@ public final class MQTTOutput: Service, Sendable {
                     properties: [("id", "\(event.id)"), ("site", settings.site)])
                 progress.inFlight.append((event.id, mid))
                 published.increment()
-                if event.type == Publication.gaugeType {
+                if event.type == EventEnvelope.gaugeType {
                     progress.untracked.insert(
                         try client.publish(
                             topic: settings.gaugeTopic, payload: event.payload,
@@ -215,7 +215,7 @@ public final class MQTTOutput: Service, Sendable {
         backlog.record(Int(last - progress.acknowledged))
         let oldest = try await store.events(after: progress.acknowledged, limit: 1).first
         live.updateMQTT(
-            LiveState.MQTTHealth(
+            MQTTHealth(
                 connected: state.connected, message: state.connected ? nil : state.reason,
                 failedAttempts: state.failures, acknowledged: progress.acknowledged,
                 backlog: Int(last - progress.acknowledged),
@@ -282,7 +282,7 @@ public final class MQTTOutput: Service, Sendable {
     /// "timestamp"}`, a visitor event's payload narrowed to the `mqtt` allowlist.
     func envelope(_ event: LoggedEvent) throws -> String {
         var event = event
-        if event.type != Publication.gaugeType { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
+        if event.type != EventEnvelope.gaugeType { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
         let data = ServerSentEvents.envelope(for: event)
         return "{\"site\":\(ServerSentEvents.quoted(settings.site)),\(data.dropFirst())"
     }

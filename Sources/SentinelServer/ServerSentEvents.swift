@@ -9,9 +9,6 @@ import SentinelStore
 /// Codable struct. Control messages (`stream.reset`, `stream.cutoff`) carry no `id:`, so they leave the client's
 /// last event id where it was.
 public enum ServerSentEvents {
-    public static let resetType = "stream.reset"
-    public static let cutoffType = "stream.cutoff"
-
     public static func message(for event: LoggedEvent) -> String {
         "id: \(event.id)\nevent: \(event.type)\ndata: \(envelope(for: event))\n\n"
     }
@@ -25,9 +22,9 @@ public enum ServerSentEvents {
             """
     }
 
-    /// A control message: an event type and a JSON object, without an id.
-    public static func control(_ type: String, _ fields: [String: String]) -> String {
-        let data = (try? JSONEncoder.sentinel().encode(fields)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    /// A control message (`StreamNotice.resetType` or `cutoffType`), without an id.
+    public static func control(_ type: String, _ notice: StreamNotice) -> String {
+        let data = (try? JSONEncoder.sentinel().encode(notice)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         return "event: \(type)\ndata: \(data)\n\n"
     }
 

@@ -130,7 +130,7 @@ public final class SourceService: Service, Sendable {
                         $0.lastFrameAt = Date()
                         $0.fps = watch.fps
                         $0.lagSeconds = (max(lag, 0) * 1000).rounded() / 1000
-                        $0.frames = LiveState.FrameCounts(
+                        $0.frames = FrameCounts(
                             captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
                         $0.message =
                             behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil

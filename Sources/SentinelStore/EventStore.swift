@@ -12,7 +12,6 @@ public enum Publication: Sendable {
     case visitor(stored: MaskedEvent, published: MaskedEvent, origin: Origin? = nil)
     case gauge(GaugeReading, origin: Origin? = nil)
 
-    public static let gaugeType = "sentiment.gauge"
     /// The stream of gauge readings, beside one stream per source.
     public static let gaugeStream = "sentiment"
 
@@ -261,7 +260,7 @@ public final class EventStore: Sendable {
                         let stream = origin.map { "\($0.site)/\(Publication.gaugeStream)" } ?? Publication.gaugeStream
                         row = LoggedEvent(
                             id: 0, sequenceNumber: try next(stream), streamId: stream,
-                            type: Publication.gaugeType, time: reading.time, zone: nil,
+                            type: EventEnvelope.gaugeType, time: reading.time, zone: nil,
                             payload: try encoder.encode(reading))
                     }
                     try db.cachedStatement(
@@ -425,6 +424,53 @@ public final class EventStore: Sendable {
         try await read { db in
             try GaugeRow.filter(Column("time") >= since.timeIntervalSince1970).order(Column("time").desc).limit(limit)
                 .fetchAll(db).reversed().map { Data($0.reading.utf8) }
+        }
+    }
+
+    /// What a report of `from..<to` is made of: the visits that overlap it (of `source` alone, if given), their zone
+    /// stays, and the gauge's overall readings in it.
+    public func reportInput(from: Date, to: Date, source: String?) async throws(StoreError) -> (
+        visits: [ReportBuilder.Visit], stays: [ReportBuilder.Stay],
+        moods: [(time: Date, overall: Aggregate<GaugeReading.Level>)]
+    ) {
+        let earliest = from.timeIntervalSince1970 - longestVisit.withLock { $0 }
+        return try await read { db in
+            let visitRows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT faceId, sourceId, firstSeen, lastSeen FROM visits
+                    WHERE firstSeen >= ? AND firstSeen < ? AND lastSeen >= ? AND (? IS NULL OR sourceId = ?)
+                    """,
+                arguments: [earliest, to.timeIntervalSince1970, from.timeIntervalSince1970, source, source])
+            let visits = visitRows.map { row in
+                ReportBuilder.Visit(
+                    faceId: row["faceId"], sourceId: row["sourceId"],
+                    firstSeen: Date(timeIntervalSince1970: row["firstSeen"]),
+                    lastSeen: Date(timeIntervalSince1970: row["lastSeen"]))
+            }
+            let stayRows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.faceId, v.sourceId, s.zone, s.enteredAt, s.exitedAt, s.dwellSeconds
+                    FROM zoneStays s JOIN visits v ON v.faceId = s.faceId
+                    WHERE v.firstSeen >= ? AND v.firstSeen < ? AND v.lastSeen >= ? AND (? IS NULL OR v.sourceId = ?)
+                    """,
+                arguments: [earliest, to.timeIntervalSince1970, from.timeIntervalSince1970, source, source])
+            let stays = stayRows.map { row in
+                ReportBuilder.Stay(
+                    faceId: row["faceId"], sourceId: row["sourceId"], zone: row["zone"],
+                    enteredAt: Date(timeIntervalSince1970: row["enteredAt"]),
+                    exitedAt: (row["exitedAt"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    dwellSeconds: row["dwellSeconds"])
+            }
+            let decoder = JSONDecoder.sentinel()
+            let moods = try GaugeRow.filter(
+                Column("time") >= from.timeIntervalSince1970 && Column("time") < to.timeIntervalSince1970
+            ).order(Column("time")).fetchAll(db).map { row in
+                let reading = try decoder.decode(GaugeReading.self, from: Data(row.reading.utf8))
+                return (time: reading.time, overall: reading.overall)
+            }
+            return (visits, stays, moods)
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelServer
@@ -164,9 +165,9 @@ struct Clients {
         try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(Int64(Double(events) / rate) + 120))
         { chunk in
             let now = Date().timeIntervalSince1970
-            for message in parser.feed(String(buffer: chunk)) {
+            for message in parser.feed(chunk.readableBytesView) {
                 if message.id != nil { arrivals.append(now) }
-                if message.event == ServerSentEvents.cutoffType { arrivals.append(.nan) }
+                if message.event == StreamNotice.cutoffType { arrivals.append(.nan) }
             }
             return arrivals.count < events
         }

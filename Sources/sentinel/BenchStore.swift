@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SentinelAggregates
+import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelModels
@@ -107,7 +108,7 @@ struct BenchStore: AsyncParsableCommand {
         var reached: Int64 = from
         let start = ContinuousClock.now
         try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(from)", timeout: .seconds(600)) { chunk in
-            for message in parser.feed(String(buffer: chunk)) {
+            for message in parser.feed(chunk.readableBytesView) {
                 guard let id = message.id.flatMap({ Int64($0) }) else { continue }
                 received += 1
                 reached = id

@@ -99,7 +99,7 @@ struct TypedReading: Encodable {
     func encode(to encoder: any Encoder) throws {
         try reading.encode(to: encoder)
         var container = encoder.container(keyedBy: Keys.self)
-        try container.encode(Publication.gaugeType, forKey: .type)
+        try container.encode(EventEnvelope.gaugeType, forKey: .type)
     }
 }
 

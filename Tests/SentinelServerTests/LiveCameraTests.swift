@@ -1,4 +1,5 @@
 import Foundation
+import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelServer

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NIOCore
+import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelServer
@@ -99,7 +100,7 @@ final class RunningSentinel: @unchecked Sendable {
             do {
                 try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(resume)", timeout: timeout) {
                     chunk in
-                    messages += parser.feed(String(buffer: chunk))
+                    messages += parser.feed(chunk.readableBytesView)
                     return !enough(messages)
                 }
                 return messages

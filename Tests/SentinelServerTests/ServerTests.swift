@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelPipeline
@@ -101,7 +102,7 @@ struct StreamTests {
             var parser = EventStreamParser()
             var paused = false
             try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(110)) { chunk in
-                messages += parser.feed(String(buffer: chunk))
+                messages += parser.feed(chunk.readableBytesView)
                 if !paused {
                     paused = true
                     // Not another byte until every event is committed, and so offered to this client's queue.
@@ -193,6 +194,8 @@ struct APITests {
             ("/api/sentiment", "/api/sentiment?minutes=120", 200),
             ("/api/sentiment", "/api/sentiment?minutes=100000000", 400),
             ("/api/zones", "/api/zones", 200),
+            ("/api/reports", "/api/reports?bucket=5m&from=\(ISO8601.string(from: server.origin))", 200),
+            ("/api/reports", "/api/reports?bucket=fortnight", 400),
             ("/healthz", "/healthz", 200),
         ]
         var checked: [[String: Any]] = []

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelPipeline
@@ -131,7 +132,7 @@ final class TestServer: @unchecked Sendable {
         var parser = EventStreamParser()
         var messages: [EventStreamParser.Message] = []
         try await LoopbackClient.get(port: port, path: path, headers: headers, timeout: timeout) { chunk in
-            messages += parser.feed(String(buffer: chunk))
+            messages += parser.feed(chunk.readableBytesView)
             return !until(messages)
         }
         return messages
