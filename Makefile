@@ -7,7 +7,7 @@
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libopencv-dev opencv-data libsqlite3-dev python3-h5py python3-onnx python3-numpy python3-pip python3-jsonschema \
 	python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv \
-	libmosquitto-dev mosquitto
+	libmosquitto-dev mosquitto libjs-chart.js chromium python3-websocket
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4
 DEBUG := .build/debug/sentinel
@@ -21,7 +21,7 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint bench eval setup deps models recordings debug release clean install install-files
+.PHONY: demo test lint bench eval setup deps models recordings debug release clean install install-files screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -46,6 +46,11 @@ bench: release
 eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) eval detections $(SAMPLES) $(wildcard ../shared/media/short_hamilton_clip.mp4)
+
+# The README's picture of the dashboard, taken by the headless-Chromium test as it checks the page.
+screenshot: debug
+	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
+	SENTINEL_SCREENSHOT=$(CURDIR)/docs/dashboard.png swift test --skip-build --filter DashboardTests
 
 # Models and sample recordings, made with whichever build SENTINEL names.
 setup: models recordings

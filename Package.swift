@@ -141,7 +141,7 @@ let package = Package(
         .target(
             name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth", "SentinelVision"],
             path: "Tests/SentinelTestSupport",
-            exclude: ["rtsp_camera.py", "mqtt_broker.py"]),
+            exclude: ["rtsp_camera.py", "mqtt_broker.py", "dashboard_probe.py"]),
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]

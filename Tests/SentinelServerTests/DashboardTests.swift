@@ -1,0 +1,64 @@
+import Foundation
+import SentinelTestSupport
+import Testing
+
+/// The dashboard in a real browser: Debian's headless Chromium, driven over the DevTools protocol by
+/// `dashboard_probe.py`, against `sentinel run` on the showroom clip behind a token.
+@Suite("Dashboard in headless Chromium", .timeLimit(.minutes(2)))
+struct DashboardTests {
+    @Test(
+        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number or 'too few visitors', never NaN), who is here with a pseudonym, zone, dwell and emotion, the camera running, and its three charts drawn from the reports API"
+    )
+    func inChromium() async throws {
+        let token = "dashboard-token-0123456789"
+        let folder = try Fixtures.temporaryFolder()
+        let pipeline = folder.appendingPathComponent("pipeline.yml")
+        try RunningSentinel.showroomOnClip().write(to: pipeline, atomically: true, encoding: .utf8)
+        let database = folder.appendingPathComponent("sentinel.sqlite").path
+        let sentinel = try RunningSentinel(
+            arguments: ["run", pipeline.path, "--port", "0", "--database", database, "--pace", "realtime", "--loop"],
+            folder: folder, database: database, environment: ["SENTINEL_TOKEN": token])
+        defer { kill(sentinel.process.processIdentifier, SIGKILL) }
+        let screenshot = folder.appendingPathComponent("dashboard.png")
+        let outcome = try Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/dashboard_probe.py").path,
+                "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)", screenshot.path, "45",
+            ], timeout: 90)
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        struct Shown: Decodable {
+            var status: String
+            var gauges: [String]
+            var visitors: [String]
+            var cameras: [String]
+            var charts: [String]
+            var body: String
+        }
+        let shown = try JSONDecoder().decode(Shown.self, from: Data(outcome.output.utf8))
+        #expect(shown.status == "live")
+        // Overall, the camera, and each of its three zones.
+        #expect(shown.gauges.count == 5, "\(shown.gauges)")
+        #expect(
+            shown.gauges.allSatisfy { $0.wholeMatch(of: /.+: (\d{1,3}|too few visitors)/) != nil }, "\(shown.gauges)")
+        #expect(shown.gauges.first?.hasPrefix("overall: ") == true)
+        #expect(!shown.visitors.isEmpty)
+        #expect(
+            shown.visitors.allSatisfy {
+                $0.wholeMatch(
+                    of: /[a-z2-7]{16} showroom (entrance|display|counter|–) .+ s (not sure yet|\w+ \(\d+ %\))/)
+                    != nil
+            }, "\(shown.visitors)")
+        #expect(shown.cameras.first?.hasPrefix("showroom running") == true, "\(shown.cameras)")
+        #expect(shown.charts.map { String($0.prefix { $0 != ":" }) } == ["occupancy", "dwell", "today"])
+        #expect(!shown.body.contains("NaN") && !shown.body.contains("undefined"))
+        // The page's own fetches all carried the token: nothing was refused.
+        #expect(!sentinel.log.contains("401"))
+        let png = try Data(contentsOf: screenshot)
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
+        if let keep = ProcessInfo.processInfo.environment["SENTINEL_SCREENSHOT"] {
+            try? FileManager.default.removeItem(atPath: keep)
+            try FileManager.default.copyItem(at: screenshot, to: URL(fileURLWithPath: keep))
+        }
+    }
+}
