@@ -35,20 +35,41 @@ public struct EventStreamParser: Sendable {
 
     public init() {}
 
-    /// Feeds bytes; returns the messages they completed.
+    /// Feeds bytes; returns the messages they completed. Line ends are found with memchr and lines copied whole: a
+    /// resumed stream arrives in chunks of thousands of lines, and a byte-at-a-time loop was too slow to keep up in a
+    /// debug build.
     public mutating func feed<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> [Message] {
+        if let messages = bytes.withContiguousStorageIfAvailable({ feed(UnsafeRawBufferPointer($0)) }) {
+            return messages
+        }
+        return Array(bytes).withUnsafeBytes { feed($0) }
+    }
+
+    private mutating func feed(_ buffer: UnsafeRawBufferPointer) -> [Message] {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return [] }
+        let count = buffer.count
+        func find(_ byte: UInt8, from start: Int) -> Int {
+            memchr(base + start, Int32(byte), count - start).map { $0 - UnsafeMutableRawPointer(mutating: base) }
+                ?? count
+        }
         var messages: [Message] = []
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\n") where afterCR:
+        var start = 0
+        var nextCR = find(UInt8(ascii: "\r"), from: 0)
+        while start < count {
+            if afterCR {
                 afterCR = false
-            case UInt8(ascii: "\n"), UInt8(ascii: "\r"):
-                afterCR = byte == UInt8(ascii: "\r")
-                if let message = endLine() { messages.append(message) }
-            default:
-                afterCR = false
-                line.append(byte)
+                if buffer[start] == UInt8(ascii: "\n") {
+                    start += 1
+                    continue
+                }
             }
+            if nextCR < start { nextCR = find(UInt8(ascii: "\r"), from: start) }
+            let end = min(find(UInt8(ascii: "\n"), from: start), nextCR)
+            line.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+            guard end < count else { break }
+            afterCR = buffer[end] == UInt8(ascii: "\r")
+            start = end + 1
+            if let message = endLine() { messages.append(message) }
         }
         return messages
     }

@@ -151,6 +151,8 @@ struct EventStreamParserTests {
         var messages: [EventStreamParser.Message] = []
         // One byte at a time: every boundary is a chunk boundary.
         for byte in text { messages += parser.feed([byte]) }
+        var whole = EventStreamParser()
+        #expect(whole.feed(text) == messages)
         #expect(
             messages == [
                 .init(retry: 1500), .init(comment: "hi"), .init(id: "7", event: "x", data: "a\né"), .init(data: "b"),

@@ -4,7 +4,7 @@ import Testing
 
 /// The dashboard in a real browser: Debian's headless Chromium, driven over the DevTools protocol by
 /// `dashboard_probe.py`, against `sentinel run` on the showroom clip behind a token.
-@Suite("Dashboard in headless Chromium", .timeLimit(.minutes(2)))
+@Suite("Dashboard in headless Chromium", .timeLimit(.minutes(3)))
 struct DashboardTests {
     @Test(
         "opened from a link with ?access_token=, the page shows the mood as thermometers (a number or 'too few visitors', never NaN), who is here with a pseudonym, zone, dwell and emotion, the camera running, and its three charts drawn from the reports API"
@@ -24,8 +24,8 @@ struct DashboardTests {
             URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/dashboard_probe.py").path,
-                "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)", screenshot.path, "45",
-            ], timeout: 90)
+                "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)", screenshot.path, "90",
+            ], timeout: 150)
         #expect(outcome.status == 0, "\(outcome.errors)")
         struct Shown: Decodable {
             var status: String
