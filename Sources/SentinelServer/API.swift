@@ -267,27 +267,13 @@ public struct HTTPAPI: Sendable {
 
     func visitors(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        let accepted = ["from", "to", "limit", "cursor"]
-        if let unknown = query.map({ String($0.key) }).first(where: { !accepted.contains($0) }) {
-            throw HTTPError(
-                .badRequest,
-                message:
-                    "\(unknown) is not a parameter of /api/visitors; it takes \(accepted.joined(separator: ", "))")
-        }
+        try APIQuery.accept(["from", "to", "limit", "cursor"], in: query, of: "/api/visitors")
         guard query["from"] != nil || query["to"] != nil else {
             let present = try live.now.occupancy.visitors.map { try JSONEncoder.sentinel().encode($0) }
             return APIResponse.object([("visitors", APIResponse.array(present))])
         }
-        func date(_ name: String, _ fallback: Date) throws -> Date {
-            guard let text = query[Substring(name)] else { return fallback }
-            guard let date = ISO8601.date(from: String(text)) else {
-                throw HTTPError(
-                    .badRequest, message: "\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
-            }
-            return date
-        }
-        let from = try date("from", .distantPast)
-        let to = try date("to", .distantFuture)
+        let from = try APIQuery.date("from", in: query) ?? .distantPast
+        let to = try APIQuery.date("to", in: query) ?? .distantFuture
         let limit =
             try query["limit"].map { text in
                 guard let n = Int(text), (1...1000).contains(n) else {
@@ -338,20 +324,7 @@ public struct HTTPAPI: Sendable {
 
     func reports(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        let accepted = ["from", "to", "bucket", "source", "zone"]
-        if let unknown = query.map({ String($0.key) }).first(where: { !accepted.contains($0) }) {
-            throw HTTPError(
-                .badRequest,
-                message: "\(unknown) is not a parameter of /api/reports; it takes \(accepted.joined(separator: ", "))")
-        }
-        func date(_ name: String) throws -> Date? {
-            guard let text = query[Substring(name)] else { return nil }
-            guard let date = ISO8601.date(from: String(text)) else {
-                throw HTTPError(
-                    .badRequest, message: "\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
-            }
-            return date
-        }
+        try APIQuery.accept(["from", "to", "bucket", "source", "zone"], in: query, of: "/api/reports")
         let bucket =
             try query["bucket"].map { text in
                 guard let bucket = Report.Bucket(rawValue: String(text)) else {
@@ -363,8 +336,8 @@ public struct HTTPAPI: Sendable {
                 }
                 return bucket
             } ?? .hour
-        let to = try date("to") ?? Date()
-        let from = try date("from") ?? to.addingTimeInterval(-86_400)
+        let to = try APIQuery.date("to", in: query) ?? Date()
+        let from = try APIQuery.date("from", in: query) ?? to.addingTimeInterval(-86_400)
         guard from < to else { throw HTTPError(.badRequest, message: "from must be before to") }
         let builder = ReportBuilder(minGroupSize: live.now.occupancy.minGroupSize)
         guard to.timeIntervalSince(from) / bucket.seconds <= Double(Self.maxPeriods) else {
@@ -470,6 +443,28 @@ public struct HTTPAPI: Sendable {
             status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
         return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable))
             ?? APIResponse.error(.internalServerError, "")
+    }
+}
+
+/// The checks every REST endpoint makes of its query string, with the same messages.
+enum APIQuery {
+    /// Refuses a parameter the endpoint does not take: a typo is reported, not ignored.
+    static func accept(_ names: [String], in query: FlatDictionary<Substring, Substring>, of path: String) throws {
+        if let unknown = query.map({ String($0.key) }).first(where: { !names.contains($0) }) {
+            throw HTTPError(
+                .badRequest,
+                message: "\(unknown) is not a parameter of \(path); it takes \(names.joined(separator: ", "))")
+        }
+    }
+
+    /// The ISO-8601 date in parameter `name`, nil when it is absent.
+    static func date(_ name: String, in query: FlatDictionary<Substring, Substring>) throws -> Date? {
+        guard let text = query[Substring(name)] else { return nil }
+        guard let date = ISO8601.date(from: String(text)) else {
+            throw HTTPError(
+                .badRequest, message: "\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
+        }
+        return date
     }
 }
 
