@@ -251,7 +251,9 @@ public final class StopFlag: Sendable {
             guard !state.stopped else { return [@Sendable () -> Void]() }
             state.stopped = true
             defer { state.observers = [:] }
-            return Array(state.observers.values)
+            // In the order they were registered (a dictionary's order is random): a sleeper that registered after
+            // an observer is woken after that observer has run.
+            return state.observers.sorted { $0.key < $1.key }.map(\.value)
         }
         for observer in observers { observer() }
     }
