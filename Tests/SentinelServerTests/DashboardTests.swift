@@ -49,7 +49,10 @@ struct DashboardTests {
                     of: /[a-z2-7]{16} showroom (entrance|display|counter|–) .+ s (not sure yet|\w+ \(\d+ %\))/)
                     != nil
             }, "\(shown.visitors)")
-        #expect(shown.cameras.first?.hasPrefix("showroom running") == true, "\(shown.cameras)")
+        // Running, or behind when this machine cannot analyse every frame (dropped frames are counted and shown).
+        #expect(
+            shown.cameras.first?.wholeMatch(of: /showroom (running|behind) [\d.]+ \d+ \d+ [\d.]+ s/) != nil,
+            "\(shown.cameras)")
         #expect(shown.charts.map { String($0.prefix { $0 != ":" }) } == ["occupancy", "dwell", "today"])
         #expect(!shown.body.contains("NaN") && !shown.body.contains("undefined"))
         // The page's own fetches all carried the token: nothing was refused.
