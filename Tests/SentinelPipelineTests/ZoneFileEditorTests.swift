@@ -1,0 +1,179 @@
+import Foundation
+import SentinelPipeline
+import SentinelServer
+import Testing
+
+@Suite("Zone editor: zones written back into a pipeline file")
+struct ZoneFileEditorTests {
+    /// Two cameras, comments everywhere, a pixel zone, a zone whose polygon spans lines, a comment inside a zone.
+    static let original = """
+        # Two cameras at the front of the shop.
+        version: 1
+        sources:
+          - id: door   # the street door
+            input: rtsp://camera-1.local/stream
+            zones:
+              # Where people come in.
+              - name: entrance
+                polygon: [[0.0, 0.2], [0.25, 0.2], [0.25, 0.9], [0.0, 0.9]]  # measured on site
+                inertia: { seconds: 0.3 }
+              # Staff only.
+              - name: counter
+                units: pixels
+                polygon:
+                  - [500, 100]
+                  - [640, 100]
+                  - [640, 400]
+                # The EU AI Act: no emotion at work.
+                emotion: false
+            # How fast frames come.
+            pace: realtime
+          - id: hall
+            input: rtsp://camera-2.local/stream
+        # The detector.
+        detector:
+          kind: retinaface   # default
+        """
+
+    static func edit(_ edits: [String: [ZoneEdit]], _ text: String = original) throws -> String {
+        let result = try ZoneFileEditor.apply(edits, to: text, file: "shop.yml")
+        // Whatever the editor writes is a valid pipeline, by the same reader `sentinel check` uses.
+        _ = try ServiceDefinition.parse(result, file: "shop.yml")
+        return result
+    }
+
+    @Test("moving points, renaming, removing and adding zones change those lines and no other")
+    func editsInPlace() throws {
+        let result = try Self.edit([
+            "door": [
+                ZoneEdit(original: "entrance", name: "way-in", polygon: [[0.05, 0.2], [0.3, 0.2], [0.3, 0.95]]),
+                ZoneEdit(
+                    original: "counter", name: "counter", polygon: [[480, 90], [640, 90], [640, 410], [480, 410]]),
+            ],
+            "hall": [ZoneEdit(original: nil, name: "sofa", polygon: [[0.1, 0.1], [0.5, 0.1], [0.5, 0.6]])],
+        ])
+        #expect(
+            result == """
+                # Two cameras at the front of the shop.
+                version: 1
+                sources:
+                  - id: door   # the street door
+                    input: rtsp://camera-1.local/stream
+                    zones:
+                      # Where people come in.
+                      - name: way-in
+                        polygon: [[0.05, 0.2], [0.3, 0.2], [0.3, 0.95]]  # measured on site
+                        inertia: { seconds: 0.3 }
+                      # Staff only.
+                      - name: counter
+                        units: pixels
+                        polygon: [[480.0, 90.0], [640.0, 90.0], [640.0, 410.0], [480.0, 410.0]]
+                        # The EU AI Act: no emotion at work.
+                        emotion: false
+                    # How fast frames come.
+                    pace: realtime
+                  - id: hall
+                    input: rtsp://camera-2.local/stream
+                    zones:
+                      - name: sofa
+                        polygon: [[0.1, 0.1], [0.5, 0.1], [0.5, 0.6]]
+                # The detector.
+                detector:
+                  kind: retinaface   # default
+                """)
+        let definition = try ServiceDefinition.parse(result, file: "shop.yml").pipeline
+        #expect(definition.zoneIDs.map(\.description) == ["door/way-in", "door/counter", "hall/sofa"])
+        #expect(definition.sources[0].zones[1].normalized == false)
+        #expect(definition.sources[0].zones[1].emotion == false)
+    }
+
+    @Test(
+        "a zone removed takes its lines, not the comment of the next; none left is an empty list; added after the last")
+    func removeAndAdd() throws {
+        let removed = try Self.edit([
+            "door": [
+                ZoneEdit(original: "counter", name: "counter", polygon: [[500, 100], [640, 100], [640, 400]]),
+                ZoneEdit(
+                    original: nil, name: "display", polygon: [[0.4, 0.2], [0.6, 0.2], [0.6, 0.8], [0.4, 0.8]]),
+            ]
+        ])
+        #expect(!removed.contains("entrance") && !removed.contains("measured on site"))
+        #expect(removed.contains("      # Where people come in.\n      # Staff only.\n      - name: counter\n"))
+        #expect(
+            removed.contains(
+                "    # The EU AI Act: no emotion at work.\n        emotion: false\n"
+                    + "      - name: display\n        polygon: [[0.4, 0.2], [0.6, 0.2], [0.6, 0.8], [0.4, 0.8]]\n"
+                    + "    # How fast frames come.\n"))
+        let none = try Self.edit(["door": []])
+        #expect(none.contains("    zones: []\n    # How fast frames come.\n    pace: realtime\n"))
+        #expect(try ServiceDefinition.parse(none, file: "shop.yml").pipeline.zoneIDs.isEmpty)
+        // And back from an empty list.
+        let again = try Self.edit(
+            ["door": [ZoneEdit(original: nil, name: "a", polygon: [[0, 0], [1, 0], [1, 1]])]], none)
+        #expect(again.contains("    zones:\n      - name: a\n        polygon: [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]]\n"))
+    }
+
+    @Test("what the editor cannot place, or the file cannot hold, is refused with its place and reason")
+    func refusals() throws {
+        func message(_ edits: [String: [ZoneEdit]], _ text: String = Self.original) -> String {
+            do {
+                _ = try Self.edit(edits, text)
+                return "accepted"
+            } catch let error as ConfigError {
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        let triangle: [[Double]] = [[0.1, 0.1], [0.5, 0.1], [0.5, 0.6]]
+        #expect(message(["garage": []]).contains("no source \"garage\""))
+        #expect(
+            message(["door": [ZoneEdit(original: "exit", name: "exit", polygon: triangle)]]).contains("not in source"))
+        #expect(message(["door": [ZoneEdit(original: nil, name: "a b", polygon: triangle)]]).contains("may hold only"))
+        // The same checks as `sentinel check`: a twisted polygon, a point outside the frame, a name used twice.
+        #expect(
+            message(["door": [ZoneEdit(original: nil, name: "x", polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.8]])]])
+                .contains("shop.yml:10:18: sources[0].zones[0].polygon: self-intersecting polygon"))
+        #expect(
+            message(["door": [ZoneEdit(original: nil, name: "x", polygon: [[0, 0], [1.5, 0], [1, 1]])]])
+                .contains("outside the frame"))
+        #expect(
+            message([
+                "door": [
+                    ZoneEdit(original: "entrance", name: "counter", polygon: triangle),
+                    ZoneEdit(original: "counter", name: "counter", polygon: [[500, 100], [640, 100], [640, 400]]),
+                ]
+            ]).contains("zone name \"counter\" is used twice"))
+        let flow = """
+            version: 1
+            sources:
+              - { id: door, input: a.mp4, zones: [{ name: a, polygon: [[0, 0], [1, 0], [1, 1]] }] }
+            """
+        #expect(message(["door": []], flow).contains("flow style"))
+    }
+
+    @Test("the demo pipeline round-trips: the same zones written back change nothing; CRLF and a BOM stay")
+    func roundTrip() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../Pipelines/showroom.yml")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let definition = try ServiceDefinition.parse(text, file: url.path).pipeline
+        let same = Dictionary(
+            uniqueKeysWithValues: definition.sources.map { source in
+                (
+                    source.id,
+                    source.zones.map {
+                        ZoneEdit(original: $0.name, name: $0.name, polygon: $0.polygon.vertices.map { [$0.x, $0.y] })
+                    }
+                )
+            })
+        #expect(try Self.edit(same, text) == text)
+        let windows = "\u{FEFF}" + Self.original.replacingOccurrences(of: "\n", with: "\r\n")
+        let edited = try ZoneFileEditor.apply(
+            ["hall": [ZoneEdit(original: nil, name: "sofa", polygon: [[0.1, 0.1], [0.5, 0.1], [0.5, 0.6]])]],
+            to: windows, file: "shop.yml")
+        #expect(edited.hasPrefix("\u{FEFF}# Two cameras"))
+        #expect(edited.contains("stream\r\n    zones:\r\n      - name: sofa\r\n"))
+        #expect(!edited.replacingOccurrences(of: "\r\n", with: "").contains("\n"))
+    }
+}
