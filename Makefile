@@ -47,10 +47,11 @@ eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) eval detections $(SAMPLES) $(wildcard ../shared/media/short_hamilton_clip.mp4)
 
-# The README's picture of the dashboard, taken by the headless-Chromium test as it checks the page.
+# The README's pictures of the dashboard and the zone editor, taken by the headless-Chromium tests as they check them.
 screenshot: debug
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
-	SENTINEL_SCREENSHOT=$(CURDIR)/docs/dashboard.png swift test --skip-build --filter DashboardTests
+	SENTINEL_SCREENSHOT=$(CURDIR)/docs/dashboard.png SENTINEL_ZONES_SCREENSHOT=$(CURDIR)/docs/zone-editor.png \
+		swift test --skip-build --filter 'DashboardTests|ZoneEditorTests'
 
 # Models and sample recordings, made with whichever build SENTINEL names.
 setup: models recordings
@@ -90,7 +91,8 @@ install-files:
 	install -D -m 0755 $(BINARY) $(DESTDIR)$(PREFIX)/bin/sentinel
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/models Models/models.yml Models/README.md
 	install -D -m 0755 -t $(DESTDIR)$(SHAREDIR)/models Models/convert_*.py
-	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/web Sources/SentinelServer/dashboard.html Sources/SentinelServer/openapi.json
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/web Sources/SentinelServer/dashboard.html Sources/SentinelServer/zone-editor.html \
+		Sources/SentinelServer/openapi.json
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/schemas Schemas/visitor-events.v1.json
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/recordings Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-640x480.truth.json
 	install -d $(DESTDIR)$(SHAREDIR)/pipelines $(DESTDIR)$(SYSCONFDIR)/sentinel

@@ -117,7 +117,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.copy("openapi.json"), .copy("dashboard.html")]
+            resources: [.copy("openapi.json"), .copy("dashboard.html"), .copy("zone-editor.html")]
         ),
         /// Accuracy measurement against ground truth (pure logic).
         .target(name: "SentinelEval", dependencies: ["SentinelCore", "SentinelVision"]),

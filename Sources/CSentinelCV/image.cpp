@@ -4,6 +4,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 using snl::guarded;
@@ -99,6 +101,22 @@ snl_status snl_image_write(const snl_image *image, const char *path, snl_error *
         require(cv::imwrite(path, pixels(image)), SNL_ERR_WRITE, std::string("cannot write image ") + path);
     });
 }
+
+snl_status snl_image_encode(const snl_image *image, const char *extension, uint8_t **bytes, size_t *length,
+                            snl_error *error) {
+    return guarded(error, SNL_ERR_WRITE, [&] {
+        std::vector<uchar> encoded;
+        require(cv::imencode(extension, pixels(image), encoded), SNL_ERR_WRITE,
+                std::string("cannot encode image as ") + extension);
+        auto *copy = static_cast<uint8_t *>(std::malloc(encoded.size()));
+        require(copy != nullptr, SNL_ERR_WRITE, "out of memory encoding an image");
+        std::memcpy(copy, encoded.data(), encoded.size());
+        *bytes = copy;
+        *length = encoded.size();
+    });
+}
+
+void snl_free(void *buffer) { std::free(buffer); }
 
 snl_status snl_image_mask(snl_image *image, snl_rect region, snl_mask_kind kind, float strength, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {

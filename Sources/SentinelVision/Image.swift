@@ -58,6 +58,15 @@ public final class Image: @unchecked Sendable {
         try bridge { snl_image_write(handle, path, $0) }
     }
 
+    /// The image encoded as JPEG.
+    public func jpeg() throws(VisionError) -> [UInt8] {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        try bridge { snl_image_encode(handle, ".jpg", &bytes, &length, $0) }
+        defer { snl_free(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+
     /// Hides `region` in place; `strength` is the blur kernel or block size as a fraction of the region's side.
     public func mask(_ region: Box, style: MaskStyle, strength: Double = 0.25) throws(VisionError) {
         let kind: snl_mask_kind =

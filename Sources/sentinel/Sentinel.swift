@@ -11,7 +11,8 @@ struct Sentinel: AsyncParsableCommand {
         abstract: "Edge pipeline for visitor telemetry: faces in camera or recorded frames become visitor records.",
         version: versions,
         subcommands: [
-            Run.self, Fleet.self, Detect.self, Replay.self, Check.self, Models.self, Synth.self, Eval.self, Bench.self,
+            Run.self, Fleet.self, Detect.self, Replay.self, Check.self, Zones.self, Models.self, Synth.self, Eval.self,
+            Bench.self,
         ]
     )
 

@@ -1,6 +1,9 @@
 import Foundation
+import Logging
 import SentinelPipeline
 import SentinelServer
+import SentinelTestSupport
+import SentinelVision
 import Testing
 
 @Suite("Zone editor: zones written back into a pipeline file")
@@ -175,5 +178,38 @@ struct ZoneFileEditorTests {
         #expect(edited.hasPrefix("\u{FEFF}# Two cameras"))
         #expect(edited.contains("stream\r\n    zones:\r\n      - name: sofa\r\n"))
         #expect(!edited.replacingOccurrences(of: "\r\n", with: "").contains("\n"))
+    }
+}
+
+@Suite("Zone editor: the frame it shows")
+struct SourceSnapshotTests {
+    @Test("a frame with people in it comes with every face hidden: no detection left, no detail where faces were")
+    func facesHidden() throws {
+        let definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        let snapshot = try SourceSnapshot.take(
+            definition: definition, source: definition.sources[0], models: Fixtures.store, at: 8,
+            logger: Logger(label: "test"))
+        // The same frame, as the recording has it.
+        let video = try VideoFileSource(path: definition.sources[0].resolvedInput)
+        var raw: Frame?
+        while let frame = try video.next(), frame.time.seconds <= snapshot.time { raw = frame }
+        let original = try #require(raw)
+        #expect(abs(original.time.seconds - snapshot.time) < 0.001 && snapshot.time >= 8)
+        let file = try Fixtures.temporaryFolder().appendingPathComponent("frame.jpg")
+        try Data(snapshot.jpeg).write(to: file)
+        let shown = try Image(contentsOf: file.path)
+        #expect(shown.width == original.image.width && shown.height == original.image.height)
+        let detector = try OpenCVFaceDetector(
+            kind: definition.detector, modelPath: try Fixtures.model(definition.detector.defaultModel),
+            settings: definition.detectorSettings)
+        let faces = try detector.detect(original.image)
+        #expect(!faces.isEmpty, "the frame at 8 s has a visitor in it")
+        #expect(snapshot.masked >= faces.count)
+        #expect(try detector.detect(shown).isEmpty)
+        for face in faces {
+            let ratio = try shown.detail(in: face.box) / max(try original.image.detail(in: face.box), 1e-9)
+            #expect(ratio < 0.2, "detail left where a face was: \(ratio)")
+        }
     }
 }

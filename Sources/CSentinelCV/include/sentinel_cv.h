@@ -76,6 +76,11 @@ snl_status snl_image_region_difference(const snl_image *a, snl_rect region_a, co
 /// Variance of the Laplacian of a region's grey pixels: how much detail it shows.
 snl_status snl_image_region_detail(const snl_image *image, snl_rect region, double *detail, snl_error *error);
 snl_status snl_image_write(const snl_image *image, const char *path, snl_error *error);
+/// Encodes the image in the format of `extension` (".jpg", ".png") into a buffer the caller frees with `snl_free`.
+snl_status snl_image_encode(const snl_image *image, const char *extension, uint8_t **bytes, size_t *length,
+                            snl_error *error);
+/// Releases a buffer the bridge allocated.
+void snl_free(void *buffer);
 
 typedef enum {
     SNL_MASK_BLUR = 0,

@@ -1,0 +1,283 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import SentinelCore
+import SentinelModels
+import SentinelPipeline
+import SentinelVision
+import ServiceLifecycle
+
+/// `sentinel zones`: a page on the box where an operator draws a pipeline's zones on a frame of each source, every
+/// face in it hidden as the review video hides it, and saves them back into the pipeline file.
+///
+/// Saving rewrites only the zones (`ZoneFileEditor`: comments and every other line stay) and only a file that passes
+/// the checks `sentinel check` makes of a file: the YAML, every field, and this machine's inputs and models. A file
+/// changed on disk since the page loaded it is not overwritten. It listens on loopback only: it writes the
+/// configuration and has no tokens. `sentinel run` reads the zones when it starts.
+public struct ZoneEditor: Sendable {
+    let file: String
+    let models: ModelStore
+    let logger: Logger
+    private let state: FileState
+
+    public init(file: String, models: ModelStore, logger: Logger) throws(ConfigError) {
+        self.file = file
+        self.models = models
+        self.logger = logger
+        let text = try Self.read(file)
+        let problems = try Self.problems(of: text, file: file, models: models)
+        guard problems.isEmpty else { throw ConfigError(problems: problems) }
+        state = FileState(text: text)
+    }
+
+    /// The HTTP server on `host` (loopback) and `port`; `onListening` gets the bound port.
+    public func service(host: String, port: Int, onListening: @escaping @Sendable (Int) async -> Void)
+        -> some Service
+    {
+        Application(
+            router: router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "sentinel-zones"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    /// Runs the editor until SIGTERM or SIGINT.
+    public func run(host: String, port: Int, onListening: @escaping @Sendable (Int) async -> Void) async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [service(host: host, port: port, onListening: onListening)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: JSONErrors())
+        router.add(middleware: LoopbackHost())
+        router.get("/") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: Resource.url("zone-editor.html")))))
+        }
+        router.get("/api/zones") { _, _ in try APIResponse.encode(try await zones()) }
+        router.put("/api/zones") { request, _ in try await save(request) }
+        router.get("/api/frame") { request, _ in try await frame(request) }
+        return router
+    }
+
+    // MARK: The file
+
+    /// What the page edits: each source with its zones as the file writes them, and the file's version.
+    struct Zones: Codable {
+        struct Source: Codable {
+            var id: String
+            var input: String
+            /// Seconds of a recording, for choosing the frame; nil for a camera.
+            var duration: Double?
+            var zones: [Zone]
+        }
+        struct Zone: Codable {
+            var name: String
+            var units: String
+            var polygon: [[Double]]
+            var emotion: Bool
+        }
+        var file: String
+        /// Changes whenever the file changes; a save names the version it edited.
+        var version: Int
+        var sources: [Source]
+    }
+
+    struct Save: Codable {
+        var version: Int
+        var sources: [String: [ZoneEdit]]
+    }
+
+    /// A save refused: every problem, with where the rewritten file would have had it.
+    struct Refusal: Codable {
+        struct Problem: Codable {
+            var line: Int?
+            var column: Int?
+            var path: String
+            var message: String
+        }
+        var error: String
+        var problems: [Problem]
+    }
+
+    /// The file's text as last seen, and its version.
+    private actor FileState {
+        var text: String
+        var version = 1
+        init(text: String) { self.text = text }
+
+        /// The version of `current`, the file's text now: a new one if it changed.
+        func observe(_ current: String) -> Int {
+            if current != text {
+                text = current
+                version += 1
+            }
+            return version
+        }
+    }
+
+    func zones() async throws -> Zones {
+        let text = try Self.read(file)
+        let version = await state.observe(text)
+        let definition = try Self.parse(text, file: file).pipeline
+        return Zones(
+            file: file, version: version,
+            sources: definition.sources.map { source in
+                var duration: Double?
+                if case .file(let path) = SourceSpec(source.resolvedInput),
+                    let video = try? VideoFileSource(path: path),
+                    let frames = video.declaredFrameCount, video.nominalFPS > 0
+                {
+                    duration = Double(frames) / video.nominalFPS
+                }
+                return Zones.Source(
+                    id: source.id, input: source.input, duration: duration,
+                    zones: source.zones.map {
+                        Zones.Zone(
+                            name: $0.name, units: $0.normalized ? "normalized" : "pixels",
+                            polygon: $0.polygon.vertices.map { [$0.x, $0.y] }, emotion: $0.emotion)
+                    })
+            })
+    }
+
+    func save(_ request: Request) async throws -> Response {
+        let body = try await request.body.collect(upTo: 1 << 20)
+        let edit: Save
+        do { edit = try JSONDecoder().decode(Save.self, from: body) } catch {
+            throw HTTPError(.badRequest, message: "the body is not a zone list: \(error)")
+        }
+        let current = try Self.read(file)
+        guard await state.observe(current) == edit.version else {
+            throw HTTPError(
+                .conflict,
+                message: "\(file) changed on disk since this page loaded it; reload to see the change, then edit again")
+        }
+        var text = current
+        var problems: [ConfigProblem]
+        do {
+            text = try ZoneFileEditor.apply(edit.sources, to: current, file: file)
+            problems = try Self.problems(of: text, file: file, models: models)
+        } catch {
+            problems = error.problems
+        }
+        guard problems.isEmpty else {
+            let refusal = Refusal(
+                error: "not saved: " + problems.map(\.description).joined(separator: "\n"),
+                problems: problems.map {
+                    .init(line: $0.line, column: $0.column, path: $0.path, message: $0.message)
+                })
+            return try APIResponse.encode(refusal, status: .unprocessableContent)
+        }
+        try Self.write(text, to: file)
+        logger.info("zones saved", metadata: ["file": "\(file)"])
+        return try APIResponse.encode(try await zones())
+    }
+
+    // MARK: Frames
+
+    func frame(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        let text = try Self.read(file)
+        let definition = try Self.parse(text, file: file).pipeline
+        guard let id = query["source"].map(String.init), let source = definition.sources.first(where: { $0.id == id })
+        else {
+            throw HTTPError(
+                .badRequest,
+                message: "source= names one of \(definition.sources.map(\.id).joined(separator: ", "))")
+        }
+        let at = query["at"].map { Double(String($0)) } ?? 0
+        guard let at, at >= 0, at.isFinite else { throw HTTPError(.badRequest, message: "at= is seconds, 0 or more") }
+        let (models, logger) = (self.models, self.logger)
+        let snapshot: Result<SourceSnapshot, any Error> = await withCheckedContinuation { done in
+            // OpenCV decodes and detects on a thread of its own, not on the server's.
+            Thread {
+                done.resume(
+                    returning: Result {
+                        try SourceSnapshot.take(
+                            definition: definition, source: source, models: models, at: at, logger: logger)
+                    })
+            }.start()
+        }
+        switch snapshot {
+        case .success(let snapshot):
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "image/jpeg", .cacheControl: "no-store",
+                    HTTPField.Name("X-Frame-Time")!: String(format: "%.3f", snapshot.time),
+                    HTTPField.Name("X-Faces-Masked")!: "\(snapshot.masked)",
+                ],
+                body: .init(byteBuffer: ByteBuffer(bytes: snapshot.jpeg)))
+        case .failure(let error):
+            let message = (error as? any SentinelError)?.message ?? "\(error)"
+            throw HTTPError(.badGateway, message: "no frame from source \(id): \(message)")
+        }
+    }
+
+    /// Answers only requests addressed to a loopback name: a web page elsewhere that has its own name resolve to
+    /// 127.0.0.1 (DNS rebinding) would otherwise be "same origin" with the editor and could save zones.
+    struct LoopbackHost: RouterMiddleware {
+        func handle(
+            _ request: Request, context: BasicRequestContext,
+            next: (Request, BasicRequestContext) async throws -> Response
+        ) async throws -> Response {
+            let authority = request.head.authority ?? ""
+            let host =
+                authority.hasPrefix("[")
+                ? String(authority.prefix { $0 != "]" }.dropFirst()) : String(authority.prefix { $0 != ":" })
+            guard ["127.0.0.1", "localhost", "::1"].contains(host.lowercased()) else {
+                throw HTTPError(
+                    .forbidden, message: "the zone editor answers http://127.0.0.1 or localhost only, not \(authority)")
+            }
+            return try await next(request, context)
+        }
+    }
+
+    // MARK: Reading, checking, writing
+
+    static func read(_ file: String) throws(ConfigError) -> String {
+        do {
+            return try String(contentsOf: URL(fileURLWithPath: file), encoding: .utf8)
+        } catch {
+            throw ConfigError(
+                .unreadable, problems: [ConfigProblem(file: file, path: "", message: "cannot read: \(error)")])
+        }
+    }
+
+    /// The file's text as `sentinel run` reads it (a byte order mark is no part of the YAML).
+    static func parse(_ text: String, file: String) throws(ConfigError) -> ServiceDefinition {
+        try ServiceDefinition.parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: file)
+    }
+
+    /// What `sentinel check` finds in the file's text: the YAML, every field, this machine's inputs and models.
+    static func problems(of text: String, file: String, models: ModelStore) throws(ConfigError) -> [ConfigProblem] {
+        let definition = try parse(text, file: file)
+        return definition.pipeline.environmentProblems(models: models)
+    }
+
+    /// Replaces the file at once (a new file renamed over it, with the old one's permissions): a reader never sees
+    /// half a file, and a failed write leaves the old one.
+    static func write(_ text: String, to file: String) throws {
+        let url = URL(fileURLWithPath: file)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).saving")
+        do {
+            try Data(text.utf8).write(to: temporary)
+            let attributes = try FileManager.default.attributesOfItem(atPath: file)
+            if let permissions = attributes[.posixPermissions] {
+                try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: temporary.path)
+            }
+            guard rename(temporary.path, file) == 0 else {
+                throw ServiceError("cannot replace \(file): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw HTTPError(.internalServerError, message: "not saved: cannot write \(file): \(error)")
+        }
+    }
+}
