@@ -208,6 +208,17 @@ struct APITests {
                 "path": request.template, "status": head.status, "body": try JSONSerialization.jsonObject(with: body),
             ])
         }
+        // The stream's messages: every data is an Envelope (visitor events and a gauge reading), a reset a StreamNotice.
+        let messages = try await server.stream("/events?lastEventId=0") { $0.ids.last == 13 }.filter { $0.event != nil }
+        let reset = try await server.stream("/events?lastEventId=999999") { $0.contains { $0.event != nil } }
+            .filter { $0.event != nil }
+        #expect(Set(messages.compactMap(\.event)).isSuperset(of: ["visitor.entered", "sentiment.gauge"]))
+        #expect(reset.first?.event == "stream.reset")
+        for (message, component) in messages.map({ ($0, "Envelope") }) + reset.prefix(1).map({ ($0, "StreamNotice") }) {
+            checked.append([
+                "component": component, "body": try JSONSerialization.jsonObject(with: Data(message.data.utf8)),
+            ])
+        }
         let file = server.folder.appendingPathComponent("responses.json")
         try JSONSerialization.data(withJSONObject: checked).write(to: file)
         let (status, text, _) = try Fixtures.run(
@@ -217,7 +228,7 @@ struct APITests {
                 Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json").path, file.path,
             ])
         #expect(status == 0, "\(text)")
-        #expect(text.contains("\(requests.count) responses, 0 problems"))
+        #expect(text.contains("\(checked.count) responses, 0 problems"))
         // History pages through every visit once.
         let page1 = try JSONDecoder.sentinel().decode(
             Visitors.self, from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3").1)
