@@ -19,14 +19,6 @@ struct DashboardTests {
             arguments: ["run", pipeline.path, "--port", "0", "--database", database, "--pace", "realtime", "--loop"],
             folder: folder, database: database, environment: ["SENTINEL_TOKEN": token])
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
-        let screenshot = folder.appendingPathComponent("dashboard.png")
-        let outcome = try Fixtures.run(
-            URL(fileURLWithPath: "/usr/bin/python3"),
-            [
-                Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/dashboard_probe.py").path,
-                "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)", screenshot.path, "90",
-            ], timeout: 150)
-        #expect(outcome.status == 0, "\(outcome.errors)")
         struct Shown: Decodable {
             var status: String
             var gauges: [String]
@@ -35,7 +27,9 @@ struct DashboardTests {
             var charts: [String]
             var body: String
         }
-        let shown = try JSONDecoder().decode(Shown.self, from: Data(outcome.output.utf8))
+        let shown = try probePage(
+            "dashboard_probe", url: "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)", seconds: 90,
+            folder: folder, keepAs: "SENTINEL_SCREENSHOT", as: Shown.self)
         #expect(shown.status == "live")
         // Overall, the camera, and each of its three zones.
         #expect(shown.gauges.count == 5, "\(shown.gauges)")
@@ -57,11 +51,5 @@ struct DashboardTests {
         #expect(!shown.body.contains("NaN") && !shown.body.contains("undefined"))
         // The page's own fetches all carried the token: nothing was refused.
         #expect(!sentinel.log.contains("401"))
-        let png = try Data(contentsOf: screenshot)
-        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
-        if let keep = ProcessInfo.processInfo.environment["SENTINEL_SCREENSHOT"] {
-            try? FileManager.default.removeItem(atPath: keep)
-            try FileManager.default.copyItem(at: screenshot, to: URL(fileURLWithPath: keep))
-        }
     }
 }

@@ -21,21 +21,15 @@ struct ZoneEditorTests {
         let editor = try RunningSentinel(
             arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
         defer { kill(editor.process.processIdentifier, SIGKILL) }
-        let screenshot = folder.appendingPathComponent("zones.png")
-        let outcome = try Fixtures.run(
-            URL(fileURLWithPath: "/usr/bin/python3"),
-            [
-                Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/zone_editor_probe.py").path,
-                "http://127.0.0.1:\(editor.port)/", screenshot.path, "60",
-            ], timeout: 150)
-        #expect(outcome.status == 0, "\(outcome.errors)")
         struct Shown: Decodable {
             var status: String
             var problems: [String]
             var zones: [String]
             var masked: String
         }
-        let shown = try JSONDecoder().decode([String: Shown].self, from: Data(outcome.output.utf8))
+        let shown = try probePage(
+            "zone_editor_probe", url: "http://127.0.0.1:\(editor.port)/", seconds: 60, folder: folder,
+            keepAs: "SENTINEL_ZONES_SCREENSHOT", as: [String: Shown].self)
         let loaded = try #require(shown["loaded"])
         let saved = try #require(shown["saved"])
         let refused = try #require(shown["refused"])
@@ -72,11 +66,5 @@ struct ZoneEditorTests {
         #expect(
             after.filter { before.contains($0) } == before.filter { $0 != before.first { $0.contains("[0.25, 0.2]") } })
         #expect(!editor.log.contains("error"))
-        let png = try Data(contentsOf: screenshot)
-        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
-        if let keep = ProcessInfo.processInfo.environment["SENTINEL_ZONES_SCREENSHOT"] {
-            try? FileManager.default.removeItem(atPath: keep)
-            try FileManager.default.copyItem(at: screenshot, to: URL(fileURLWithPath: keep))
-        }
     }
 }

@@ -1,0 +1,26 @@
+import Foundation
+import SentinelTestSupport
+import Testing
+
+/// A page test's browser half: a probe script of Tests/SentinelTestSupport drives Debian's headless Chromium at `url`
+/// and prints what the page showed as JSON, decoded here; its screenshot must be a real picture, and is kept where
+/// the environment variable `keepAs` names (`make screenshot`, for the README).
+func probePage<Shown: Decodable>(
+    _ script: String, url: String, seconds: Int, folder: URL, keepAs: String, as: Shown.Type
+) throws -> Shown {
+    let screenshot = folder.appendingPathComponent("\(script).png")
+    let outcome = try Fixtures.run(
+        URL(fileURLWithPath: "/usr/bin/python3"),
+        [
+            Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/\(script).py").path, url,
+            screenshot.path, "\(seconds)",
+        ], timeout: Double(seconds) + 60)
+    #expect(outcome.status == 0, "\(outcome.errors)")
+    let png = try Data(contentsOf: screenshot)
+    #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
+    if let keep = ProcessInfo.processInfo.environment[keepAs] {
+        try? FileManager.default.removeItem(atPath: keep)
+        try FileManager.default.copyItem(at: screenshot, to: URL(fileURLWithPath: keep))
+    }
+    return try JSONDecoder().decode(Shown.self, from: Data(outcome.output.utf8))
+}
