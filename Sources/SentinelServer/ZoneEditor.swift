@@ -72,7 +72,6 @@ public struct ZoneEditor: Sendable {
     struct Zones: Codable {
         struct Source: Codable {
             var id: String
-            var input: String
             /// Seconds of a recording, for choosing the frame; nil for a camera.
             var duration: Double?
             var zones: [Zone]
@@ -137,7 +136,7 @@ public struct ZoneEditor: Sendable {
                     duration = Double(frames) / video.nominalFPS
                 }
                 return Zones.Source(
-                    id: source.id, input: source.input, duration: duration,
+                    id: source.id, duration: duration,
                     zones: source.zones.map {
                         Zones.Zone(
                             name: $0.name, units: $0.normalized ? "normalized" : "pixels",
