@@ -3,7 +3,7 @@ import SentinelCore
 import Yams
 
 /// One problem in a pipeline file: where it is and what is wrong.
-public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
+public struct ConfigProblem: Sendable, Equatable, Codable, CustomStringConvertible {
     public var file: String
     public var line: Int?
     public var column: Int?

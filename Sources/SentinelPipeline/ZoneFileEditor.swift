@@ -1,5 +1,4 @@
 import Foundation
-import SentinelCore
 import Yams
 
 /// One zone as the zone editor saves it.

@@ -94,15 +94,9 @@ public struct ZoneEditor: Sendable {
     }
 
     /// A save refused: every problem, with where the rewritten file would have had it.
-    struct Refusal: Codable {
-        struct Problem: Codable {
-            var line: Int?
-            var column: Int?
-            var path: String
-            var message: String
-        }
+    struct Refusal: Encodable {
         var error: String
-        var problems: [Problem]
+        var problems: [ConfigProblem]
     }
 
     /// The file's text as last seen, and its version.
@@ -167,10 +161,7 @@ public struct ZoneEditor: Sendable {
         }
         guard problems.isEmpty else {
             let refusal = Refusal(
-                error: "not saved: " + problems.map(\.description).joined(separator: "\n"),
-                problems: problems.map {
-                    .init(line: $0.line, column: $0.column, path: $0.path, message: $0.message)
-                })
+                error: "not saved: " + problems.map(\.description).joined(separator: "\n"), problems: problems)
             return try APIResponse.encode(refusal, status: .unprocessableContent)
         }
         try Self.write(text, to: file)
