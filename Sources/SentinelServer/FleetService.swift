@@ -21,6 +21,7 @@ public struct FleetService: Sendable {
     ) throws {
         let (definition, tokens) = try Self.preflight(definition: definition, options: options)
         let server = definition.server
+        try server.checkListening()
         store = try EventStore(
             path: options.databasePath ?? definition.store.path, group: definition.store.group, ownsVisits: false)
         let telemetry = Telemetry()
@@ -53,7 +54,11 @@ public struct FleetService: Sendable {
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
     }
 
-    public func run() async throws { try await group.run() }
+    /// Runs until SIGTERM or SIGINT (or every service has ended), then gives up the database.
+    public func run() async throws {
+        defer { store.relinquish() }
+        try await group.run()
+    }
 
     /// Every check `sentinel fleet` makes before it serves: the broker's credentials and CA file, the tokens, the
     /// store. Returns the definition with the command line's server settings applied, and the tokens.

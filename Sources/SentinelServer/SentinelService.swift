@@ -47,6 +47,7 @@ public struct SentinelService: Sendable {
         let (service, tokens) = try Self.preflight(definition: service, models: models, options: options)
         let definition = service.pipeline
         let server = service.server
+        try server.checkListening()
         store = try EventStore(path: options.databasePath ?? service.store.path, group: service.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
@@ -107,7 +108,11 @@ public struct SentinelService: Sendable {
                 logger: logger))
     }
 
-    public func run() async throws { try await group.run() }
+    /// Runs until SIGTERM or SIGINT (or every service has ended), then gives up the database.
+    public func run() async throws {
+        defer { store.relinquish() }
+        try await group.run()
+    }
 
     /// Every check `sentinel run` makes before it serves, and `sentinel check` prints: this machine's models and
     /// inputs, the access tokens, the pseudonym key file, the store's folder and group and the open-file limit.

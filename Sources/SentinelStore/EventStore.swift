@@ -79,8 +79,9 @@ public final class EventStore: Sendable {
     /// window only reads those first seen that long before it, on the `firstSeen` index.
     private let longestVisit: Mutex<Double>
     private let checkpointer: Checkpointer
+    private let owner: Owner
 
-    /// Opens (creating it and its folder if needed) and migrates the database. Visits left open by a crash are closed as
+    /// Opens (creating it and its folder if needed) and migrates the database: one process at a time (see `Owner`). Visits left open by a crash are closed as
     /// `interrupted`. The files are the service user's alone (0600), or also readable by `group` (0640), for a
     /// backup or reporting account.
     ///
@@ -113,6 +114,7 @@ public final class EventStore: Sendable {
                 fchmod(descriptor, mode)
                 close(descriptor)
             }
+            owner = try Owner(database: path, mode: mode)
             pool = try DatabasePool(path: path, configuration: configuration)
             if let gid {
                 for file in [path, path + "-wal", path + "-shm"]
@@ -222,6 +224,56 @@ public final class EventStore: Sendable {
     }
 
     deinit { checkpointer.stop() }
+
+    /// Gives up this store's claim on its database (see `Owner`): for a service that has stopped, so that another
+    /// store may open it in this process, as one would in the next. A process that ends gives it up all the same.
+    public func relinquish() { owner.release() }
+
+    /// The store's claim on its database, so that one process writes it: a second `sentinel run` on the same file
+    /// would otherwise close the first one's open visits as `interrupted` when it opens the store, then write beside
+    /// it. An exclusive `flock` on `<database>.lock`, holding the owner's pid for the message; the kernel releases it
+    /// when the process ends, however it ends, so a crash never leaves a stale claim. (Not a lock on the database file
+    /// itself: closing any other descriptor of that file would drop SQLite's own locks.)
+    private final class Owner: Sendable {
+        private let descriptor: Mutex<Int32?>
+
+        init(database: String, mode: mode_t) throws(StoreError) {
+            let path = database + ".lock"
+            let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, mode)
+            guard descriptor >= 0 else {
+                throw StoreError(
+                    .cannotOpen, "database \(database): cannot open \(path): \(String(cString: strerror(errno)))")
+            }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                let held = errno == EWOULDBLOCK
+                let reason = String(cString: strerror(errno))
+                var bytes = [UInt8](repeating: 0, count: 32)
+                let count = pread(descriptor, &bytes, bytes.count, 0)
+                let pid = count > 0 ? String(decoding: bytes[..<count], as: UTF8.self) : ""
+                close(descriptor)
+                guard held else {
+                    throw StoreError(.cannotOpen, "database \(database): cannot lock \(path): \(reason)")
+                }
+                throw StoreError(
+                    .inUse,
+                    "database \(database) is in use by another process\(pid.isEmpty ? "" : " (pid \(pid))"): one "
+                        + "sentinel per database; stop that one, or give this one its own store.path")
+            }
+            let pid = Array("\(getpid())".utf8)
+            ftruncate(descriptor, 0)
+            _ = pwrite(descriptor, pid, pid.count, 0)
+            self.descriptor = Mutex(descriptor)
+        }
+
+        func release() {
+            descriptor.withLock { descriptor in
+                if let open = descriptor { close(open) }
+                descriptor = nil
+            }
+        }
+
+        deinit { release() }
+    }
 
     /// Writes a batch in one transaction and returns its log rows, ids assigned. The write runs on GRDB's writer
     /// queue: waiting for a lock held by another process suspends the caller instead of blocking its thread.
@@ -536,10 +588,10 @@ final class Checkpointer: Sendable {
 }
 
 /// A database problem, said plainly: which file, and whether the disk is full, the file read-only, the database
-/// locked by another process, or something else.
+/// locked by another process, owned by another Sentinel, or something else.
 public struct StoreError: SentinelError {
     public enum Code: String, Sendable, CustomStringConvertible {
-        case diskFull, readOnly, locked, cannotOpen, corrupt, other
+        case diskFull, readOnly, locked, inUse, cannotOpen, corrupt, other
         public var description: String { rawValue }
     }
 

@@ -277,6 +277,42 @@ struct RunCommandTests {
         }
     }
 
+    @Test(
+        "a second sentinel run on the port or the database of a running one is refused before it touches anything; the first keeps its visitors"
+    )
+    func oneInstance() async throws {
+        let first = try RunningSentinel(pace: "realtime")
+        #expect(
+            try await waitFor {
+                String(
+                    decoding: try await LoopbackClient.fetch(port: first.port, path: "/api/visitors").1, as: UTF8.self
+                )
+                .contains("\"state\":\"active\"")
+            })
+        let pipeline = first.folder.appendingPathComponent("pipeline.yml").path
+        let elsewhere = try Fixtures.temporaryFolder().appendingPathComponent("other.sqlite").path
+        let samePort = try Fixtures.run(
+            Fixtures.sentinel, ["run", pipeline, "--port", "\(first.port)", "--database", elsewhere], timeout: 30)
+        #expect(samePort.status == 1)
+        #expect(
+            samePort.errors.contains("cannot listen on 127.0.0.1:\(first.port): another program holds that port"),
+            "\(samePort.errors)")
+        #expect(!FileManager.default.fileExists(atPath: elsewhere), "the refused run made its database")
+        // Opening the store would have closed the first one's open visits as interrupted.
+        let sameDatabase = try Fixtures.run(
+            Fixtures.sentinel, ["run", pipeline, "--port", "0", "--database", first.database], timeout: 30)
+        #expect(sameDatabase.status == 1)
+        #expect(
+            sameDatabase.errors.contains(
+                "database \(first.database) is in use by another process (pid \(first.process.processIdentifier))"),
+            "\(sameDatabase.errors)")
+        #expect(first.process.isRunning)
+        let visits = try first.dump()["visits"] ?? []
+        #expect(!visits.isEmpty && !visits.contains { $0.contains("interrupted") }, "\(visits)")
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(try await first.exitStatus(within: 60) == 0, "\(first.log)")
+    }
+
     @Test("kill -9: every event a client received is in the store, byte for byte")
     func killNine() async throws {
         let sentinel = try RunningSentinel(pace: "fastest")

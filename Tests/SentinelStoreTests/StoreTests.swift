@@ -186,6 +186,30 @@ struct StoreTests {
         #expect(try await reopened.visit(published.event.visitor.faceId)?.exitReason == .interrupted)
     }
 
+    @Test("one process owns a database: a second store on it is refused, naming the owner, and leaves it untouched")
+    func oneOwner() async throws {
+        let path = try temporaryDatabase()
+        var visit = Visit(start: start)
+        let open = try visit.whole().prefix(2)
+        guard case .visitor(_, let published, _) = try #require(open.first) else {
+            Issue.record("the visit's first item is not a visitor event")
+            return
+        }
+        let faceId = published.event.visitor.faceId
+        do {
+            let first = try EventStore(path: path)
+            _ = try await first.append(Array(open))
+            // Opening it would have closed the first one's open visit as interrupted.
+            let refused = #expect(throws: StoreError.self) { try EventStore(path: path) }
+            #expect(refused?.code == .inUse)
+            #expect(refused?.message.contains("\(path) is in use by another process (pid \(getpid()))") == true)
+            let stored = try #require(try await first.visit(faceId))
+            #expect(stored.exitReason == nil)
+        }
+        // Gone (as a process that ends, however it ends): the next one opens it.
+        #expect(try await EventStore(path: path).visit(faceId)?.exitReason == .interrupted)
+    }
+
     @Test("retention deletes exactly the records older than the limit, and the job runs once per interval")
     func retention() async throws {
         let store = try EventStore(path: try temporaryDatabase())
