@@ -72,7 +72,8 @@ public struct HTTPAPI: Sendable {
     }
 
     public func router() -> Router<APIContext> {
-        let router = Router(context: APIContext.self)
+        let router = Router(context: APIContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: HeadWithoutBody())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
         router.add(middleware: JSONErrors())
         router.add(middleware: ReadOnlyRequests())
@@ -134,6 +135,12 @@ public struct HTTPAPI: Sendable {
             sources: sources,
             zones: try list("zone", of: zoneNames),
             types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [EventEnvelope.gaugeType]))
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
+            HTTPField.Name("X-Accel-Buffering")!: "no",
+        ]
+        // A HEAD: what a stream would start with, without one.
+        guard request.method != .head else { return Response(status: .ok, headers: headers) }
         let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
         guard
@@ -162,13 +169,7 @@ public struct HTTPAPI: Sendable {
             }
             try await writer.finish(nil)
         }
-        return Response(
-            status: .ok,
-            headers: [
-                .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
-                HTTPField.Name("X-Accel-Buffering")!: "no",
-            ],
-            body: body)
+        return Response(status: .ok, headers: headers, body: body)
     }
 
     /// Writes the retry hint, what the client missed (from the store), then live events and heartbeats until the

@@ -104,7 +104,7 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
         var response: Response
         if request.method == .options {
             response = Response(status: .noContent)
-            response.headers[.accessControlAllowMethods] = "GET, OPTIONS"
+            response.headers[.accessControlAllowMethods] = ReadOnlyRequests<Context>.allowed
             response.headers[.accessControlAllowHeaders] = "Authorization, Last-Event-ID, Content-Type"
             response.headers[.accessControlMaxAge] = "600"
         } else {
@@ -163,15 +163,19 @@ public struct ServiceError: SentinelError {
     public init(_ message: String) { self.message = message }
 }
 
-/// Every endpoint only reads: a request with another method gets 405 naming the allowed ones, and one that says it
-/// carries a body gets 413 (what it sends is discarded unread, and a sender that stalls meets the idle timeout).
+/// Every endpoint only reads: GET, and HEAD (the GET's status and headers without its body, which RFC 9110 asks of
+/// every server and monitors use: the router makes a HEAD of each GET, see `HeadWithoutBody`). A request with another
+/// method gets 405 naming the allowed ones, and one that says it carries a body gets 413 (what it sends is discarded
+/// unread, and a sender that stalls meets the idle timeout).
 struct ReadOnlyRequests<Context: RequestContext>: RouterMiddleware {
+    static var allowed: String { "GET, HEAD, OPTIONS" }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard request.method == .get || request.method == .options else {
+        guard [.get, .head, .options].contains(request.method) else {
             throw HTTPError(
-                .methodNotAllowed, headers: [.allow: "GET, OPTIONS"],
+                .methodNotAllowed, headers: [.allow: Self.allowed],
                 message: "\(request.method) is not served: every endpoint answers GET")
         }
         let length = request.headers[.contentLength].flatMap { Int($0) } ?? 0
@@ -179,5 +183,16 @@ struct ReadOnlyRequests<Context: RequestContext>: RouterMiddleware {
             throw HTTPError(.contentTooLarge, message: "a request to this API carries no body")
         }
         return try await next(request, context)
+    }
+}
+
+/// No answer to a HEAD carries a body: the router strips those of the GETs it answers HEAD with, and this the rest
+/// (an unknown path's 404). The outermost middleware.
+struct HeadWithoutBody<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let response = try await next(request, context)
+        return request.method == .head ? response.createHeadResponse() : response
     }
 }

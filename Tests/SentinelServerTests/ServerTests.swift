@@ -176,6 +176,47 @@ struct APITests {
         try await server.stop()
     }
 
+    @Test("HEAD answers as GET would, without a body (a 400 and a 404 too), and opens no SSE stream")
+    func head() async throws {
+        let server = try await TestServer()
+        let cases: [(path: String, status: Int, type: String)] = [
+            ("/openapi.json", 200, "application/json"), ("/healthz", 200, "application/json"),
+            ("/events", 200, "text/event-stream"), ("/events?zone=nope", 400, "application/json"),
+            ("/nope", 404, "application/json"), ("/", 200, "text/html"),
+        ]
+        for request in cases {
+            // A HEAD, then a GET on the same connection: a body after the HEAD's headers would be read as the start
+            // of the second answer.
+            let connection = try RawConnection(port: server.port)
+            connection.send(
+                "HEAD \(request.path) HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                    + "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            var received = Data()
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                let (data, closed) = await connection.received(seconds: 0.2)
+                received += data
+                if closed { break }
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(answers.count == 2, "\(request.path): \(text.prefix(800).debugDescription)")
+            let head = answers.first ?? ""
+            #expect(head.hasPrefix("\(request.status) "), "\(request.path): \(head.debugDescription)")
+            #expect(head.lowercased().contains("content-type: \(request.type)"), "\(request.path): \(head)")
+            #expect(head.hasSuffix("\r\n\r\n"), "\(request.path): a body after the headers: \(head.debugDescription)")
+            #expect(answers.last?.hasPrefix("200 ") == true, "\(request.path): \(text.debugDescription)")
+        }
+        // The length a GET would have.
+        let (_, document) = try await server.get("/openapi.json")
+        let connection = try RawConnection(port: server.port)
+        connection.send("HEAD /openapi.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        let (headers, _) = await connection.received(seconds: 5)
+        #expect(String(decoding: headers, as: UTF8.self).lowercased().contains("content-length: \(document.count)\r\n"))
+        #expect(server.service.broadcaster.subscriberCount == 0)
+        try await server.stop()
+    }
+
     @Test("every endpoint answers as openapi.json documents (python3-jsonschema), and it is served")
     func endpointsMatchDocument() async throws {
         let server = try await TestServer()
