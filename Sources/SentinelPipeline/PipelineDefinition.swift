@@ -85,9 +85,13 @@ public struct PipelineDefinition: Sendable {
         }
     }
 
-    /// Reads a `privacy:` section as a pipeline file writes it into `policy` (a fleet file has one too).
-    public static func readPrivacy(_ field: Field, _ reader: ConfigReader, into policy: inout PrivacyPolicy) {
-        PipelineParser(reader: reader, sections: [:]).privacy(field, &policy)
+    /// Reads a `privacy:` section as a pipeline file writes it into `policy` (a fleet file has one too), with lists
+    /// under `outputs` for those of `outputs` only (a fleet has no MQTT output).
+    public static func readPrivacy(
+        _ field: Field, _ reader: ConfigReader, into policy: inout PrivacyPolicy,
+        outputs: [PrivacyPolicy.Output] = PrivacyPolicy.Output.allCases
+    ) {
+        PipelineParser(reader: reader, sections: [:]).privacy(field, &policy, outputs: outputs)
     }
 }
 
@@ -386,7 +390,9 @@ private struct PipelineParser {
 }
 
 extension PipelineParser {
-    func privacy(_ field: Field, _ policy: inout PrivacyPolicy) {
+    func privacy(
+        _ field: Field, _ policy: inout PrivacyPolicy, outputs: [PrivacyPolicy.Output] = PrivacyPolicy.Output.allCases
+    ) {
         guard
             let fields = reader.section(
                 field, PrivacyPolicy.settings, extra: ["pseudonyms", "retention", "outputs", "review"], into: &policy)
@@ -409,12 +415,10 @@ extension PipelineParser {
             }
         }
         if let f = fields["retention"] { _ = reader.section(f, RetentionPolicy.settings, into: &policy.retention) }
-        if let f = fields["outputs"],
-            let outputs = reader.mapping(f, keys: Set(PrivacyPolicy.Output.allCases.map(\.rawValue)))
-        {
+        if let f = fields["outputs"], let lists = reader.mapping(f, keys: Set(outputs.map(\.rawValue))) {
             // In declaration order: the event log's list (events) is known when MQTT's is checked against it.
-            for output in PrivacyPolicy.Output.allCases {
-                guard let field = outputs[output.rawValue] else { continue }
+            for output in outputs {
+                guard let field = lists[output.rawValue] else { continue }
                 policy.outputs[output] = allowlist(
                     field, within: PrivacyPolicy.Output.masked.contains(output) ? nil : policy.outputs[.events])
             }

@@ -40,7 +40,9 @@ public struct FleetDefinition: Sendable {
         if let field = reader.required(top, "broker", in: root) { definition.broker.read(field, reader) }
         if let field = top["store"] { definition.groupLocation = definition.store.read(field, reader) }
         if let field = top["server"] { definition.server.read(field, reader) }
-        if let field = top["privacy"] { PipelineDefinition.readPrivacy(field, reader, into: &definition.privacy) }
+        if let field = top["privacy"] {
+            PipelineDefinition.readPrivacy(field, reader, into: &definition.privacy, outputs: [.events, .store])
+        }
         if let field = top["gauge"] { _ = reader.section(field, GaugeSettings.settings, into: &definition.gauge) }
         return definition
     }
@@ -59,7 +61,8 @@ public struct FleetDefinition: Sendable {
             ([
                 "# Every tunable setting of a fleet file (sentinel fleet), at its default. Generated from the settings'",
                 "# declarations: sentinel fleet --reference. broker.url is required; credentials come from",
-                "# credentialsFile or the environment, never this file. privacy takes a pipeline file's privacy section.",
+                "# credentialsFile or the environment, never this file. privacy takes a pipeline file's privacy section",
+                "# (its outputs: events and store; a fleet has no MQTT output).",
                 "version: 1",
             ]
             + PipelineReference.section("broker", MQTTConnection.settings, broker.connection)

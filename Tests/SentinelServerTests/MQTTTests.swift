@@ -4,6 +4,7 @@ import Logging
 import SentinelCore
 import SentinelLoopback
 import SentinelMQTT
+import SentinelPipeline
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport
@@ -409,6 +410,28 @@ struct FleetTests {
             }, "\(sitesHealth)")
         try await fleet.stop()
         for server in sites.values { try await server.stop() }
+    }
+
+    @Test(
+        "a fleet file's privacy takes lists for its events and store, and refuses one for MQTT: a fleet has no MQTT output"
+    )
+    func fleetPrivacyOutputs() throws {
+        let text = """
+            version: 1
+            broker: { url: "mqtt://127.0.0.1:1883", clientId: fleet, group: test }
+            privacy:
+              outputs:
+                events: { deny: [visitor.zones] }
+                mqtt: { deny: [stay] }
+            """
+        let error = #expect(throws: ConfigError.self) { try FleetDefinition.parse(text, file: "fleet.yml") }
+        #expect(
+            error?.problems.map(\.description) == [
+                "fleet.yml:6:5: privacy.outputs.mqtt: unknown key \"mqtt\"; expected one of events, store"
+            ])
+        let allowed = try FleetDefinition.parse(
+            text.replacingOccurrences(of: "\n    mqtt: { deny: [stay] }", with: ""), file: "fleet.yml")
+        #expect(allowed.privacy.outputs[.events]?.contains(.zones) == false)
     }
 
     static func streamId(_ data: String) -> String? {
