@@ -72,6 +72,14 @@ snl_status snl_capture_read(snl_capture *capture, snl_image **out, double *posit
     });
 }
 
+snl_status snl_capture_seek(snl_capture *capture, double position_ms, int64_t *frame_index, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(capture != nullptr && frame_index != nullptr, SNL_ERR_ARGUMENT, "null capture or frame index");
+        require(capture->capture.set(cv::CAP_PROP_POS_MSEC, position_ms), SNL_ERR_OPENCV, "the capture cannot seek");
+        *frame_index = int64_t(capture->capture.get(cv::CAP_PROP_POS_FRAMES));
+    });
+}
+
 void snl_capture_destroy(snl_capture *capture) { delete capture; }
 
 }  // extern "C"

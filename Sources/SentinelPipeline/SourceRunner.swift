@@ -62,22 +62,24 @@ public final class SourceRunner {
     /// recording starts at its file's modification time (so every replay gives the same dates) and a live source
     /// when it was opened. Without `capture` the edge loses nothing; with it (`sentinel run`) it drops the oldest
     /// frame when analysis is behind, but for a recording read as fast as possible, and a live source that cannot be
-    /// opened yet is retried.
+    /// opened yet is retried. A recording starts `from` that many seconds into it.
     public convenience init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         keys: PseudonymKeyRing? = nil, input: String? = nil, pace: Pacing? = nil,
-        paceClock: any PaceClock = WallClock(), origin: Date? = nil, capture: Capture? = nil, logger: Logger
+        paceClock: any PaceClock = WallClock(), origin: Date? = nil, capture: Capture? = nil, from start: Double = 0,
+        logger: Logger
     ) throws {
         var source = source
         if let input { source.resolvedInput = input }
         let spec = SourceSpec(source.resolvedInput)
         let pacing = pace ?? source.pace
         let opened = try spec.open(
-            pacing: pacing, clock: paceClock, folderFPS: source.folderFPS, retryLive: capture != nil, logger: logger,
+            pacing: pacing, clock: paceClock, folderFPS: source.folderFPS, retryLive: capture != nil, from: start,
+            logger: logger,
             onStatus: capture.map(\.onStatus) ?? { @Sendable _ in })
         let isLive: Bool = if case .live = spec { true } else { false }
         let lossless = capture == nil || (!isLive && pacing == .fastest)
-        let start: Date =
+        let originDate: Date =
             switch (origin, spec) {
             case (let origin?, _): origin
             // A recording's events are placed at its file time, so every replay gives the same dates.
@@ -88,7 +90,7 @@ public final class SourceRunner {
             }
         let pipeline = try Pipeline.make(
             definition: definition, source: source, models: models,
-            keys: try keys ?? PseudonymKeyRing(settings: definition.privacy.pseudonyms), origin: start)
+            keys: try keys ?? PseudonymKeyRing(settings: definition.privacy.pseudonyms), origin: originDate)
         self.init(
             pipeline: pipeline, frames: opened, policy: lossless ? .block : .dropOldest,
             capacity: capture?.capacity ?? 2, shutdown: capture?.stop, ticksWhenIdle: capture != nil && isLive,

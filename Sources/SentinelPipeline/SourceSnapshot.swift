@@ -2,12 +2,15 @@ import Foundation
 import Logging
 import SentinelModels
 import SentinelVision
+import SentinelVisitors
 
 /// A frame of a source to draw zones on, with every face hidden as the review video hides it.
 ///
-/// The pipeline runs on the source from its start to the moment asked for (a recording's media time; a camera's
-/// seconds after its first frame), so that the masks follow the tracker as they do in review video: a face the
-/// detector misses in that one frame is still hidden where the tracker expects it. Nothing is stored or published.
+/// The pipeline runs on the source up to the moment asked for (a recording's media time; a camera's seconds after
+/// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
+/// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
+/// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the masks are
+/// the same as from the start, at any point of an hour-long file. Nothing is stored or published.
 public struct SourceSnapshot: Sendable {
     public var jpeg: [UInt8]
     public var width: Int
@@ -21,10 +24,11 @@ public struct SourceSnapshot: Sendable {
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         at seconds: Double, logger: Logger
     ) throws -> SourceSnapshot {
-        let runner = try SourceRunner(
-            definition: definition, source: source, models: models, pace: .fastest, logger: logger)
-        let masks = FaceMasks(settings: definition.privacy.review)
         let isLive: Bool = if case .live = SourceSpec(source.resolvedInput) { true } else { false }
+        let runner = try SourceRunner(
+            definition: definition, source: source, models: models, pace: .fastest,
+            from: isLive ? 0 : max(0, seconds - warmUp(definition.visitors.tracker)), logger: logger)
+        let masks = FaceMasks(settings: definition.privacy.review)
         let stop = StopFlag()
         var first: Double?
         // The frame due, or a recording's last if it is shorter than asked.
@@ -43,4 +47,9 @@ public struct SourceSnapshot: Sendable {
             jpeg: try image.jpeg(), width: image.width, height: image.height, time: taken.time.seconds,
             masked: masks.regions(taken).count)
     }
+
+    /// How long before the frame a recording is entered: a visit unseen for the visit timeout has ended, so the
+    /// tracks alive at the frame all come from this span, and a second more lets a face seen just before it be
+    /// confirmed again.
+    static func warmUp(_ tracker: TrackerSettings) -> Double { tracker.visitTimeoutSeconds + 1 }
 }

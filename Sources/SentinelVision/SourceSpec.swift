@@ -31,17 +31,21 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Opens the source. Pacing applies to files and folders; live sources arrive at their own pace, and with
-    /// `retryLive` one that cannot be opened yet is retried with backoff (reported through `onStatus`).
+    /// `retryLive` one that cannot be opened yet is retried with backoff (reported through `onStatus`). A video file
+    /// starts `from` that many seconds into it.
     public func open(
         pacing: Pacing = .fastest, clock: any PaceClock = WallClock(), folderFPS: Double = 1, retryLive: Bool = false,
-        logger: Logger, onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }
+        from start: Double = 0, logger: Logger,
+        onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }
     ) throws(VisionError) -> any FrameSource {
         switch self {
         case .file(let path):
             guard FileManager.default.fileExists(atPath: path) else {
                 throw VisionError(.open, "cannot open video file \(path): no such file")
             }
-            return PacedSource(try VideoFileSource(path: path), pacing: pacing, clock: clock)
+            let video = try VideoFileSource(path: path)
+            try video.seek(to: start)
+            return PacedSource(video, pacing: pacing, clock: clock)
         case .folder(let path):
             return PacedSource(try ImageFolderSource(path: path, fps: folderFPS), pacing: pacing, clock: clock)
         case .live(let endpoint):

@@ -66,6 +66,15 @@ public final class VideoFileSource: FrameSource {
 
     deinit { close() }
 
+    /// Moves to the frame at `seconds` of media time (exactly, decoding from the keyframe before it): the next frame
+    /// is that one, numbered as in the file. Before the first read only, so that timestamps still only go forward.
+    public func seek(to seconds: Double) throws(VisionError) {
+        guard let capture, index == 0, lastTime == nil, seconds > 0 else { return }
+        var frame: Int64 = 0
+        try bridge { snl_capture_seek(capture, seconds * 1_000, &frame, $0) }
+        index = Int(frame)
+    }
+
     public func next() throws(VisionError) -> Frame? {
         guard let capture else { return nil }
         var image: OpaquePointer?

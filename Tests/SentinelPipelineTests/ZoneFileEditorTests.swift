@@ -212,4 +212,29 @@ struct SourceSnapshotTests {
             #expect(ratio < 0.2, "detail left where a face was: \(ratio)")
         }
     }
+
+    @Test(
+        "a frame deep in a recording is reached by seeking to shortly before it: the same frame and masks as from the start"
+    )
+    func seeks() throws {
+        var definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        // The seek itself lands on the exact frame, numbered as in the file.
+        let video = try VideoFileSource(path: definition.sources[0].resolvedInput)
+        try video.seek(to: 30)
+        let first = try #require(try video.next())
+        #expect(abs(first.time.seconds - 30) < 0.5 / video.nominalFPS && first.index == Int(30 * video.nominalFPS))
+        func snapshot() throws -> SourceSnapshot {
+            try SourceSnapshot.take(
+                definition: definition, source: definition.sources[0], models: Fixtures.store, at: 30,
+                logger: Logger(label: "test"))
+        }
+        let sought = try snapshot()
+        // Visits that outlast the recording: the frame is only reached by running from the start.
+        definition.visitors.tracker.visitTimeoutSeconds = 60
+        let fromStart = try snapshot()
+        #expect(sought.time == fromStart.time && abs(sought.time - 30) < 0.5 / video.nominalFPS)
+        #expect(sought.masked == fromStart.masked && sought.masked > 0)
+        #expect(sought.jpeg == fromStart.jpeg)
+    }
 }

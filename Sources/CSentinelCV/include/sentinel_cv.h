@@ -120,6 +120,9 @@ snl_status snl_capture_info_get(const snl_capture *capture, snl_capture_info *in
 /// Reads the next frame. At the end of the stream (or where a file stops decoding) returns SNL_OK with
 /// `*out` NULL. `position_ms` is the container's timestamp of the frame, where it has one.
 snl_status snl_capture_read(snl_capture *capture, snl_image **out, double *position_ms, snl_error *error);
+/// Moves a file capture to the frame at `position_ms` (decoding from the keyframe before it: exact, not the keyframe);
+/// `frame_index` receives that frame's number. The next read returns it.
+snl_status snl_capture_seek(snl_capture *capture, double position_ms, int64_t *frame_index, snl_error *error);
 void snl_capture_destroy(snl_capture *capture);
 
 // MARK: Face detection
