@@ -37,6 +37,21 @@ public enum ZoneFileEditor {
         return document.text
     }
 
+    /// Where a problem found in `text` (a file this editor wrote) lies in the editor's terms: for a field path within
+    /// a zone (`sources[0].zones[3].polygon`), the source's id, the zone's name and the rest of the path (`polygon`).
+    /// A line number of the rewritten file means nothing to someone looking at the page. Nil for other paths.
+    public static func zone(at path: String, in text: String) -> (source: String, zone: String, field: String)? {
+        guard let match = path.wholeMatch(of: /sources\[(\d+)\]\.zones\[(\d+)\](?:\.(.+))?/),
+            let s = Int(match.1), let z = Int(match.2),
+            let root = try? Yams.compose(yaml: text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text),
+            let source = root["sources"]?.sequence.flatMap({ s < $0.count ? $0[s] : nil }),
+            let id = source["id"]?.string,
+            let zone = source["zones"]?.sequence.flatMap({ z < $0.count ? $0[z] : nil }),
+            let name = zone["name"]?.string
+        else { return nil }
+        return (id, name, match.3.map(String.init) ?? "")
+    }
+
     /// A number as the editor writes it: up to 4 decimals (normalized) or 1 (pixels), at least one.
     static func format(_ value: Double, pixels: Bool) -> String {
         var text = String(format: pixels ? "%.1f" : "%.4f", value)

@@ -94,9 +94,34 @@ public struct ZoneEditor: Sendable {
     }
 
     /// A save refused: every problem, with where the rewritten file would have had it.
+    /// Why a save was refused: each problem where the page shows it, by camera and zone name (a line number of the
+    /// file the save would have written means nothing there); a problem outside the zones keeps its line and field.
     struct Refusal: Encodable {
         var error: String
-        var problems: [ConfigProblem]
+        var problems: [Problem]
+
+        struct Problem: Encodable {
+            var source: String?
+            var zone: String?
+            var line: Int?
+            var path: String
+            var message: String
+
+            var description: String {
+                let place = zone.map { "\(source ?? "") › \($0): " } ?? line.map { "line \($0): " } ?? ""
+                return place + (path.isEmpty ? "" : path + ": ") + message
+            }
+        }
+
+        init(_ problems: [ConfigProblem], in text: String) {
+            self.problems = problems.map { problem in
+                if let at = ZoneFileEditor.zone(at: problem.path, in: text) {
+                    return Problem(source: at.source, zone: at.zone, path: at.field, message: problem.message)
+                }
+                return Problem(line: problem.line, path: problem.path, message: problem.message)
+            }
+            error = "not saved: " + self.problems.map(\.description).joined(separator: "\n")
+        }
     }
 
     /// The file's text as last seen, and its version.
@@ -160,9 +185,7 @@ public struct ZoneEditor: Sendable {
             problems = error.problems
         }
         guard problems.isEmpty else {
-            let refusal = Refusal(
-                error: "not saved: " + problems.map(\.description).joined(separator: "\n"), problems: problems)
-            return try APIResponse.encode(refusal, status: .unprocessableContent)
+            return try APIResponse.encode(Refusal(problems, in: text), status: .unprocessableContent)
         }
         try Self.write(text, to: file)
         logger.info("zones saved", metadata: ["file": "\(file)"])
