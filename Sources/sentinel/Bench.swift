@@ -91,7 +91,7 @@ struct BenchDetect: ParsableCommand {
     }
 
     private func runLoop(_ path: String, _ arguments: [String]) throws -> (frames: Int, seconds: Double, faces: Int) {
-        let values = BenchPipeline.pairs(try BenchPipeline.run(path, arguments))
+        let values = BenchPipeline.pairs(try BenchPipeline.run(path, arguments)[0])
         guard let frames = values["frames"], let seconds = values["seconds"], let faces = values["faces"] else {
             throw CommandError("sentinel-cxx-loop printed no figures")
         }
