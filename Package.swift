@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         // Tests only: the generator an app team would point at openapi.json must take it without a warning.
         .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
+        // Tests only: the client that generator makes from openapi.json, built and run against the server.
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
     ],
     targets: [
         /// The only code that includes `opencv2/`: a plain C API over OpenCV C++.
@@ -143,7 +146,9 @@ let package = Package(
         .target(
             name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth", "SentinelVision"],
             path: "Tests/SentinelTestSupport",
-            exclude: ["rtsp_camera.py", "mqtt_broker.py", "dashboard_probe.py"]),
+            exclude: [
+                "rtsp_camera.py", "mqtt_broker.py", "dashboard_probe.py", "chromium.py", "zone_editor_probe.py",
+            ]),
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]
@@ -170,7 +175,11 @@ let package = Package(
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
                 "SentinelClient", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+            ],
+            // The app team's client: generated at build time from openapi.json (linked here) by the generator's plugin.
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         .testTarget(
             name: "SentinelPipelineTests",
