@@ -93,7 +93,12 @@ public struct ReportBuilder: Sendable {
             }
             let readings = moods.filter { $0.time >= begin && $0.time < stop }.compactMap {
                 mood -> (score: Int, visitors: Int)? in
-                if case .value(let level, let visitors) = mood.overall { (level.score, visitors) } else { nil }
+                // A store written before events were checked may hold any number: clamped, they cannot overflow.
+                if case .value(let level, let visitors) = mood.overall {
+                    (min(100, max(0, level.score)), max(0, visitors))
+                } else {
+                    nil
+                }
             }
             let mood: Aggregate<GaugeReading.Level> =
                 readings.isEmpty
@@ -112,7 +117,9 @@ public struct ReportBuilder: Sendable {
             for stay in stays
             where stay.sourceId == id.sourceId && stay.zone == id.name && stay.enteredAt >= from && stay.enteredAt < to
             {
-                dwell[stay.faceId, default: 0] += stay.dwellSeconds ?? end(stay).timeIntervalSince(stay.enteredAt)
+                let seconds = stay.dwellSeconds ?? end(stay).timeIntervalSince(stay.enteredAt)
+                // As `EventCheck` bounds a dwell (a store written before it may hold any number).
+                dwell[stay.faceId, default: 0] += seconds.isNaN ? 0 : min(max(seconds, 0), EventCheck.maxDwellSeconds)
             }
             let values = dwell.values.sorted()
             let shown = values.count >= minGroupSize

@@ -77,11 +77,12 @@ public struct SentimentGauge: Sendable {
         if let zone = visitor.zone.map({ ZoneID(sourceId: visitor.sourceId, name: $0) }), !zoneIDs.contains(zone) {
             zoneIDs.append(zone)
         }
-        guard visitor.emotion?.emotion != nil, let valence = visitor.valence,
-            let confidence = visitor.emotionConfidence, confidence > 0
+        // Events are checked where they enter (`EventCheck`); the gauge still takes no vote it cannot sum.
+        guard visitor.emotion?.emotion != nil, let valence = visitor.valence, (-1...1).contains(valence),
+            let confidence = visitor.emotionConfidence, confidence > 0, confidence <= 1
         else { return }
         // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
-        let dwell = min(max(visitor.dwellSeconds ?? 0, 1), settings.windowSeconds)
+        let dwell = min(max(visitor.dwellSeconds.flatMap { $0.isNaN ? nil : $0 } ?? 0, 1), settings.windowSeconds)
         votes[visitor.faceId] = Vote(
             time: event.time, valence: valence, weight: confidence * dwell, source: visitor.sourceId, zone: visitor.zone
         )
@@ -136,8 +137,7 @@ public struct SentimentGauge: Sendable {
             let total = votes.reduce(0) { $0 + $1.weight }
             guard published.contains(figure), total > 0 else { return .suppressed }
             let mean = votes.reduce(0) { $0 + $1.weight * $1.valence } / total
-            let score = Int(((mean + 1) * 50).rounded())
-            return .value(GaugeReading.Level(score: min(100, max(0, score))), visitors: votes.count)
+            return .value(GaugeReading.Level(valence: mean), visitors: votes.count)
         }
         var sources: [String: Aggregate<GaugeReading.Level>] = [:]
         for source in sourceIDs { sources[source] = level(.source(source)) }

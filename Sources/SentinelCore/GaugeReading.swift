@@ -18,6 +18,12 @@ public struct GaugeReading: Sendable, Equatable, Codable {
                 default: "hot"
                 }
         }
+
+        /// The level of a mean valence (-1 to 1): 0 to 100, clamped; a value that is not a number reads neutral.
+        public init(valence: Double) {
+            let score = ((valence + 1) * 50).rounded()
+            self.init(score: score.isNaN ? 50 : Int(min(100, max(0, score))))
+        }
     }
 
     public var time: Date

@@ -133,12 +133,18 @@ public struct FleetHealth: Sendable, Codable, Equatable {
     public var message: String?
     public var failedAttempts: Int
     public var sites: [SiteHealth]
+    /// Messages refused before any site could be held to them (a site never heard of, a topic of no site), by reason.
+    public var rejected: [InvalidEvent.Reason: Int]
 
-    public init(connected: Bool, message: String?, failedAttempts: Int, sites: [SiteHealth]) {
+    public init(
+        connected: Bool, message: String?, failedAttempts: Int, sites: [SiteHealth],
+        rejected: [InvalidEvent.Reason: Int] = [:]
+    ) {
         self.connected = connected
         self.message = message
         self.failedAttempts = failedAttempts
         self.sites = sites
+        self.rejected = rejected
     }
 }
 
@@ -155,10 +161,12 @@ public struct SiteHealth: Sendable, Codable, Equatable {
     public var received: Int
     public var duplicates: Int
     public var missing: Int64
+    /// Messages refused since start (`EventCheck`), by reason: nothing of them was stored.
+    public var rejected: [InvalidEvent.Reason: Int]
 
     public init(
         site: String, availability: String? = nil, lastEventAt: Date? = nil, lastEventAgeSeconds: Double? = nil,
-        lastId: Int64, received: Int, duplicates: Int, missing: Int64
+        lastId: Int64, received: Int, duplicates: Int, missing: Int64, rejected: [InvalidEvent.Reason: Int] = [:]
     ) {
         self.site = site
         self.availability = availability
@@ -168,5 +176,6 @@ public struct SiteHealth: Sendable, Codable, Equatable {
         self.received = received
         self.duplicates = duplicates
         self.missing = missing
+        self.rejected = rejected
     }
 }

@@ -127,23 +127,11 @@ public final class ConfigReader {
         return scalar.string
     }
 
-    /// Whether `text` is such a name (also checked on names that arrive by other ways than a file, as a fleet's
-    /// sites).
-    public static func isName(_ text: String) -> Bool {
-        guard let first = text.unicodeScalars.first, CharacterSet.alphanumerics.contains(first) else { return false }
-        return text.unicodeScalars.allSatisfy {
-            CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)
-        }
-    }
-
-    /// A name that other names are built from (`source/zone` in filters, topics, the store): letters, digits,
-    /// `_`, `-` and `.`, starting with a letter or digit.
+    /// A name that other names are built from (`Name`'s rule).
     public func name(_ field: Field, of what: String) -> String? {
         guard let text = string(field) else { return nil }
-        guard Self.isName(text) else {
-            report(
-                field,
-                "\(what) \"\(text)\" may hold only letters, digits, _, - and . (and start with a letter or digit)")
+        guard Name.isValid(text) else {
+            report(field, "\(what) \"\(text)\" " + Name.rule)
             return nil
         }
         return text

@@ -1,4 +1,5 @@
 import Foundation
+import SentinelCore
 import Yams
 
 /// One zone as the zone editor saves it.
@@ -217,11 +218,8 @@ private struct Document {
                     file, "zone \"\(original)\" is not in source \"\(sourceID)\" (was the file changed meanwhile?)",
                     path: path)
             }
-            if !ConfigReader.isName(zone.name) {
-                throw Document.problem(
-                    file,
-                    "zone name \"\(zone.name)\" may hold only letters, digits, _, - and . (and start with a "
-                        + "letter or digit)", path: path)
+            if !Name.isValid(zone.name) {
+                throw Document.problem(file, "zone name \"\(zone.name)\" " + Name.rule, path: path)
             }
         }
         let keptNames = Set(zones.compactMap(\.original))

@@ -11,10 +11,12 @@ import ServiceLifecycle
 
 /// The fleet's source: what the sites' boxes forward by MQTT, taken from the broker through a persistent session
 /// (the broker queues for the fleet while it is away) and a shared subscription (replicas in one group split the
-/// load). Each message is checked (topic, site, id, type and payload must agree), dropped if its site's log id was
+/// load). Each message is checked where it enters (topic, site, id, type and payload must agree; the payload passes
+/// `EventCheck`; the id lies in the window the site's last one makes plausible), dropped if its site's log id was
 /// stored already, and handed to the hub as the fleet's policy stores it, with its origin: the store writer records
 /// the site's id in the same transaction as the event, so a message delivered again after a crash is still
-/// recognised. A gap in a site's ids is counted and logged: those events never reached this fleet.
+/// recognised. A refused message is counted per site and reason and logged without its content. A gap in a site's
+/// ids is counted and logged: those events never reached this fleet.
 final class FleetIngest: Service, Sendable {
     let broker: FleetBroker
     let store: EventStore
@@ -23,6 +25,7 @@ final class FleetIngest: Service, Sendable {
     let policy: PrivacyPolicy
     let telemetry: Telemetry
     let logger: Logger
+    let check: EventCheck
 
     init(
         broker: FleetBroker, store: EventStore, hub: Hub, live: LiveState, policy: PrivacyPolicy,
@@ -35,6 +38,7 @@ final class FleetIngest: Service, Sendable {
         self.policy = policy
         self.telemetry = telemetry
         self.logger = logger
+        check = EventCheck(timeResolution: policy.timestampResolution)
     }
 
     /// What the ingest alone holds.
@@ -42,8 +46,30 @@ final class FleetIngest: Service, Sendable {
         var sites: [String: SiteHealth]
         var sources: Set<String>
         var zones: Set<ZoneID>
+        /// When each site's last message was taken, on this process's clock (the id window grows from it).
+        var lastTaken: [String: ContinuousClock.Instant] = [:]
+        let started = ContinuousClock.now
+        /// Refusals that no site known here can be held to.
+        var rejected: [InvalidEvent.Reason: Int] = [:]
         var connects = 0
         var reported = ContinuousClock.now - .seconds(1)
+    }
+
+    /// The ids a site's next message may carry: from its last id on, as many more as a box could have logged since
+    /// this fleet last took one of its messages (or started) at `maxSiteRate` a second, and `idSlack` more. A spoofed
+    /// id far ahead would otherwise make every real event of the site a duplicate; a real jump (events the box deleted
+    /// before sending them) is taken once the window has grown past it. A site never heard of is bounded only by
+    /// JSON's exact integers.
+    static let maxSiteRate = 1_000.0
+    static let idSlack: Int64 = 10_000
+    static let maxId: Int64 = 1 << 53
+
+    private func idWindow(_ site: String, last: Int64, _ progress: Progress) -> ClosedRange<Int64> {
+        guard last > 0 else { return 1...Self.maxId }
+        let since = ContinuousClock.now - (progress.lastTaken[site] ?? progress.started)
+        let seconds = Double(since.components.seconds) + Double(since.components.attoseconds) * 1e-18
+        let allowance = Int64(min(Double(Self.maxId), seconds * Self.maxSiteRate)) + Self.idSlack
+        return (last + 1)...min(Self.maxId, last + allowance)
     }
 
     func run() async throws {
@@ -78,22 +104,36 @@ final class FleetIngest: Service, Sendable {
         let prefix = broker.connection.topicPrefix + "/"
         let levels = message.topic.hasPrefix(prefix) ? message.topic.dropFirst(prefix.count).split(separator: "/") : []
         switch levels.count {
-        case 2 where levels[1] == "availability" && ConfigReader.isName(String(levels[0])):
+        case 2 where levels[1] == "availability" && Name.isValid(levels[0]):
             let site = String(levels[0])
             progress.sites[site, default: .init(site: site)].availability = String(
                 decoding: message.payload.prefix(16), as: UTF8.self)
         case 3:
+            let site = String(levels[0])
             do {
-                try forward(
-                    message, site: String(levels[0]), stream: String(levels[1]), type: String(levels[2]), &progress)
+                try forward(message, site: site, stream: String(levels[1]), type: String(levels[2]), &progress)
             } catch {
-                telemetry.fleetRejected.increment()
-                logger.warning(
-                    "rejected a message from a site", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+                reject(error, site: site, &progress)
             }
         default:
             break
         }
+    }
+
+    /// Counts a refusal under its site (if this fleet knows it) and reason, and logs it without the message's content:
+    /// only the site's name when it is a valid one, the field and the reason.
+    private func reject(_ error: InvalidEvent, site: String, _ progress: inout Progress) {
+        let known = progress.sites[site] != nil
+        if known {
+            progress.sites[site]?.rejected[error.reason, default: 0] += 1
+        } else {
+            progress.rejected[error.reason, default: 0] += 1
+        }
+        telemetry.fleetRejected.increment()
+        telemetry.fleetRejections(site: known ? site : "unknown", reason: error.reason).increment()
+        logger.warning(
+            "refused a message from a site",
+            metadata: ["site": "\(known ? site : "unknown")", "reason": "\(error.reason)", "problem": "\(error)"])
     }
 
     /// The envelope's header, read before its payload: duplicates are dropped without decoding it.
@@ -110,41 +150,52 @@ final class FleetIngest: Service, Sendable {
 
     private func forward(
         _ message: MQTTClient.Message, site: String, stream: String, type: String, _ progress: inout Progress
-    ) throws {
+    ) throws(InvalidEvent) {
         let decoder = JSONDecoder.sentinel()
-        let envelope = try decoder.decode(Envelope.self, from: message.payload)
-        guard envelope.site == site, envelope.streamId == stream, envelope.payloadType == type, envelope.id > 0 else {
-            throw ServiceError("the envelope's site, streamId, payloadType or id does not match its topic")
+        func decode<T: Decodable>(_ type: T.Type) throws(InvalidEvent) -> T {
+            do { return try decoder.decode(type, from: message.payload) } catch {
+                throw InvalidEvent(.format, "", "not a Sentinel envelope of its type")
+            }
         }
-        guard ConfigReader.isName(site), ConfigReader.isName(stream), site.count <= 64 else {
-            throw ServiceError("a site or source name may hold only letters, digits, _, - and . (64 at most)")
+        guard Name.isValid(site), Name.isValid(stream) else {
+            throw InvalidEvent(.name, "topic", "a site or source name " + Name.rule)
         }
-        var health = progress.sites[site] ?? .init(site: site)
-        defer { progress.sites[site] = health }
-        guard envelope.id > health.lastId else {
-            health.duplicates += 1
+        let envelope = try decode(Envelope.self)
+        guard envelope.site == site, envelope.streamId == stream, envelope.payloadType == type else {
+            throw InvalidEvent(.topic, "", "the envelope's site, streamId or payloadType does not match its topic")
+        }
+        guard envelope.id > 0 else { throw InvalidEvent(.id, "id", "not a log id (1 or more)") }
+        let last = progress.sites[site]?.lastId ?? 0
+        guard envelope.id > last else {
+            progress.sites[site]?.duplicates += 1
             telemetry.fleetDuplicates.increment()
             return
         }
+        guard idWindow(site, last: last, progress).contains(envelope.id) else {
+            throw InvalidEvent(.id, "id", "beyond the ids the site's last one (\(last)) makes plausible")
+        }
         let origin = Publication.Origin(site: site, id: envelope.id)
         if type == EventEnvelope.gaugeType {
-            var reading = try decoder.decode(Payload<GaugeReading>.self, from: message.payload).payload
+            var reading = try decode(Payload<GaugeReading>.self).payload
+            try check.validate(reading)
             reading.sources = Dictionary(uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
             reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
             hub.forward(reading, origin: origin)
         } else if VisitorEvent.Kind(rawValue: type) != nil {
-            var event = try decoder.decode(Payload<VisitorEvent>.self, from: message.payload).payload
+            var event = try decode(Payload<VisitorEvent>.self).payload
             guard event.type.rawValue == type, event.visitor.sourceId == stream else {
-                throw ServiceError("the event's type or source does not match its topic")
+                throw InvalidEvent(.topic, "", "the event's type or source does not match its topic")
             }
+            try check.validate(event)
             // Within the fleet a visitor is its site's: two boxes may share a pseudonym key (a cloned disk).
             event.visitor.sourceId = "\(site)/\(stream)"
             event.visitor.faceId = "\(site):\(event.visitor.faceId)"
             learn(event, &progress)
             hub.forward(policy.forwarded(event), origin: origin)
         } else {
-            throw ServiceError("unknown event type \(type)")
+            throw InvalidEvent(.format, "payloadType", "an event type Sentinel does not know")
         }
+        var health = progress.sites[site] ?? .init(site: site)
         if envelope.id > health.lastId + 1 {
             let missing = envelope.id - health.lastId - 1
             health.missing += missing
@@ -156,6 +207,8 @@ final class FleetIngest: Service, Sendable {
         health.lastId = envelope.id
         health.lastEventAt = Date()
         health.received += 1
+        progress.sites[site] = health
+        progress.lastTaken[site] = .now
         telemetry.fleetReceived.increment()
     }
 
@@ -183,7 +236,8 @@ final class FleetIngest: Service, Sendable {
         live.updateFleet(
             FleetHealth(
                 connected: state.connected, message: state.connected ? nil : state.reason,
-                failedAttempts: state.failures, sites: progress.sites.values.sorted { $0.site < $1.site }))
+                failedAttempts: state.failures, sites: progress.sites.values.sorted { $0.site < $1.site },
+                rejected: progress.rejected))
     }
 }
 

@@ -54,12 +54,21 @@ public final class StoreWriter: Service, Sendable {
 
     /// After a crash: the gauge's window comes back from the log, and the visits the crash left open end, published
     /// like any exit, so no client keeps showing a visitor who is gone. Visits beyond retention are about to be
-    /// deleted, not announced.
+    /// deleted, not announced. What the log holds is checked as if it came from outside (`EventCheck`): a store
+    /// written before events were checked may hold what would now be refused, and that is skipped, not voted with.
     private func recover(_ gauge: inout SentimentGauge) async {
         let decoder = JSONDecoder.sentinel()
+        let check = EventCheck(timeResolution: policy.timestampResolution)
+        var skipped = 0
+        func passes(_ event: VisitorEvent) -> Bool {
+            if (try? check.validate(event)) != nil { return true }
+            skipped += 1
+            return false
+        }
         do {
             let window = try await store.visitorEvents(since: Date().addingTimeInterval(-gauge.settings.windowSeconds))
-            for case let event? in window.map({ try? decoder.decode(VisitorEvent.self, from: $0) }) {
+            for case let event? in window.map({ try? decoder.decode(VisitorEvent.self, from: $0) }) where passes(event)
+            {
                 gauge.record(event)
             }
         } catch {
@@ -70,7 +79,13 @@ public final class StoreWriter: Service, Sendable {
             guard let visitor = try? decoder.decode(VisitorRecord.self, from: record),
                 (visitor.lastSeen ?? .distantPast) >= kept
             else { continue }
-            hub.submit([.store: policy.interruptedExit(of: visitor)])
+            let exit = policy.interruptedExit(of: visitor)
+            if passes(exit.event) { hub.submit([.store: exit]) }
+        }
+        if skipped > 0 {
+            logger.warning(
+                "skipped stored events that fail the event checks (written before they existed?)",
+                metadata: ["count": "\(skipped)"])
         }
     }
 

@@ -73,6 +73,14 @@ public final class Telemetry: Sendable {
     /// From the capture of the frame an event came from to the event's being committed and offered to SSE clients.
     public let captureToPublish: CoreMetrics.Timer
 
+    /// A fleet's refusals by site (`unknown` for a site it never heard of: names from outside must not grow the
+    /// metric without bound) and reason.
+    public func fleetRejections(site: String, reason: InvalidEvent.Reason) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(
+            label: "sentinel_fleet_rejected_total", dimensions: [("site", site), ("reason", reason.rawValue)],
+            factory: factory)
+    }
+
     /// Latency of one pipeline stage per frame (or per batch, for the store and the fan-out).
     public func stage(_ name: String) -> CoreMetrics.Timer {
         CoreMetrics.Timer(
@@ -170,6 +178,8 @@ public final class Telemetry: Sendable {
         "sentinel_fleet_messages_total":
             "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
         "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",
+        "sentinel_fleet_rejected_total":
+            "Messages a fleet refused, by site (unknown: a site it never heard of) and reason (format, topic, id, number, time, faceId, name).",
         "sentinel_visits_started_total": "Visits that began (visitor.entered).",
         "sentinel_visits_ended_total":
             "Visits that ended (visitor.exited), by reason: lost, endOfStream, shutdown, interrupted.",

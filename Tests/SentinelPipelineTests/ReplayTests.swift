@@ -80,6 +80,16 @@ struct ReplayTests {
         #expect(text.contains("\(run.lines.count) events, 0 invalid"))
     }
 
+    @Test("every published event passes the check a fleet holds a site's events to (EventCheck)")
+    func eventsPassTheFleetsCheck() throws {
+        let run = try SampleRun.shared.get()
+        let check = EventCheck(timeResolution: PrivacyPolicy().timestampResolution)
+        for line in run.lines {
+            let event = try JSONDecoder.sentinel().decode(VisitorEvent.self, from: line)
+            #expect(throws: Never.self, "\(String(decoding: line, as: UTF8.self))") { try check.validate(event) }
+        }
+    }
+
     /// Floors a little under what `sentinel eval tracking` measured (IDF1 0.993, 0 switches, dwell error <= 0.47 s,
     /// zone entry/exit error 0.05/0.09 s mean, 0.27/0.40 s max): failing one means tracking got worse.
     @Test("visitors are followed with IDF1 >= 0.95 and no more than one ID switch")

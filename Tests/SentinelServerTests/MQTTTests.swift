@@ -5,6 +5,7 @@ import SentinelCore
 import SentinelLoopback
 import SentinelMQTT
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport
@@ -410,6 +411,116 @@ struct FleetTests {
             }, "\(sitesHealth)")
         try await fleet.stop()
         for server in sites.values { try await server.stop() }
+    }
+
+    /// `Tests/Corpus/mqtt`: each envelope with its topic and the outcome it must have, in the order they are sent.
+    static func mqttCorpus() throws -> [(file: String, topic: String, outcome: String)] {
+        let folder = Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt")
+        let lines = try String(contentsOf: folder.appendingPathComponent("expected.tsv"), encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let cases = lines.map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            return (file: fields[0], topic: fields[1], outcome: fields[2])
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+        #expect(Set(files) == Set(cases.map(\.file)), "every file has a line in expected.tsv and every line a file")
+        return cases
+    }
+
+    @Test(
+        "a site's hostile messages (the MQTT corpus) are refused and counted by site and reason; the fleet survives them, opens a store poisoned before events were checked, and a restart on its own store; the real site is still heard"
+    )
+    func hostileSites() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        let now = Date()
+        // A store written before events were checked: votes and a stay that crashed the gauge and the reports.
+        do {
+            let store = try EventStore(path: folder.appendingPathComponent("fleet.sqlite").path, ownsVisits: false)
+            let policy = PrivacyPolicy()
+            let poisoned = (0..<3).map { i in
+                VisitorEvent(
+                    type: i == 2 ? .zoneExited : .updated, time: now,
+                    visitor: VisitorRecord(
+                        faceId: "old:abcdefghijklmno\(i)", sourceId: "old/showroom", zone: "display", state: .active,
+                        dwellSeconds: 10, firstSeen: now.addingTimeInterval(-10), lastSeen: now,
+                        emotion: .known(.happy), emotionConfidence: 1e308, valence: 1e308),
+                    stay: i == 2
+                        ? .init(
+                            zone: "display", enteredAt: now.addingTimeInterval(-5), exitedAt: now, dwellSeconds: 1e308)
+                        : nil)
+            }
+            _ = try await store.append(
+                poisoned.enumerated().map { i, event in
+                    let stored = policy.forwarded(event)
+                    return .visitor(
+                        stored: stored, published: policy.published(stored),
+                        origin: .init(site: "old", id: Int64(i + 1)))
+                })
+        }
+        var fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1)
+        func poll(_ condition: () async throws -> Bool) async throws -> Bool {
+            for _ in 0..<500 where !(try await condition()) { try await Task.sleep(for: .milliseconds(20)) }
+            return try await condition()
+        }
+        func health() async throws -> [String: Any] {
+            let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
+            return (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any] ?? [:]
+        }
+        let site = try MQTTClient(clientID: "hostile-site", cleanStart: true, sessionExpiry: 0)
+        try site.start(MQTTClient.Endpoint(url: broker.url)!)
+        #expect(try await poll { site.state.connected })
+        let cases = try Self.mqttCorpus()
+        let folderURL = Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt")
+        for (index, entry) in cases.enumerated() {
+            let text = try String(contentsOf: folderURL.appendingPathComponent(entry.file), encoding: .utf8)
+                .replacingOccurrences(of: "@ID@", with: "\(index + 1)")
+                .replacingOccurrences(of: "@TIME@", with: ISO8601.string(from: now))
+                .replacingOccurrences(of: "@FIRST@", with: ISO8601.string(from: now.addingTimeInterval(-10)))
+            try site.publish(topic: "sentinel/" + entry.topic, payload: Data(text.utf8))
+            // One at a time, so the outcomes are the corpus's order's.
+            if index == 0 { #expect(try await poll { try await fleet.service.store.received()["lab"] == 1 }) }
+        }
+        let stored = cases.filter { $0.topic.hasPrefix("lab/") && $0.outcome == "stored" }.count
+        let expected = Dictionary(
+            cases.filter { $0.topic.hasPrefix("lab/") && !["stored", "duplicate"].contains($0.outcome) }
+                .map { ($0.outcome, 1) }, uniquingKeysWith: +)
+        var lab: [String: Any] = [:]
+        #expect(
+            try await poll {
+                lab = (try await health()["sites"] as? [[String: Any]])?.first { $0["site"] as? String == "lab" } ?? [:]
+                return lab["received"] as? Int == stored
+                    && (lab["rejected"] as? [String: Int]).map { $0.values.reduce(0, +) }
+                        == expected.values.reduce(0, +)
+            }, "\(lab)")
+        #expect(lab["rejected"] as? [String: Int] == expected)
+        #expect(lab["duplicates"] as? Int == cases.filter { $0.outcome == "duplicate" }.count)
+        let fleetHealth = try await health()
+        #expect(fleetHealth["rejected"] as? [String: Int] == ["number": 1], "the unknown site's message")
+        #expect((fleetHealth["sites"] as? [[String: Any]])?.contains { $0["site"] as? String == "ghost" } == false)
+        let logged = try await fleet.events().filter { $0.streamId == "lab/showroom" }
+        #expect(logged.count == stored)
+        let (_, metrics) = try await LoopbackClient.fetch(port: fleet.port, path: "/metrics")
+        #expect(
+            String(decoding: metrics, as: UTF8.self).contains(
+                #"sentinel_fleet_rejected_total{site="lab",reason="number"} \#(expected["number"] ?? 0)"#))
+        for path in ["/api/sentiment", "/api/reports?bucket=day", "/api/visitors", "/api/zones"] {
+            let (head, body) = try await LoopbackClient.fetch(port: fleet.port, path: path)
+            #expect(head.status == 200, "\(path): \(String(decoding: body, as: UTF8.self))")
+            for hostile in ["Jane", "<img", "INJECTED", "HYPERLINK", "<script>"] {
+                #expect(!String(decoding: body, as: UTF8.self).contains(hostile), "\(path)")
+            }
+        }
+        // A restart on the store it wrote, and on the poisoned records before them.
+        try await fleet.stop()
+        fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1)
+        for path in ["/api/sentiment", "/api/reports?bucket=day"] {
+            let (head, _) = try await LoopbackClient.fetch(port: fleet.port, path: path)
+            #expect(head.status == 200, "\(path) after the restart")
+        }
+        site.stop()
+        try await fleet.stop()
     }
 
     @Test(

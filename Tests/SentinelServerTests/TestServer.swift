@@ -81,9 +81,10 @@ final class TestServer: @unchecked Sendable {
     ) throws {
         for i in 0..<count {
             let time = origin.addingTimeInterval(second + Double(i))
+            // A zone dwell no longer than the visit's: a fleet refuses an event that says otherwise.
             let visitor = VisitorRecord(
                 faceId: "showroom#0#\(i % visitors)", sourceId: "showroom", zone: zone, state: .active,
-                zones: [.init(zone: zone, dwellSeconds: Double(i))], dwellSeconds: 10, firstSeen: origin,
+                zones: [.init(zone: zone, dwellSeconds: Double(min(i, 10)))], dwellSeconds: 10, firstSeen: origin,
                 lastSeen: time,
                 emotion: .known(.happy), emotionConfidence: 0.9, emotionDistribution: ["happy": 0.9, "neutral": 0.1],
                 valence: 0.8,
