@@ -7,7 +7,7 @@
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libopencv-dev opencv-data libsqlite3-dev python3-h5py python3-onnx python3-numpy python3-pip python3-jsonschema \
 	python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv \
-	libmosquitto-dev mosquitto libjs-chart.js chromium python3-websocket
+	libmosquitto-dev mosquitto libjs-chart.js chromium python3-websocket python3-scipy python3-pandas
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4
 DEBUG := .build/debug/sentinel
@@ -21,13 +21,13 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint bench eval setup deps models recordings debug release clean install install-files screenshot
+.PHONY: demo test lint bench eval setup deps models recordings references debug release clean install install-files screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) run Pipelines/showroom.yml --loop
 
-test: debug
+test: debug references
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	swift test --skip-build
 
@@ -52,6 +52,14 @@ screenshot: debug
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	SENTINEL_SCREENSHOT=$(CURDIR)/docs/dashboard.png SENTINEL_ZONES_SCREENSHOT=$(CURDIR)/docs/zone-editor.png \
 		swift test --skip-build --filter 'DashboardTests|ZoneEditorTests'
+
+# The reference implementations the tracking metrics are checked against (PyPI, pure Python; numpy, scipy and pandas
+# from Debian), beside the build: py-motmetrics also ships the MOT data the check runs on.
+REFERENCES := .build/references
+references: deps
+	@[ -d $(REFERENCES)/motmetrics ] && [ -d $(REFERENCES)/trackeval ] || \
+		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(REFERENCES) --no-deps \
+			motmetrics==1.4.0 trackeval==1.3.0
 
 # Models and sample recordings, made with whichever build SENTINEL names.
 setup: models recordings

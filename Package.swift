@@ -159,7 +159,10 @@ let package = Package(
             name: "SentinelSynthTests",
             dependencies: ["SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport"]
         ),
-        .testTarget(name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore"]),
+        .testTarget(
+            name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore", "SentinelTestSupport"],
+            // The reference implementations' driver (py-motmetrics, TrackEval), run by the tests.
+            exclude: ["References"]),
         .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
         .testTarget(
             name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),

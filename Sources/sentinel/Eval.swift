@@ -11,19 +11,27 @@ import SentinelVision
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure accuracy against ground truth.",
-        subcommands: [Tracking.self, Detections.self, Masking.self],
+        subcommands: [Tracking.self, Tracks.self, Detections.self, Masking.self],
         defaultSubcommand: Tracking.self)
 
     struct Tracking: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Run a pipeline on a recording and compare visitors, zones and dwell with its ground truth.",
+            abstract: "Run a pipeline on recordings and score its tracks against their labels.",
             discussion: """
-                Prints detection precision and recall of tracked faces, ID switches, fragments, IDF1 and MOTA, the \
-                timing error of zone entries and exits, and the dwell error per visitor; --json writes it all.
+                Labels: Sentinel's .truth.json (Schemas/ground-truth.v1.json), MOT Challenge (.txt), CVAT for video \
+                1.1 (.xml) or Label Studio video (.json), given with --truth for one recording, or beside each \
+                recording with its name (a folder is every video in it). Prints HOTA (DetA, AssA, LocA), IDF1, IDP, \
+                IDR, MOTA, MOTP (mean IoU distance of the matches), ID switches and fragmentations, as py-motmetrics \
+                and TrackEval compute them; with Sentinel's own labels also the zone timing and the dwell error per \
+                visitor. --json writes the figures of all recordings combined at its top level and each one's under \
+                "sequences".
                 """)
 
-        @Argument(help: "Recordings with a .truth.json beside them (default: Recordings/out/showroom-640x480.mp4).")
+        @Argument(help: "Recordings, or folders of recordings (default: Recordings/out/showroom-640x480.mp4).")
         var recordings: [String] = ["Recordings/out/showroom-640x480.mp4"]
+
+        @Option(help: "The labels of the recording (one recording only); default: the file beside it.")
+        var truth: String?
 
         @Option(help: "Pipeline file.")
         var pipeline = "Pipelines/showroom.yml"
@@ -36,52 +44,49 @@ struct Eval: ParsableCommand {
 
         @OptionGroup var models: ModelOptions
 
+        func validate() throws {
+            if truth != nil, try Labels.videos(recordings).count != 1 {
+                throw ValidationError("--truth names the labels of one recording; give labels beside each instead")
+            }
+        }
+
         func run() throws {
             var definition = try loadPipeline(pipeline, models: models)
             let store = try models.store()
-            var results: [String: TrackingScore] = [:]
-            for recording in recordings {
-                let truth = try JSONDecoder().decode(
-                    GroundTruth.self,
-                    from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+            var sequences: [String: Labels.Sequence] = [:]
+            for recording in try Labels.videos(recordings) {
+                let labels = try truth ?? Labels.beside(recording)
+                let truthTracks = try TrackFile.read(labels)
+                let ownTruth = try? JSONDecoder().decode(
+                    GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: labels)))
                 for kind in detectors.isEmpty ? [definition.detector] : detectors {
                     if kind != definition.detector {
                         definition.detector = kind
                         definition.detectorModel = nil
                         definition.detectorSettings = .defaults(for: kind)
                     }
-                    let score = try Self.score(definition, recording: recording, truth: truth, store: store)
+                    let runner = try SourceRunner(
+                        definition: definition.forEvaluation, source: definition.sources[0], models: store,
+                        input: recording, pace: .fastest, logger: makeLogger("sentinel.eval"))
+                    let run = try runner.evaluationRun()
                     let name = "\(URL(fileURLWithPath: recording).lastPathComponent) \(kind.rawValue)"
-                    Self.print(name, score)
-                    results[name] = score
+                    let sequence = Labels.Sequence(
+                        metrics: TrackMetrics.evaluate(truth: truthTracks, tracks: run.tracks),
+                        visitors: ownTruth.map {
+                            TrackingScore.evaluate(
+                                truth: $0, observed: run.observed, events: run.events, origin: runner.origin)
+                        })
+                    Self.print(name, sequence)
+                    sequences[name] = sequence
                 }
             }
-            if let json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try OutputFile.write(encoder.encode(results), to: json)
-            }
+            try Labels.report(sequences, json: json)
         }
 
-        static func score(_ definition: PipelineDefinition, recording: String, truth: GroundTruth, store: ModelStore)
-            throws -> TrackingScore
-        {
-            let runner = try SourceRunner(
-                definition: definition.forEvaluation, source: definition.sources[0], models: store, input: recording,
-                pace: .fastest, logger: makeLogger("sentinel.eval"))
-            return try runner.score(against: truth).score
-        }
-
-        static func print(_ name: String, _ s: TrackingScore) {
+        static func print(_ name: String, _ sequence: Labels.Sequence) {
             Swift.print(name)
-            Swift.print(
-                String(
-                    format: "  tracked faces  precision %.3f  recall %.3f  (%d of %d drawn, %d false)", s.precision,
-                    s.recall, s.matches, s.truthBoxes, s.falsePositives))
-            Swift.print(
-                String(
-                    format: "  identity       IDF1 %.3f  MOTA %.3f  ID switches %d  fragments %d", s.idf1, s.mota,
-                    s.idSwitches, s.fragments))
+            Labels.print(sequence.metrics)
+            guard let s = sequence.visitors else { return }
             Swift.print(
                 String(
                     format:
@@ -93,6 +98,54 @@ struct Eval: ParsableCommand {
                         format: "  %@  dwell true %.2f s  measured %.2f s  error %.2f s  visits %@", v.visitor,
                         v.trueDwell, v.measuredDwell, v.dwellError, v.visits.joined(separator: ",")))
             }
+        }
+    }
+
+    struct Tracks: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Score another tracker's output against labels, without a video.",
+            discussion: """
+                Both in any of the label formats (MOT Challenge .txt, CVAT for video 1.1 .xml, Label Studio .json, \
+                Sentinel's .truth.json), as pairs: the n-th --tracks is scored against the n-th --truth. The figures \
+                are those of `sentinel eval tracking`, computed as py-motmetrics and TrackEval compute them.
+                """)
+
+        @Option(help: "Labels (repeat for several sequences).")
+        var truth: [String] = []
+
+        @Option(help: "Tracks to score, in the same order.")
+        var tracks: [String] = []
+
+        @Option(help: "The largest IoU distance (1 - IoU) a match may have.")
+        var threshold = 0.5
+
+        @Option(help: "Also write the figures as JSON to this file.")
+        var json: String?
+
+        func validate() throws {
+            guard !truth.isEmpty, truth.count == tracks.count else {
+                throw ValidationError("give as many --tracks as --truth (\(tracks.count) and \(truth.count))")
+            }
+            try checkRange(threshold, "threshold", 0.01...0.99)
+        }
+
+        func run() throws {
+            var sequences: [String: Labels.Sequence] = [:]
+            for (truthPath, tracksPath) in zip(truth, tracks) {
+                let labels = try TrackFile.read(truthPath)
+                let video = labels.frameCount.flatMap { frames in
+                    labels.width.flatMap { w in labels.height.map { (frames: frames, width: w, height: $0) } }
+                }
+                let sequence = Labels.Sequence(
+                    metrics: TrackMetrics.evaluate(
+                        truth: labels, tracks: try TrackFile.read(tracksPath, video: video), threshold: threshold),
+                    visitors: nil)
+                let name = URL(fileURLWithPath: tracksPath).lastPathComponent
+                Swift.print(name)
+                Labels.print(sequence.metrics)
+                sequences[name] = sequence
+            }
+            try Labels.report(sequences, json: json)
         }
     }
 
@@ -274,15 +327,113 @@ struct Eval: ParsableCommand {
 extension SourceRunner {
     /// Runs to the end, then scores where the pipeline placed each visitor and what it stored against `truth`. The
     /// pipeline should be made `forEvaluation`, so stored times are exact. Also returns the frames it took.
-    func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {
+    /// Runs to the end, keeping what scoring needs: the store's copy of each event, and each frame's tracked boxes
+    /// (by pseudonym), as a map and as a track set.
+    func evaluationRun() throws -> (
+        events: [VisitorEvent], observed: [Int: [(faceId: String, box: Box)]], tracks: TrackSet
+    ) {
         var observed: [Int: [(faceId: String, box: Box)]] = [:]
         var events: [VisitorEvent] = []
+        var size: (width: Int, height: Int)?
         try run { step in
             events += step.events.map { $0[.store]!.event }
-            if let frame = step.frame { observed[frame.index] = frame.tracked.map { ($0.label, $0.box) } }
+            if let frame = step.frame {
+                observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
+                size = size ?? (frame.image.width, frame.image.height)
+            }
         }
+        let entries = observed.flatMap { index, boxes in
+            boxes.map { TrackSet.Entry(frame: index, id: $0.faceId, box: $0.box) }
+        }
+        let frames = (observed.keys.max() ?? -1) + 1
+        return (events, observed, TrackSet(entries, width: size?.width, height: size?.height, frameCount: frames))
+    }
+
+    func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {
+        let run = try evaluationRun()
         return (
-            TrackingScore.evaluate(truth: truth, observed: observed, events: events, origin: origin), observed.count
+            TrackingScore.evaluate(truth: truth, observed: run.observed, events: run.events, origin: origin),
+            run.observed.count
         )
+    }
+}
+
+/// Labels beside recordings, and the figures of scoring against them.
+enum Labels {
+    /// One recording's (or tracks file's) figures: the standard ones, and with Sentinel's own labels the visits'.
+    struct Sequence: Encodable {
+        var metrics: TrackMetrics
+        var visitors: TrackingScore?
+    }
+
+    static let videoExtensions: Set<String> = ["mp4", "avi", "mkv", "mov", "webm", "m4v"]
+
+    /// The recordings: each file, and each video in a folder.
+    static func videos(_ paths: [String]) throws -> [String] {
+        try paths.flatMap { path -> [String] in
+            var folder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &folder) else {
+                throw CommandError("\(path): no such file or folder")
+            }
+            guard folder.boolValue else { return [path] }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            let videos = names.filter { videoExtensions.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
+            guard !videos.isEmpty else { throw CommandError("\(path): no video in this folder") }
+            return videos.sorted().map { URL(fileURLWithPath: path).appendingPathComponent($0).path }
+        }
+    }
+
+    /// The labels beside a recording: `NAME.truth.json`, `NAME.xml`, `NAME.txt` or `NAME.json`.
+    static func beside(_ recording: String) throws -> String {
+        let stem = URL(fileURLWithPath: recording).deletingPathExtension().path
+        let candidates = [".truth.json", ".xml", ".txt", ".json"].map { stem + $0 }
+        guard let found = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw CommandError(
+                "\(recording): no labels beside it (looked for \(candidates.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))); give them with --truth"
+            )
+        }
+        return found
+    }
+
+    static func print(_ m: TrackMetrics) {
+        Swift.print(
+            String(
+                format: "  HOTA %.3f (DetA %.3f AssA %.3f LocA %.3f)  IDF1 %.3f (IDP %.3f IDR %.3f)", m.hota, m.detA,
+                m.assA, m.locA, m.idf1, m.idp, m.idr))
+        Swift.print(
+            String(
+                format:
+                    "  MOTA %.3f  MOTP %.3f  ID switches %d  fragmentations %d  tracked mostly %d partly %d lost %d  (%d boxes, %d tracked, %d false, %d missed)",
+                m.mota, m.motp, m.idSwitches, m.fragmentations, m.mostlyTracked, m.partiallyTracked, m.mostlyLost,
+                m.objects, m.predictions, m.falsePositives, m.misses))
+    }
+
+    /// Prints the combined figures when there are several, and writes the JSON: the combined figures at the top
+    /// level (fractions, not percent), each sequence's under `sequences`.
+    static func report(_ sequences: [String: Sequence], json: String?) throws {
+        let combined = TrackMetrics.combined(sequences.keys.sorted().map { sequences[$0]!.metrics })
+        if sequences.count > 1 {
+            Swift.print("combined")
+            print(combined)
+        }
+        guard let json else { return }
+        struct Report: Encodable {
+            var combined: TrackMetrics
+            var sequences: [String: Sequence]
+            func encode(to encoder: any Encoder) throws {
+                try combined.encode(to: encoder)
+                var container = encoder.container(keyedBy: Key.self)
+                try container.encode(sequences, forKey: Key(stringValue: "sequences"))
+            }
+            struct Key: CodingKey {
+                var stringValue: String
+                var intValue: Int? { nil }
+                init(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { nil }
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try OutputFile.write(encoder.encode(Report(combined: combined, sequences: sequences)), to: json)
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SentinelAggregates
 import SentinelCore
+import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelStore
@@ -43,12 +44,22 @@ struct Replay: ParsableCommand {
     )
     var annotate: String?
 
+    @Option(
+        help:
+            "Also write the tracked faces here, to correct in a labelling tool and score against: .txt (MOT Challenge), .xml (CVAT for video 1.1) or .json (Label Studio). Boxes with pseudonymous ids: keep the file on this box."
+    )
+    var tracks: String?
+
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
     var verbose = false
 
     @OptionGroup var models: ModelOptions
 
     func validate() throws {
+        if let tracks, (try? TrackFile.format(of: tracks)).map({ $0 == .sentinel }) != false {
+            throw ValidationError(
+                "--tracks \(tracks): tracks are written as .txt (MOT), .xml (CVAT) or .json (Label Studio)")
+        }
         if let annotate, !VideoWriter.canWrite(annotate) {
             throw ValidationError("--annotate \(annotate): a review video must end in .mp4 or .avi")
         }
@@ -70,6 +81,8 @@ struct Replay: ParsableCommand {
                 path: $0.path, fps: runner.nominalFPS, zones: runner.source.zones, settings: definition.privacy.review)
         }
         var progress = ProgressBar(total: runner.expectedFrames)
+        var tracked: [TrackSet.Entry] = []
+        var size = (width: 0, height: 0, frames: 0)
         try runner.run { step in
             for masked in step.events {
                 let published = masked[.events]!
@@ -80,11 +93,19 @@ struct Replay: ParsableCommand {
                 sink.handle.write(try encoder.encode(TypedReading(reading: reading)) + Data("\n".utf8))
             }
             guard let frame = step.frame else { return }
+            if tracks != nil {
+                tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
+                size = (frame.image.width, frame.image.height, frame.index + 1)
+            }
             try review?.write(frame)
             progress.advance(to: frame.index + 1)
         }
         review?.finish()
         progress.finish()
+        if let tracks {
+            try TrackFile.write(
+                TrackSet(tracked, width: size.width, height: size.height, frameCount: size.frames), to: tracks)
+        }
         try sink.commit()
         try video?.commit()
     }

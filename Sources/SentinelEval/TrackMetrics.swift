@@ -1,0 +1,299 @@
+import Foundation
+import SentinelCore
+
+/// The standard multi-object tracking figures of tracks against ground truth, by their published definitions and
+/// computed as the reference implementations compute them (checked in a test against both on the MOT data that
+/// py-motmetrics ships, to 1e-4):
+///
+/// - CLEAR MOT (Bernardin & Stiefelhagen 2008) as py-motmetrics: per frame, pairs from the previous frame are kept
+///   while their IoU distance (1 - IoU) is at most `threshold`; the rest are matched by a minimum-cost assignment. A
+///   match whose object was last matched to another track is an ID switch. `motp` is the mean IoU distance of the
+///   matches (lower is better), as py-motmetrics reports it. Fragmentations count the times a followed object is lost
+///   and followed again; an object is mostly tracked at >= 80 % of its frames matched, mostly lost below 20 %.
+/// - ID measures (Ristani et al. 2016): the one-to-one assignment of tracks to objects that maximises the frames in
+///   which they overlap within `threshold` (IDTP); IDP, IDR and IDF1 from it.
+/// - HOTA (Luiten et al. 2021) as TrackEval: for each localisation threshold α from 0.05 to 0.95, per frame a
+///   maximum assignment weighted by IoU and the ids' global alignment; DetA, AssA and LocA; the figures are the means
+///   over α.
+///
+/// Several sequences combine as the references combine them: counts add up (each sequence with its own ID
+/// assignment), HOTA's association terms are weighted by each sequence's true positives.
+public struct TrackMetrics: Sendable, Codable, Equatable {
+    public var idf1 = 0.0
+    public var idp = 0.0
+    public var idr = 0.0
+    public var mota = 0.0
+    public var motp = 0.0
+    public var hota = 0.0
+    public var detA = 0.0
+    public var assA = 0.0
+    public var locA = 0.0
+    public var precision = 0.0
+    public var recall = 0.0
+    public var idSwitches = 0
+    public var fragmentations = 0
+    public var mostlyTracked = 0
+    public var partiallyTracked = 0
+    public var mostlyLost = 0
+    public var falsePositives = 0
+    public var misses = 0
+    /// Ground-truth boxes, and track boxes.
+    public var objects = 0
+    public var predictions = 0
+    public var frames = 0
+    /// What combining needs: the ID true positives, the matches' summed distance, and HOTA's per-α sums.
+    public var counts = Counts()
+
+    public struct Counts: Sendable, Codable, Equatable {
+        public var matches = 0
+        public var idtp = 0
+        public var distance = 0.0
+        /// Per α: true positives, misses and false positives, summed similarity of the matches, and the true
+        /// positives' association accuracy summed (AssA × TP).
+        public var hotaTP = [Double](repeating: 0, count: HOTA.alphas.count)
+        public var hotaFN = [Double](repeating: 0, count: HOTA.alphas.count)
+        public var hotaFP = [Double](repeating: 0, count: HOTA.alphas.count)
+        public var locSum = [Double](repeating: 0, count: HOTA.alphas.count)
+        public var assSum = [Double](repeating: 0, count: HOTA.alphas.count)
+    }
+
+    public init() {}
+
+    /// The figures of one sequence. `threshold` is the largest IoU distance (1 - IoU) a match may have.
+    public static func evaluate(truth: TrackSet, tracks: TrackSet, threshold: Double = 0.5) -> TrackMetrics {
+        var metrics = TrackMetrics()
+        metrics.clear(truth: truth, tracks: tracks, threshold: threshold)
+        HOTA.evaluate(truth: truth, tracks: tracks, into: &metrics.counts)
+        metrics.finish()
+        return metrics
+    }
+
+    /// Several sequences as one.
+    public static func combined(_ sequences: [TrackMetrics]) -> TrackMetrics {
+        var total = TrackMetrics()
+        for s in sequences {
+            total.idSwitches += s.idSwitches
+            total.fragmentations += s.fragmentations
+            total.mostlyTracked += s.mostlyTracked
+            total.partiallyTracked += s.partiallyTracked
+            total.mostlyLost += s.mostlyLost
+            total.falsePositives += s.falsePositives
+            total.misses += s.misses
+            total.objects += s.objects
+            total.predictions += s.predictions
+            total.frames += s.frames
+            total.counts.matches += s.counts.matches
+            total.counts.idtp += s.counts.idtp
+            total.counts.distance += s.counts.distance
+            for a in HOTA.alphas.indices {
+                total.counts.hotaTP[a] += s.counts.hotaTP[a]
+                total.counts.hotaFN[a] += s.counts.hotaFN[a]
+                total.counts.hotaFP[a] += s.counts.hotaFP[a]
+                total.counts.locSum[a] += s.counts.locSum[a]
+                total.counts.assSum[a] += s.counts.assSum[a]
+            }
+        }
+        total.finish()
+        return total
+    }
+
+    /// The ratios from the counts.
+    private mutating func finish() {
+        func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? a / b : 0 }
+        let detections = Double(counts.matches + idSwitches)
+        let idtp = Double(counts.idtp)
+        let idfp = Double(predictions) - idtp
+        let idfn = Double(objects) - idtp
+        idp = ratio(idtp, idtp + idfp)
+        idr = ratio(idtp, idtp + idfn)
+        idf1 = ratio(2 * idtp, 2 * idtp + idfp + idfn)
+        mota = objects > 0 ? 1 - Double(misses + idSwitches + falsePositives) / Double(objects) : 0
+        motp = ratio(counts.distance, detections)
+        precision = ratio(detections, detections + Double(falsePositives))
+        recall = ratio(detections, Double(objects))
+        var sums = (hota: 0.0, detA: 0.0, assA: 0.0, locA: 0.0)
+        for a in HOTA.alphas.indices {
+            let tp = counts.hotaTP[a]
+            let det = tp / max(1, tp + counts.hotaFN[a] + counts.hotaFP[a])
+            let ass = counts.assSum[a] / max(1, tp)
+            sums.detA += det
+            sums.assA += ass
+            sums.hota += (det * ass).squareRoot()
+            sums.locA += max(1e-10, counts.locSum[a]) / max(1e-10, tp)
+        }
+        let n = Double(HOTA.alphas.count)
+        (hota, detA, assA, locA) = (sums.hota / n, sums.detA / n, sums.assA / n, sums.locA / n)
+    }
+
+    /// CLEAR MOT and the ID measures, frame by frame.
+    private mutating func clear(truth: TrackSet, tracks: TrackSet, threshold: Double) {
+        let truthFrames = truth.frames
+        let trackFrames = tracks.frames
+        let frameIndices = Set(truthFrames.keys).union(trackFrames.keys).sorted()
+        frames = frameIndices.count
+        var matchedTo: [String: String] = [:]
+        var followed: [String: [Bool]] = [:]  // per object, per frame it is present in: matched?
+        var overlaps: [String: [String: Int]] = [:]  // object -> track -> frames within the threshold
+        var objectFrames: [String: Int] = [:]
+        var trackFrameCounts: [String: Int] = [:]
+        for index in frameIndices {
+            let objects = truthFrames[index] ?? []
+            let hypotheses = trackFrames[index] ?? []
+            self.objects += objects.count
+            predictions += hypotheses.count
+            for o in objects { objectFrames[o.id, default: 0] += 1 }
+            for h in hypotheses { trackFrameCounts[h.id, default: 0] += 1 }
+            var distance: [[Double?]] = objects.map { o in
+                hypotheses.map { h in
+                    let d = 1 - o.box.iou(h.box)
+                    return d <= threshold ? d : nil
+                }
+            }
+            for (i, o) in objects.enumerated() {
+                for (j, h) in hypotheses.enumerated() where distance[i][j] != nil {
+                    overlaps[o.id, default: [:]][h.id, default: 0] += 1
+                }
+            }
+            var objectMatched = [Bool](repeating: false, count: objects.count)
+            var trackMatched = [Bool](repeating: false, count: hypotheses.count)
+            func match(_ i: Int, _ j: Int, _ d: Double) {
+                objectMatched[i] = true
+                trackMatched[j] = true
+                counts.distance += d
+                matchedTo[objects[i].id] = hypotheses[j].id
+            }
+            // 1. Pairs carried from before, while still within the threshold.
+            for (i, o) in objects.enumerated() {
+                guard let previous = matchedTo[o.id],
+                    let j = hypotheses.indices.first(where: { !trackMatched[$0] && hypotheses[$0].id == previous }),
+                    let d = distance[i][j]
+                else { continue }
+                counts.matches += 1
+                match(i, j, d)
+            }
+            // 2. The rest by minimum cost.
+            for i in objects.indices where objectMatched[i] { distance[i] = distance[i].map { _ in nil } }
+            for j in hypotheses.indices where trackMatched[j] { for i in objects.indices { distance[i][j] = nil } }
+            for (i, j) in Assignment.minimumCost(distance) {
+                if let previous = matchedTo[objects[i].id], previous != hypotheses[j].id {
+                    idSwitches += 1
+                } else {
+                    counts.matches += 1
+                }
+                match(i, j, distance[i][j]!)
+            }
+            misses += objectMatched.filter { !$0 }.count
+            falsePositives += trackMatched.filter { !$0 }.count
+            for (i, o) in objects.enumerated() { followed[o.id, default: []].append(objectMatched[i]) }
+        }
+        for states in followed.values {
+            let ratio = Double(states.filter { $0 }.count) / Double(states.count)
+            if ratio >= 0.8 {
+                mostlyTracked += 1
+            } else if ratio >= 0.2 {
+                partiallyTracked += 1
+            } else {
+                mostlyLost += 1
+            }
+            guard let first = states.firstIndex(of: true), let last = states.lastIndex(of: true) else { continue }
+            fragmentations += (first..<last).filter { states[$0] && !states[$0 + 1] }.count
+        }
+        // ID measures: the assignment that maximises the frames in common.
+        let objectIDs = objectFrames.keys.sorted()
+        let trackIDs = trackFrameCounts.keys.sorted()
+        let weights: [[Double?]] = objectIDs.map { o in trackIDs.map { t in -Double(overlaps[o]?[t] ?? 0) } }
+        counts.idtp = Assignment.minimumCost(weights).reduce(0) {
+            $0 + (overlaps[objectIDs[$1.row]]?[trackIDs[$1.column]] ?? 0)
+        }
+    }
+}
+
+/// HOTA as TrackEval computes it.
+enum HOTA {
+    /// 0.05, 0.10, ... 0.95, as numpy's `arange(0.05, 0.99, 0.05)` makes them.
+    static let alphas = (0..<19).map { 0.05 + Double($0) * 0.05 }
+
+    static func evaluate(truth: TrackSet, tracks: TrackSet, into counts: inout TrackMetrics.Counts) {
+        let objectIndex = Dictionary(uniqueKeysWithValues: truth.ids.enumerated().map { ($1, $0) })
+        let trackIndex = Dictionary(uniqueKeysWithValues: tracks.ids.enumerated().map { ($1, $0) })
+        let truthFrames = truth.frames
+        let trackFrames = tracks.frames
+        let frameIndices = Set(truthFrames.keys).union(trackFrames.keys).sorted()
+        guard !tracks.entries.isEmpty, !truth.entries.isEmpty else {
+            for a in alphas.indices {
+                counts.hotaFN[a] += Double(truth.entries.count)
+                counts.hotaFP[a] += Double(tracks.entries.count)
+            }
+            return
+        }
+        let no = objectIndex.count
+        let nt = trackIndex.count
+        var potential = [Double](repeating: 0, count: no * nt)
+        var objectCount = [Double](repeating: 0, count: no)
+        var trackCount = [Double](repeating: 0, count: nt)
+        var steps: [(objects: [Int], tracks: [Int], similarity: [[Double]])] = []
+        let eps = Double.ulpOfOne
+        for index in frameIndices {
+            let objects = truthFrames[index] ?? []
+            let hypotheses = trackFrames[index] ?? []
+            let g = objects.map { objectIndex[$0.id]! }
+            let t = hypotheses.map { trackIndex[$0.id]! }
+            let similarity = objects.map { o in hypotheses.map { o.box.iou($0.box) } }
+            let rowSums = similarity.map { $0.reduce(0, +) }
+            let columnSums = t.indices.map { j in similarity.reduce(0) { $0 + $1[j] } }
+            for i in g.indices {
+                for j in t.indices {
+                    let denominator = columnSums[j] + rowSums[i] - similarity[i][j]
+                    if denominator > eps { potential[g[i] * nt + t[j]] += similarity[i][j] / denominator }
+                }
+            }
+            for i in g { objectCount[i] += 1 }
+            for j in t { trackCount[j] += 1 }
+            steps.append((g, t, similarity))
+        }
+        var alignment = potential
+        for i in 0..<no {
+            for j in 0..<nt {
+                alignment[i * nt + j] = potential[i * nt + j] / (objectCount[i] + trackCount[j] - potential[i * nt + j])
+            }
+        }
+        var matchCounts = [[Double]](repeating: [Double](repeating: 0, count: no * nt), count: alphas.count)
+        for step in steps {
+            if step.objects.isEmpty || step.tracks.isEmpty {
+                for a in alphas.indices {
+                    counts.hotaFP[a] += Double(step.tracks.count)
+                    counts.hotaFN[a] += Double(step.objects.count)
+                }
+                continue
+            }
+            let score: [[Double?]] = step.objects.indices.map { i in
+                step.tracks.indices.map { j in
+                    -alignment[step.objects[i] * nt + step.tracks[j]] * step.similarity[i][j]
+                }
+            }
+            let pairs = Assignment.minimumCost(score)
+            for (a, alpha) in alphas.enumerated() {
+                let matched = pairs.filter { step.similarity[$0.row][$0.column] >= alpha - eps }
+                counts.hotaTP[a] += Double(matched.count)
+                counts.hotaFN[a] += Double(step.objects.count - matched.count)
+                counts.hotaFP[a] += Double(step.tracks.count - matched.count)
+                for pair in matched {
+                    counts.locSum[a] += step.similarity[pair.row][pair.column]
+                    matchCounts[a][step.objects[pair.row] * nt + step.tracks[pair.column]] += 1
+                }
+            }
+        }
+        for a in alphas.indices {
+            var sum = 0.0
+            for i in 0..<no {
+                for j in 0..<nt {
+                    let m = matchCounts[a][i * nt + j]
+                    guard m > 0 else { continue }
+                    sum += m * m / max(1, objectCount[i] + trackCount[j] - m)
+                }
+            }
+            // TrackEval's AssA is this sum over TP; kept as the sum, so that sequences combine weighted by TP.
+            counts.assSum[a] += sum
+        }
+    }
+}

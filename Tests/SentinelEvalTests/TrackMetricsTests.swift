@@ -1,0 +1,92 @@
+import Foundation
+import SentinelCore
+import SentinelEval
+import SentinelTestSupport
+import Testing
+
+/// py-motmetrics and TrackEval from PyPI, installed by `make references` into `.build/references` (the Makefile's
+/// `test` does it), with the MOT data py-motmetrics ships (TUD-Campus, TUD-Stadtmitte: ground truth and a tracker's
+/// output).
+enum References {
+    static let folder = Fixtures.root.appendingPathComponent(".build/references")
+    static let data = folder.appendingPathComponent("motmetrics/data")
+    static let sequences = ["TUD-Campus", "TUD-Stadtmitte"].map {
+        (
+            truth: data.appendingPathComponent("\($0)/gt.txt").path,
+            tracks: data.appendingPathComponent("\($0)/test.txt").path
+        )
+    }
+
+    /// What the references compute, by sequence index and "combined", under Sentinel's names.
+    static func figures(_ pairs: [(truth: String, tracks: String)]) throws -> [String: [String: Double]] {
+        let outcome = try Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [Fixtures.root.appendingPathComponent("Tests/SentinelEvalTests/References/mot_reference.py").path]
+                + pairs.flatMap { [$0.truth, $0.tracks] }, timeout: 120, environment: ["PYTHONPATH": folder.path])
+        guard outcome.status == 0 else {
+            throw ReferenceError(message: "mot_reference.py failed (run `make references`?): \(outcome.errors)")
+        }
+        return try JSONDecoder().decode([String: [String: Double]].self, from: Data(outcome.output.utf8))
+    }
+
+    struct ReferenceError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+}
+
+@Suite("Tracking metrics agree with py-motmetrics and TrackEval on public MOT data")
+struct TrackMetricsTests {
+    func figures(_ m: TrackMetrics) -> [String: Double] {
+        [
+            "idf1": m.idf1, "idp": m.idp, "idr": m.idr, "mota": m.mota, "motp": m.motp, "hota": m.hota,
+            "detA": m.detA, "assA": m.assA, "locA": m.locA, "precision": m.precision, "recall": m.recall,
+            "idSwitches": Double(m.idSwitches), "fragmentations": Double(m.fragmentations),
+            "mostlyTracked": Double(m.mostlyTracked), "partiallyTracked": Double(m.partiallyTracked),
+            "mostlyLost": Double(m.mostlyLost), "falsePositives": Double(m.falsePositives), "misses": Double(m.misses),
+            "objects": Double(m.objects), "predictions": Double(m.predictions),
+        ]
+    }
+
+    @Test(
+        "IDF1, IDP, IDR, MOTA, MOTP, switches, fragmentations, MT/PT/ML equal py-motmetrics, and HOTA, DetA, AssA, LocA equal TrackEval, to 1e-4, per sequence and combined"
+    )
+    func agreement() throws {
+        let expected = try References.figures(References.sequences)
+        var sequences: [TrackMetrics] = []
+        for (index, pair) in References.sequences.enumerated() {
+            let metrics = TrackMetrics.evaluate(
+                truth: try TrackFile.read(pair.truth), tracks: try TrackFile.read(pair.tracks))
+            sequences.append(metrics)
+            try compare(figures(metrics), try #require(expected["\(index)"]), "\(pair.truth)")
+        }
+        try compare(figures(TrackMetrics.combined(sequences)), try #require(expected["combined"]), "combined")
+    }
+
+    func compare(_ ours: [String: Double], _ theirs: [String: Double], _ what: String) throws {
+        #expect(Set(ours.keys) == Set(theirs.keys))
+        for (name, value) in theirs {
+            let mine = try #require(ours[name])
+            #expect(abs(mine - value) <= 1e-4, "\(what) \(name): Sentinel \(mine), reference \(value)")
+        }
+    }
+
+    @Test("a perfect tracker scores 1 everywhere; one that swaps two ids halfway scores a switch each and IDF1 0.5")
+    func simpleCases() {
+        let a = Box(x: 0, y: 0, width: 10, height: 10)
+        let b = Box(x: 100, y: 0, width: 10, height: 10)
+        let truth = TrackSet(
+            (0..<10).flatMap { [TrackSet.Entry(frame: $0, id: "1", box: a), .init(frame: $0, id: "2", box: b)] })
+        let perfect = TrackMetrics.evaluate(truth: truth, tracks: truth)
+        #expect(perfect.idf1 == 1 && perfect.mota == 1 && perfect.hota == 1 && perfect.motp == 0)
+        let swapped = TrackSet(
+            (0..<10).flatMap { f in
+                [
+                    TrackSet.Entry(frame: f, id: f < 5 ? "x" : "y", box: a),
+                    .init(frame: f, id: f < 5 ? "y" : "x", box: b),
+                ]
+            })
+        let metrics = TrackMetrics.evaluate(truth: truth, tracks: swapped)
+        #expect(metrics.idSwitches == 2 && metrics.idf1 == 0.5 && metrics.mota == 0.9)
+    }
+}
