@@ -68,19 +68,22 @@ public struct PipelineDefinition: Sendable {
     /// Reads one section of a pipeline file that belongs to another part of Sentinel, reporting into the reader.
     public typealias SectionReader = (Field, ConfigReader) -> Void
 
-    /// Reads a pipeline file; every problem is reported with its line and field.
-    public static func load(_ path: String, sections: [String: SectionReader] = [:]) throws(ConfigError)
-        -> PipelineDefinition
-    {
-        try ConfigFile.load(path) { root, reader in PipelineParser(reader: reader, sections: sections).parse(root) }
+    /// Reads a pipeline file, `overrides` (`--set`) written over it; every problem is reported with its line (or its
+    /// `--set`) and field.
+    public static func load(
+        _ path: String, sections: [String: SectionReader] = [:], overrides: [ConfigOverride] = []
+    ) throws(ConfigError) -> PipelineDefinition {
+        try ConfigFile.load(path, overrides: overrides) { root, reader in
+            PipelineParser(reader: reader, sections: sections).parse(root)
+        }
     }
 
     /// Parses a pipeline file's text; `sections` read the service's sections present (`serviceSections`), after the
     /// pipeline's own, and their problems come out with the rest.
-    public static func parse(_ text: String, file: String, sections: [String: SectionReader] = [:])
-        throws(ConfigError) -> PipelineDefinition
-    {
-        try ConfigFile.parse(text, file: file) { root, reader in
+    public static func parse(
+        _ text: String, file: String, sections: [String: SectionReader] = [:], overrides: [ConfigOverride] = []
+    ) throws(ConfigError) -> PipelineDefinition {
+        try ConfigFile.parse(text, file: file, overrides: overrides) { root, reader in
             PipelineParser(reader: reader, sections: sections).parse(root)
         }
     }
@@ -98,9 +101,9 @@ public struct PipelineDefinition: Sendable {
 /// A YAML settings file (a pipeline, a fleet) read with every problem reported at once, by line and field.
 public enum ConfigFile {
     /// Reads the file at `path` with `read`, which reports into the reader and returns nil or a value.
-    public static func load<Value>(_ path: String, _ read: (Field, ConfigReader) -> Value?) throws(ConfigError)
-        -> Value
-    {
+    public static func load<Value>(
+        _ path: String, overrides: [ConfigOverride] = [], _ read: (Field, ConfigReader) -> Value?
+    ) throws(ConfigError) -> Value {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -121,7 +124,8 @@ public enum ConfigFile {
                 ])
         }
         // A byte order mark (some Windows editors write one) is no part of the YAML.
-        return try parse(text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path, read)
+        return try parse(
+            text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text, file: path, overrides: overrides, read)
     }
 
     /// Line and column (1-based, in characters) of the first byte sequence that is not UTF-8.
@@ -135,11 +139,11 @@ public enum ConfigFile {
         return (line, column)
     }
 
-    /// Parses a file's text with `read`.
-    public static func parse<Value>(_ text: String, file: String, _ read: (Field, ConfigReader) -> Value?)
-        throws(ConfigError) -> Value
-    {
-        let root: Node
+    /// Parses a file's text with `read`, `overrides` written over it first.
+    public static func parse<Value>(
+        _ text: String, file: String, overrides: [ConfigOverride] = [], _ read: (Field, ConfigReader) -> Value?
+    ) throws(ConfigError) -> Value {
+        var root: Node
         do {
             guard let node = try Yams.compose(yaml: text) else {
                 throw ConfigError(
@@ -155,11 +159,17 @@ public enum ConfigFile {
                 .unreadable, problems: [ConfigProblem(file: file, path: "", message: "not YAML: \(error)")],
                 underlying: error)
         }
+        for override in overrides { root = try override.apply(to: root) }
         let reader = ConfigReader(file: file)
         let value = read(Field(node: root, path: ""), reader)
         guard reader.problems.isEmpty, let value else {
+            // A problem in a value given with --set is that --set's, not a line's of the file.
+            let problems = reader.problems.map { problem in
+                guard let override = overrides.last(where: { $0.covers(problem.path) }) else { return problem }
+                return ConfigProblem(file: override.description, path: problem.path, message: problem.message)
+            }
             throw ConfigError(
-                problems: reader.problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) })
+                problems: problems.sorted { ($0.line ?? .max, $0.column ?? 0) < ($1.line ?? .max, $1.column ?? 0) })
         }
         return value
     }

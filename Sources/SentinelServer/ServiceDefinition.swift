@@ -17,8 +17,10 @@ public struct ServiceDefinition: Sendable {
     /// Where `store.group` was written, for the message when this machine has no such group.
     var groupLocation: ConfigProblem?
 
-    public static func load(_ path: String) throws(ConfigError) -> ServiceDefinition {
-        try read(file: path) { sections throws(ConfigError) in try PipelineDefinition.load(path, sections: sections) }
+    public static func load(_ path: String, overrides: [ConfigOverride] = []) throws(ConfigError) -> ServiceDefinition {
+        try read(file: path) { sections throws(ConfigError) in
+            try PipelineDefinition.load(path, sections: sections, overrides: overrides)
+        }
     }
 
     public static func parse(_ text: String, file: String) throws(ConfigError) -> ServiceDefinition {

@@ -39,9 +39,9 @@ struct Check: ParsableCommand {
 }
 
 /// Loads a pipeline and fails with every problem, as `check` prints them.
-func loadPipeline(_ path: String, models: ModelOptions) throws -> PipelineDefinition {
+func loadPipeline(_ path: String, models: ModelOptions, overrides: [ConfigOverride] = []) throws -> PipelineDefinition {
     do {
-        let definition = try PipelineDefinition.load(path)
+        let definition = try PipelineDefinition.load(path, overrides: overrides)
         let problems = definition.environmentProblems(models: try models.store())
         guard problems.isEmpty else { throw CommandError(problems.map(\.description).joined(separator: "\n")) }
         return definition

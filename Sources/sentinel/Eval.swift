@@ -42,6 +42,7 @@ struct Eval: ParsableCommand {
         @Option(help: "Also write the figures as JSON to this file.")
         var json: String?
 
+        @OptionGroup var settings: SettingOverrides
         @OptionGroup var models: ModelOptions
 
         func validate() throws {
@@ -51,7 +52,7 @@ struct Eval: ParsableCommand {
         }
 
         func run() throws {
-            var definition = try loadPipeline(pipeline, models: models)
+            var definition = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
             let store = try models.store()
             var sequences: [String: Labels.Sequence] = [:]
             for recording in try Labels.videos(recordings) {

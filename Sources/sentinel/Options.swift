@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SentinelCore
 import SentinelModels
+import SentinelPipeline
 import SentinelVision
 
 /// The pipeline `run` and `replay` take when none is named: the checkout's demo, else the installation's.
@@ -30,6 +31,28 @@ struct ModelOptions: ParsableArguments {
             return try ModelStore.located(folder: folder)
         } catch {
             throw CommandError(error.message)
+        }
+    }
+}
+
+/// `--set key=value`: settings over the pipeline file's, checked as if written there.
+struct SettingOverrides: ParsableArguments {
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp(
+            "A setting over the pipeline file's, as key=value (repeatable).",
+            discussion: """
+                Any key `sentinel check --reference` lists (tracker.minIoU=0.3, events.referencePoint=bottom), with \
+                [n] or [*] for list elements (sources[0].zones[*].grace=1); checked exactly as the same value in the \
+                file.
+                """, valueName: "key=value"))
+    var values: [String] = []
+
+    var overrides: [ConfigOverride] {
+        get throws {
+            do { return try values.map { argument throws(ConfigError) in try ConfigOverride(argument) } } catch {
+                throw CommandError(error.description)
+            }
         }
     }
 }

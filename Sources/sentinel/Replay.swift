@@ -53,6 +53,7 @@ struct Replay: ParsableCommand {
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
     var verbose = false
 
+    @OptionGroup var settings: SettingOverrides
     @OptionGroup var models: ModelOptions
 
     func validate() throws {
@@ -66,7 +67,7 @@ struct Replay: ParsableCommand {
     }
 
     func run() throws {
-        let definition = try loadPipeline(pipeline, models: models)
+        let definition = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
         let chosen = try pickSource(definition, source)
         let logger = makeLogger("sentinel.replay", verbose: verbose)
         let runner = try SourceRunner(

@@ -41,6 +41,7 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
     var verbose = false
 
+    @OptionGroup var settings: SettingOverrides
     @OptionGroup var models: ModelOptions
 
     func validate() throws {
@@ -50,7 +51,10 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let definition: ServiceDefinition
-        do { definition = try ServiceDefinition.load(pipeline) } catch { throw CommandError(error.description) }
+        let overrides = try settings.overrides
+        do { definition = try ServiceDefinition.load(pipeline, overrides: overrides) } catch {
+            throw CommandError(error.description)
+        }
         let logger = makeLogger("sentinel.run", verbose: verbose)
         var options = SentinelService.Options()
         options.pace = pace
