@@ -126,11 +126,19 @@ let package = Package(
         ),
         /// Accuracy measurement against ground truth (pure logic).
         .target(name: "SentinelEval", dependencies: ["SentinelCore", "SentinelVision"]),
+        /// Tuning on footage: search spaces, the detection cache, trials, label-free measures, the sweep and its report.
+        .target(
+            name: "SentinelTuning",
+            dependencies: [
+                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline", "SentinelPrivacy", "SentinelEval",
+                "SentinelVisitors", "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
+                "SentinelTuning",
                 "SentinelMQTT", "SentinelClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

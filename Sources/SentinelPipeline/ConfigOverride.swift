@@ -13,7 +13,7 @@ public struct ConfigOverride: Sendable, Equatable, CustomStringConvertible {
     public let value: String
     let steps: [Step]
 
-    enum Step: Sendable, Equatable {
+    public enum Step: Sendable, Equatable {
         case key(String)
         case index(Int)
         case every
@@ -107,6 +107,9 @@ public struct ConfigOverride: Sendable, Equatable, CustomStringConvertible {
         }
         return steps
     }
+
+    /// Whether `key` is a key path a `--set` may name.
+    public static func isKeyPath(_ key: String) -> Bool { steps(of: key) != nil }
 
     /// Whether a problem at `path` (as the reader writes it: `a.b[2].c`) is about this override's value.
     func covers(_ path: String) -> Bool {

@@ -49,10 +49,10 @@ public struct ConfigError: SentinelError {
 
 /// A YAML node with its field path.
 public struct Field {
-    let node: Node
+    public let node: Node
     public let path: String
 
-    func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    public func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 }
 
 /// Reads a YAML tree field by field, collecting every problem with its line instead of stopping at the first.
@@ -103,6 +103,17 @@ public final class ConfigReader {
             }
         }
         return fields
+    }
+
+    /// A mapping's entries in file order, whatever their keys (a list of settings by key path, as a sweep's space).
+    public func entries(_ field: Field) -> [(key: String, field: Field)]? {
+        guard let mapping = field.node.mapping else {
+            report(field, "expected a mapping of keys to values")
+            return nil
+        }
+        return mapping.compactMap { key, value in
+            key.string.map { ($0, Field(node: value, path: field.child($0))) }
+        }
     }
 
     public func required(_ fields: [String: Field], _ key: String, in parent: Field) -> Field? {

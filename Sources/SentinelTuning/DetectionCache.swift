@@ -1,0 +1,93 @@
+import Foundation
+import Logging
+import SentinelCore
+import SentinelModels
+import SentinelPipeline
+import SentinelVision
+
+/// What the detector (and the emotion model) made of every frame of a recording, once: a sweep then varies the
+/// tracker, zone, emotion and event settings over it without decoding or detecting again. One cache per recording and
+/// detector setting (the detector's kind, model and settings are its key).
+public struct DetectionCache: Sendable {
+    public struct Frame: Sendable {
+        public var index: Int
+        public var time: MediaTime
+        public var detections: [Detection]
+        /// The emotion model's distribution for each detection's box (empty when emotion is off).
+        public var emotions: [Box: [Double]]
+    }
+
+    public let recording: String
+    public let key: String
+    public let width: Int
+    public let height: Int
+    /// Where the recording's media time 0 sits on the wall clock: its file time, as a replay places it.
+    public let origin: Date
+    public var frames: [Frame]
+    /// Seconds the decoding and detection took, for the speed-up a sweep reports.
+    public var seconds: Double
+
+    /// The cache's key for a definition: what decides the detections.
+    public static func key(_ definition: PipelineDefinition) -> String {
+        ([definition.detector.rawValue, definition.detectorModel ?? "default"]
+            + DetectorSettings.settings.map { "\($0.key)=\($0.value(in: definition.detectorSettings))" }
+            + [definition.emotionEnabled ? definition.emotionModel : "no-emotion"]).joined(separator: "|")
+    }
+
+    /// Decodes `recording` and runs the definition's detector (and emotion model, if on) on every frame.
+    public static func make(
+        recording: String, definition: PipelineDefinition, models: ModelStore, logger: Logger
+    ) throws -> DetectionCache {
+        let start = ContinuousClock.now
+        let detector = try OpenCVFaceDetector(
+            kind: definition.detector,
+            modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
+            settings: definition.detectorSettings)
+        let classifier =
+            definition.emotionEnabled
+            ? try FaceClassifier(
+                modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
+                labels: Emotion.allCases.map(\.rawValue))
+            : nil
+        let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
+        var frames: [Frame] = []
+        var size = (width: 0, height: 0)
+        while let frame = try source.next() {
+            if frames.isEmpty { size = (frame.image.width, frame.image.height) }
+            let detections = try detector.detect(frame.image)
+            var emotions: [Box: [Double]] = [:]
+            if let classifier {
+                for detection in detections {
+                    emotions[detection.box] = try classifier.classify(frame.image, face: detection.box)
+                }
+            }
+            frames.append(Frame(index: frame.index, time: frame.time, detections: detections, emotions: emotions))
+        }
+        let origin =
+            (try? FileManager.default.attributesOfItem(atPath: recording)[.modificationDate] as? Date)
+            ?? Date(timeIntervalSince1970: 0)
+        let elapsed = ContinuousClock.now - start
+        return DetectionCache(
+            recording: recording, key: key(definition), width: size.width, height: size.height, origin: origin,
+            frames: frames, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+    }
+}
+
+/// Hands the pipeline a cached frame's detections and emotion readings, as the models gave them. The pipeline calls
+/// it synchronously, frame after frame, so `frame` is the one being processed.
+final class CachedModels: FaceDetector, FaceClassifying {
+    let name = "cached"
+    let settings: DetectorSettings
+    var frame: DetectionCache.Frame?
+
+    init(settings: DetectorSettings) { self.settings = settings }
+
+    func detect(_ image: Image) throws(VisionError) -> [Detection] { frame?.detections ?? [] }
+
+    func classify(_ image: Image, face box: Box) throws(VisionError) -> [Double] {
+        guard let emotions = frame?.emotions[box] else {
+            throw VisionError(.argument, "no cached emotion reading for this box")
+        }
+        return emotions
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import SentinelEval
+
+/// `report.html`: one self-contained page (Chart.js from Debian's libjs-chart.js inlined) that an operator opens
+/// from the sweep's folder.
+public enum SweepPage {
+    /// A configuration scored on the tuned and the held-out recordings.
+    public struct Comparison: Sendable {
+        public var name: String
+        public var settings: [String: String]
+        public var tuned: Double?
+        public var heldOut: Double?
+        public init(name: String, settings: [String: String], tuned: Double?, heldOut: Double?) {
+            self.name = name
+            self.settings = settings
+            self.tuned = tuned
+            self.heldOut = heldOut
+        }
+    }
+
+    public static let chartJS = URL(fileURLWithPath: "/usr/share/javascript/chart.js/Chart.min.js")
+
+    public static func html(
+        space: SearchSpace, results: [Sweep.Result], comparisons: [Comparison], tuned: [String], heldOut: [String],
+        speedUp: String, agreement: [(measure: String, idf1: Double?, dwell: Double?)]
+    ) -> String {
+        let objective = space.objective
+        let ok = results.filter { $0.objective != nil }
+        let ranked = ok.sorted {
+            objective.maximised ? $0.objective! > $1.objective! : $0.objective! < $1.objective!
+        }
+        func number(_ value: Double?, _ digits: Int = 3) -> String {
+            value.map { String(format: "%.\(digits)f", $0) } ?? "–"
+        }
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;")
+        }
+        let keys = space.dimensions.map(\.key)
+        var rows = ""
+        for (rank, r) in ranked.prefix(25).enumerated() {
+            rows += "<tr><td>\(rank + 1)</td><td>\(r.number)</td>"
+            rows += keys.map { "<td>\(escape(r.settings[$0] ?? ""))</td>" }.joined()
+            rows += "<td><b>\(number(r.objective))</b></td><td>\(number(r.combined.metrics?.idf1))</td>"
+            rows += "<td>\(number(r.combined.metrics?.hota))</td><td>\(number(r.combined.dwellError, 2))</td>"
+            rows += "<td>\(number(r.combined.stability.score))</td><td>\(number(r.combined.fps, 0))</td></tr>\n"
+        }
+        // Pareto front: no other trial is at least as accurate and at least as fast, and better in one.
+        let points = ok.map { (x: $0.combined.fps, y: $0.objective!, n: $0.number) }
+        func dominates(_ a: (x: Double, y: Double, n: Int), _ b: (x: Double, y: Double, n: Int)) -> Bool {
+            let ya = objective.maximised ? a.y : -a.y
+            let yb = objective.maximised ? b.y : -b.y
+            return a.x >= b.x && ya >= yb && (a.x > b.x || ya > yb)
+        }
+        let front = points.filter { p in !points.contains { dominates($0, p) } }.sorted { $0.x < $1.x }
+        func json(_ list: [(x: Double, y: Double, n: Int)]) -> String {
+            "[" + list.map { String(format: "{\"x\":%.2f,\"y\":%.5f,\"trial\":%d}", $0.x, $0.y, $0.n) }.joined(separator: ",")
+                + "]"
+        }
+        // Each setting's effect: the mean objective per value (intervals in five bins).
+        var effects = ""
+        for dimension in space.dimensions {
+            var groups: [(label: String, values: [Double])] = []
+            if let interval = dimension.interval {
+                let width = (interval.high - interval.low) / 5
+                for bin in 0..<5 {
+                    let low = interval.low + Double(bin) * width
+                    let values = ok.filter {
+                        guard let v = Double($0.settings[dimension.key] ?? "") else { return false }
+                        return v >= low && (v < low + width || bin == 4)
+                    }.map { $0.objective! }
+                    groups.append((String(format: "%.3g–%.3g", low, low + width), values))
+                }
+            } else {
+                for value in dimension.values {
+                    groups.append((value, ok.filter { $0.settings[dimension.key] == value }.map { $0.objective! }))
+                }
+            }
+            let labels = groups.map { "\"\(escape($0.label))\"" }.joined(separator: ",")
+            let means = groups.map { $0.values.isEmpty ? "null" : String(format: "%.5f", $0.values.reduce(0, +) / Double($0.values.count)) }
+                .joined(separator: ",")
+            effects += """
+                <section><h3>\(escape(dimension.key))</h3><div class="chart"><canvas data-labels='[\(labels)]' data-means='[\(means)]'></canvas></div></section>
+
+                """
+        }
+        var comparisonRows = ""
+        for c in comparisons {
+            let settings = c.settings.keys.sorted().map { "\($0)=\(c.settings[$0]!)" }.joined(separator: " ")
+            comparisonRows += "<tr><td>\(escape(c.name))</td><td><code>\(escape(settings.isEmpty ? "(the file's)" : settings))</code></td><td>\(number(c.tuned))</td><td>\(number(c.heldOut))</td></tr>\n"
+        }
+        var agreementRows = ""
+        for a in agreement {
+            agreementRows += "<tr><td>\(a.measure)</td><td>\(number(a.idf1, 2))</td><td>\(number(a.dwell, 2))</td></tr>\n"
+        }
+        let chart = (try? String(contentsOf: chartJS, encoding: .utf8)).map { "<script>\($0)</script>" }
+            ?? "<p>Charts need Debian's libjs-chart.js (\(chartJS.path)).</p>"
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><title>Sentinel sweep: \(objective.rawValue)</title>
+            <style>
+            body { font: 14px system-ui, sans-serif; margin: 1.5rem; color: #1d2430; }
+            table { border-collapse: collapse; margin: .5rem 0 1.5rem; } td, th { padding: .25rem .6rem; border-bottom: 1px solid #ddd; text-align: left; }
+            .chart { position: relative; height: 260px; max-width: 720px; } .effects { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 1rem; }
+            h3 { font-size: 14px; margin: .3rem 0; } code { font-size: 12px; }
+            </style></head><body>
+            <h1>Sweep: \(objective.rawValue) (\(objective.maximised ? "higher" : "lower") is better)</h1>
+            <p>\(results.count) trials (\(ok.count) valid), \(space.search.rawValue) search, tuned on \(tuned.map(escape).joined(separator: ", "))\(heldOut.isEmpty ? "" : "; held out: " + heldOut.map(escape).joined(separator: ", ")). \(escape(speedUp))</p>
+            <h2>Tuned and held out</h2>
+            <p>A setting tuned on one recording is worth what it scores on another: the held-out column is the one to believe.</p>
+            <table><tr><th>configuration</th><th>settings</th><th>\(objective.rawValue), tuned</th><th>\(objective.rawValue), held out</th></tr>
+            \(comparisonRows)</table>
+            <h2>Best trials</h2>
+            <table><tr><th>rank</th><th>trial</th>\(keys.map { "<th>\(escape($0))</th>" }.joined())<th>\(objective.rawValue)</th><th>IDF1</th><th>HOTA</th><th>dwell error (s)</th><th>stability</th><th>fps (est.)</th></tr>
+            \(rows)</table>
+            <h2>Accuracy against speed</h2>
+            <p>Each trial by its objective and the frames a second it would analyse at (detection's measured cost per detected frame, plus tracking). The line joins the Pareto front: no trial is both better and faster than one on it.</p>
+            <div class="chart"><canvas id="pareto"></canvas></div>
+            <h2>Each setting's effect</h2>
+            <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range).</p>
+            <div class="effects">\(effects)</div>
+            <h2>Without labels</h2>
+            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see "Tuning on your own footage" in the README).</p>
+            <table><tr><th>measure</th><th>ρ with IDF1</th><th>ρ with the dwell error</th></tr>\(agreementRows)</table>
+            \(chart)
+            <script>
+            if (window.Chart) {
+              new Chart(document.getElementById('pareto'), { type: 'scatter', data: { datasets: [
+                { label: 'trials', data: \(json(points)), backgroundColor: '#8aa4c8' },
+                { label: 'Pareto front', data: \(json(front)), showLine: true, borderColor: '#c0392b', backgroundColor: '#c0392b' } ] },
+                options: { maintainAspectRatio: false, animation: false, scales: { x: { title: { display: true, text: 'frames per second (estimated)' } },
+                  y: { title: { display: true, text: '\(objective.rawValue)' } } },
+                  plugins: { tooltip: { callbacks: { label: (c) => 'trial ' + c.raw.trial + ': ' + c.raw.y.toFixed(3) + ' at ' + c.raw.x.toFixed(0) + ' fps' } } } } });
+              for (const canvas of document.querySelectorAll('canvas[data-labels]')) {
+                new Chart(canvas, { type: 'bar', data: { labels: JSON.parse(canvas.dataset.labels),
+                  datasets: [{ label: 'mean \(objective.rawValue)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
+                  options: { maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } } } });
+              }
+            }
+            </script>
+            </body></html>
+
+            """
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import SentinelCore
+import SentinelEval
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelVision
+
+/// What a recording is scored against: labels in any format, and Sentinel's own truth when that is what they are
+/// (visits, zones and dwell come only from it).
+public struct RecordingLabels: Sendable {
+    public var tracks: TrackSet
+    public var truth: GroundTruth?
+    public init(tracks: TrackSet, truth: GroundTruth?) {
+        self.tracks = tracks
+        self.truth = truth
+    }
+
+    /// The labels in the file at `path`.
+    public static func read(_ path: String) throws -> RecordingLabels {
+        let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        return RecordingLabels(tracks: try TrackFile.read(path), truth: truth)
+    }
+}
+
+/// One configuration run over one recording's cached detections.
+public struct TrialOutcome: Sendable {
+    public var metrics: TrackMetrics?
+    /// With Sentinel's own truth: visits per visitor, dwell and zone timing.
+    public var visitors: TrackingScore?
+    public var stability: Stability
+    public var frames: Int
+    /// Frames a second the configuration would analyse at on this machine: the cached detection's cost per detected
+    /// frame plus what tracking took.
+    public var estimatedFPS: Double
+    /// The published events, one JSON line each (for `sentinel diff`, and to check a replay is deterministic).
+    public var lines: [Data]
+
+    /// Mean dwell error over the true visitors (seconds), with own truth.
+    public var dwellError: Double? {
+        visitors.map { $0.visitors.isEmpty ? 0 : $0.visitors.map(\.dwellError).reduce(0, +) / Double($0.visitors.count) }
+    }
+
+    /// Visits beyond one per true visitor, per true visitor (0 when each was followed in one piece), with own truth.
+    public var splits: Double? {
+        visitors.map { score in
+            score.visitors.isEmpty
+                ? 0 : Double(score.visitors.map { max($0.visits.count - 1, 0) }.reduce(0, +)) / Double(score.visitors.count)
+        }
+    }
+}
+
+public enum Trial {
+    /// Runs `definition` (its first source's zones) over `cache` as a replay of the recording would, and scores it.
+    public static func run(_ definition: PipelineDefinition, on cache: DetectionCache, labels: RecordingLabels?) throws
+        -> TrialOutcome
+    {
+        let evaluation = definition.forEvaluation
+        let models = CachedModels(settings: definition.detectorSettings)
+        // The pipeline as every entry point runs it; only the models are the cache. The frames are processed in order,
+        // then the visits end, as a SourceRunner does with a recording read as fast as possible.
+        var pipeline = Pipeline(
+            definition: evaluation, source: definition.sources[0], detector: models,
+            classifier: definition.emotionEnabled ? models : nil, keys: try PseudonymKeyRing(), origin: cache.origin)
+        let image = try Image(width: cache.width, height: cache.height)
+        var events: [VisitorEvent] = []
+        var lines: [Data] = []
+        var tracked: [TrackSet.Entry] = []
+        var observed: [Int: [(faceId: String, box: Box)]] = [:]
+        var stability = Stability.Collector()
+        var analysed = 0
+        let start = ContinuousClock.now
+        func take(_ step: Pipeline.Step) {
+            for masked in step.events {
+                events.append(masked[.store]!.event)
+                lines.append(masked[.events]!.json)
+            }
+            guard let frame = step.frame else { return }
+            if frame.analysed { analysed += 1 }
+            observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
+            tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
+            stability.add(frame)
+        }
+        for frame in cache.frames {
+            models.frame = frame
+            take(try pipeline.process(Frame(index: frame.index, time: frame.time, image: image)))
+        }
+        take(try pipeline.finish(.endOfStream))
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let detectCost = cache.seconds / Double(max(cache.frames.count, 1))
+        let tracks = TrackSet(tracked, width: cache.width, height: cache.height, frameCount: cache.frames.count)
+        return TrialOutcome(
+            metrics: labels.map { TrackMetrics.evaluate(truth: $0.tracks, tracks: tracks) },
+            visitors: labels?.truth.map {
+                TrackingScore.evaluate(truth: $0, observed: observed, events: events, origin: cache.origin)
+            },
+            stability: stability.finish(events: events, origin: cache.origin), frames: cache.frames.count,
+            estimatedFPS: Double(cache.frames.count) / max(Double(analysed) * detectCost + seconds, 1e-9), lines: lines)
+    }
+}

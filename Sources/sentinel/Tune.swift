@@ -1,0 +1,217 @@
+import ArgumentParser
+import Foundation
+import SentinelCore
+import SentinelEval
+import SentinelPipeline
+import SentinelServer
+import SentinelTuning
+import Synchronization
+
+struct Tune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Search a pipeline's settings on recordings and keep the best, measured.",
+        discussion: """
+            SPACE names each setting (a --set key) with its values, a range or `range` (its declared one), how to \
+            search (grid, random, adaptive), how many trials and the objective: idf1, hota, mota, dwell, splits \
+            (with labels beside each recording: NAME.truth.json, .xml, .txt or .json) or stability (label-free). \
+            Detections are computed once per recording and detector setting and reused by every trial; trials run \
+            on every core. DIR gets trials.csv (written as trials complete: run again to resume), report.html and \
+            best.yml (the pipeline file with the winner written in, every other byte kept); --apply writes the \
+            winner into PIPELINE itself if the result passes `sentinel check`. Recordings given with --holdout are \
+            not tuned on: the winner and the file's settings are scored on them, side by side.
+            """)
+
+    @Argument(help: "Recordings to tune on (default: the pipeline's first source input).")
+    var recordings: [String] = []
+
+    @Option(help: "Pipeline file.")
+    var pipeline = defaultPipeline
+
+    @Option(help: "The search space (YAML).")
+    var space: String
+
+    @Option(help: "Folder for trials.csv, report.html and best.yml.")
+    var out: String
+
+    @Option(help: "Recordings to score the winner on, not tuned on (repeatable).")
+    var holdout: [String] = []
+
+    @Option(help: "The objective, over the space file's.")
+    var objective: SearchSpace.Objective?
+
+    @Option(help: "Trials, over the space file's.")
+    var trials: Int?
+
+    @Option(help: "Trials run at once (default: every core).")
+    var workers = ProcessInfo.processInfo.activeProcessorCount
+
+    @Flag(help: "Write the winner into the pipeline file (only if it then passes sentinel check).")
+    var apply = false
+
+    @OptionGroup var settings: SettingOverrides
+    @OptionGroup var models: ModelOptions
+
+    func validate() throws {
+        try checkRange(workers, "workers", 1...256)
+        if let trials { try checkRange(trials, "trials", 1...100_000) }
+    }
+
+    func run() throws {
+        var space: SearchSpace
+        do { space = try SearchSpace.load(self.space) } catch { throw CommandError(error.description) }
+        if let objective { space.objective = objective }
+        if let trials { space.trials = trials }
+        let base = try settings.overrides
+        let definition = try loadPipeline(pipeline, models: models, overrides: base)
+        let store = try models.store()
+        func recording(_ path: String) throws -> Sweep.Recording {
+            guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such file") }
+            let labels = try? Labels.beside(path)
+            return Sweep.Recording(path: path, labels: try labels.map { try RecordingLabels.read($0) })
+        }
+        let tuned = try (recordings.isEmpty ? [definition.sources[0].resolvedInput] : recordings).map(recording)
+        let heldOut = try holdout.map(recording)
+        if space.objective.needsLabels, let unlabelled = (tuned + heldOut).first(where: { $0.labels == nil }) {
+            throw CommandError(
+                "\(unlabelled.path): no labels beside it, which the objective \(space.objective.rawValue) needs (or tune for stability, which needs none)")
+        }
+        let folder = URL(fileURLWithPath: out)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let names = tuned.map(\.name)
+        let csv = folder.appendingPathComponent("trials.csv")
+        let header = SweepReport.header(space, recordings: names)
+        var done: [Sweep.Result] = []
+        if FileManager.default.fileExists(atPath: csv.path) {
+            guard let previous = SweepReport.read(csv, space, recordings: names) else {
+                throw CommandError("\(csv.path) holds another sweep's trials: remove it, or choose another --out")
+            }
+            done = previous
+            print("resuming: \(done.count) trials already in \(csv.path)")
+        } else {
+            try Data((header + "\n").utf8).write(to: csv)
+        }
+        let sweep = Sweep(
+            pipeline: pipeline, base: base, space: space, recordings: tuned, models: store, workers: workers,
+            logger: makeLogger("sentinel.tune"))
+        let handle = try FileHandle(forWritingTo: csv)
+        handle.seekToEndOfFile()
+        let total = space.search == .grid ? space.grid(limit: space.trials).count : space.trials
+        // Rows and progress from every worker, one at a time.
+        let log = Mutex((handle: handle, progress: TrialProgress(total: total, done: done.count)))
+        let start = ContinuousClock.now
+        let frozen = space
+        let results = try sweep.run(done: done) { result in
+            log.withLock { log in
+                log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
+                log.progress.advance()
+            }
+        }
+        try log.withLock { log in
+            log.progress.finish()
+            try log.handle.close()
+        }
+        let elapsed = (ContinuousClock.now - start).seconds
+
+        let valid = results.filter { $0.objective != nil }
+        guard let best = valid.min(by: { sweep.better($0.objective!, than: $1.objective!) }) else {
+            let reasons = Set(results.compactMap(\.problem)).prefix(3).joined(separator: "; ")
+            throw CommandError("no trial gave a valid pipeline: \(reasons)")
+        }
+        let trialsRun = results.count - done.count
+        // Without the cache, every trial would decode and detect its recordings again.
+        let detectPerTrial = sweep.detectionSeconds / Double(sweep.detectorSettings)
+        let withoutCache = Double(trialsRun) * detectPerTrial + max(elapsed - sweep.detectionSeconds, 0)
+        let speedUp = String(
+            format:
+                "%d trials in %.1f s on %d workers; decoding and detecting took %.1f s for %d detector setting(s), reused by every trial; without the cache about %.0f s (%.1fx longer).",
+            trialsRun, elapsed, workers, sweep.detectionSeconds, sweep.detectorSettings, withoutCache,
+            withoutCache / max(elapsed, 1e-9))
+        print(speedUp)
+        let defaults = sweep.evaluate([:], number: 0)
+        try sweep.prepare(heldOut)
+        let heldDefault = heldOut.isEmpty ? nil : sweep.evaluate([:], number: 0, on: heldOut)
+        let heldBest = heldOut.isEmpty ? nil : sweep.evaluate(best.settings, number: best.number, on: heldOut)
+        let objectiveName = space.objective.rawValue
+        func value(_ result: Sweep.Result?) -> String {
+            result?.combined.value(of: space.objective).map { String(format: "%.4f", $0) } ?? "–"
+        }
+        print("best: trial \(best.number), \(objectiveName) \(value(best)) (the file's settings: \(value(defaults)))")
+        for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
+        if let heldDefault, let heldBest {
+            print("held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(heldBest)) with the winner, \(value(heldDefault)) with the file's settings")
+        }
+        let agreement = SweepReport.labelFreeAgreement(results)
+        if agreement.contains(where: { $0.idf1 != nil }) {
+            print("label-free measures against the labels over these trials (Spearman's rho):")
+            for a in agreement {
+                print(
+                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error")
+            }
+        }
+        let page = SweepPage.html(
+            space: space, results: results,
+            comparisons: [
+                .init(name: "the file's settings", settings: [:], tuned: defaults.objective, heldOut: heldDefault?.objective),
+                .init(name: "winner (trial \(best.number))", settings: best.settings, tuned: best.objective, heldOut: heldBest?.objective),
+            ], tuned: names, heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement)
+        try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
+        // The winner written into the pipeline's text, every other byte kept.
+        let original = try String(contentsOfFile: pipeline, encoding: .utf8)
+        let written: String
+        do {
+            written = try SettingsEditor.apply(
+                best.settings.keys.sorted().map { ($0, best.settings[$0]!) }, to: original, file: pipeline)
+            let checked = try ServiceDefinition.parse(written, file: pipeline)
+            let problems = checked.pipeline.environmentProblems(models: store)
+            guard problems.isEmpty else { throw ConfigError(problems: problems) }
+        } catch let error as ConfigError {
+            throw CommandError("the winner cannot be written into \(pipeline): \(error.description)")
+        }
+        try OutputFile.write(Data(written.utf8), to: folder.appendingPathComponent("best.yml").path)
+        print("wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(folder.appendingPathComponent("best.yml").path)")
+        if apply {
+            try OutputFile.write(Data(written.utf8), to: pipeline)
+            print("applied to \(pipeline)")
+        }
+    }
+}
+
+extension SearchSpace.Objective: ExpressibleByArgument {}
+
+/// Trials done out of the total, with the time left, on standard error while it is a terminal.
+struct TrialProgress {
+    let total: Int
+    var done: Int
+    let start = ContinuousClock.now
+    let startDone: Int
+    let enabled = isatty(STDERR_FILENO) == 1
+
+    init(total: Int, done: Int) {
+        self.total = total
+        self.done = done
+        startDone = done
+    }
+
+    mutating func advance() {
+        done += 1
+        draw()
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    private func draw() {
+        guard enabled, total > 0 else { return }
+        let elapsed = (ContinuousClock.now - start).seconds
+        let rate = elapsed > 0 ? Double(done - startDone) / elapsed : 0
+        let fraction = min(1, Double(done) / Double(total))
+        let filled = Int(fraction * 30)
+        let eta = rate > 0 ? Double(max(total - done, 0)) / rate : 0
+        let line =
+            "\r\(done)/\(total) trials [" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
+            + String(format: "] %3.0f%%  ETA %.0fs ", fraction * 100, eta)
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}
