@@ -130,7 +130,8 @@ let package = Package(
         .target(
             name: "SentinelTuning",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline", "SentinelPrivacy", "SentinelEval",
+                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline", "SentinelPrivacy",
+                "SentinelEval",
                 "SentinelVisitors", "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -196,7 +197,7 @@ let package = Package(
             name: "SentinelPipelineTests",
             dependencies: [
                 "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth",
-                "SentinelModels", "SentinelServer", "SentinelTestSupport",
+                "SentinelModels", "SentinelServer", "SentinelTestSupport", "SentinelTuning",
             ]
         ),
         .testTarget(

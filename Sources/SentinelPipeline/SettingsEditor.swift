@@ -23,8 +23,9 @@ public enum SettingsEditor {
         let root = try compose(text, file)
         for (key, value) in settings {
             for path in try expand(ConfigOverride.steps(of: key)!, in: root) {
+                let wanted = (try? Yams.compose(yaml: value)) ?? nil
                 guard let node = node(at: path, in: root), node.scalar != nil,
-                    node.string == (try? Yams.compose(yaml: value))??.string
+                    node.string == wanted?.string || (node.float != nil && node.float == wanted?.float)
                 else { throw problem(file, key, "could not be written in place") }
             }
         }
@@ -74,7 +75,9 @@ public enum SettingsEditor {
         return node
     }
 
-    private static func write(_ value: String, at path: [ConfigOverride.Step], key: String, in text: String, file: String)
+    private static func write(
+        _ value: String, at path: [ConfigOverride.Step], key: String, in text: String, file: String
+    )
         throws(ConfigError) -> String
     {
         let root = try compose(text, file)
@@ -91,6 +94,9 @@ public enum SettingsEditor {
             guard node.scalar != nil, let mark = node.mark else {
                 throw problem(file, key, "the file has a mapping or list there, not a value")
             }
+            // The same value as written (3.0 for 3): the file keeps its own spelling.
+            let wanted = (try? Yams.compose(yaml: value)) ?? nil
+            if node.string == value || (node.float != nil && node.float == wanted?.float) { return text }
             let line = lines[mark.line - 1]
             let start = line.index(line.startIndex, offsetBy: mark.column - 1)
             let end = scalarEnd(in: line, from: start)
@@ -118,7 +124,8 @@ public enum SettingsEditor {
                 let target = lines[row]
                 let before = target[..<column]
                 let empty = before.trimmingCharacters(in: .whitespaces).hasSuffix("{")
-                lines[row] = String(before).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+                lines[row] =
+                    String(before).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
                     + (empty ? " " : ", ") + entry + " " + String(target[column...])
                 return lines.joined(separator: newline)
             }

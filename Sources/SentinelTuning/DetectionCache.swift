@@ -69,7 +69,8 @@ public struct DetectionCache: Sendable {
         let elapsed = ContinuousClock.now - start
         return DetectionCache(
             recording: recording, key: key(definition), width: size.width, height: size.height, origin: origin,
-            frames: frames, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+            frames: frames, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        )
     }
 }
 

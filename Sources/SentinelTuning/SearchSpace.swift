@@ -74,7 +74,9 @@ public struct SearchSpace: Sendable {
             return nil
         }
         var space = SearchSpace()
-        if let f = top["search"], let v = reader.choice(f, Search.allCases.map(\.rawValue)) { space.search = Search(rawValue: v)! }
+        if let f = top["search"], let v = reader.choice(f, Search.allCases.map(\.rawValue)) {
+            space.search = Search(rawValue: v)!
+        }
         if let f = top["objective"], let v = reader.choice(f, Objective.allCases.map(\.rawValue)) {
             space.objective = Objective(rawValue: v)!
         }
@@ -102,7 +104,8 @@ public struct SearchSpace: Sendable {
                 let domain: DeclaredDomain? =
                     switch setting.kind {
                     case .number(_, let range): .interval(range.lowerBound, range.upperBound, whole: false)
-                    case .integer(_, let range): .interval(Double(range.lowerBound), Double(range.upperBound), whole: true)
+                    case .integer(_, let range):
+                        .interval(Double(range.lowerBound), Double(range.upperBound), whole: true)
                     case .flag: .values(["false", "true"])
                     case .choice(let choices, _, _): .values(choices)
                     case .text: nil
@@ -136,7 +139,9 @@ public struct SearchSpace: Sendable {
 
     /// A random candidate: each dimension at a uniform fraction.
     func random(_ generator: inout some RandomNumberGenerator) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: dimensions.map { ($0.key, $0.value(at: Double.random(in: 0...1, using: &generator))) })
+        Dictionary(
+            uniqueKeysWithValues: dimensions.map { ($0.key, $0.value(at: Double.random(in: 0...1, using: &generator))) }
+        )
     }
 
     /// A candidate near `center`: each dimension moved by up to `radius` of its extent (a list: to a neighbour).
@@ -148,7 +153,10 @@ public struct SearchSpace: Sendable {
                 let current = center[dimension.key] ?? dimension.value(at: 0.5)
                 if let interval = dimension.interval, let x = Double(current) {
                     let fraction = (x - interval.low) / max(interval.high - interval.low, 1e-12)
-                    return (dimension.key, dimension.value(at: fraction + Double.random(in: -radius...radius, using: &generator)))
+                    return (
+                        dimension.key,
+                        dimension.value(at: fraction + Double.random(in: -radius...radius, using: &generator))
+                    )
                 }
                 let index = dimension.values.firstIndex(of: current) ?? 0
                 let step = Int.random(in: -1...1, using: &generator)
@@ -189,7 +197,8 @@ extension ConfigReader {
         }
         if field.node.string == "range" {
             switch SearchSpace.declared[key] {
-            case .interval(let low, let high, let whole)?: return .init(key: key, values: [], interval: (low, high, whole))
+            case .interval(let low, let high, let whole)?:
+                return .init(key: key, values: [], interval: (low, high, whole))
             case .values(let values)?: return .init(key: key, values: values)
             case nil:
                 report(field, "\(key) has no declared range: give its values, or { from, to }")

@@ -1,6 +1,5 @@
 import Foundation
 import SentinelCore
-import SentinelPipeline
 
 /// Measures of a run that need no labels, for footage nobody has labelled. With the detector fixed, what varies
 /// between configurations is whether the tracker keeps a visitor whole across the frames the detector missed, or
@@ -31,7 +30,7 @@ public struct Stability: Sendable, Codable, Equatable {
     public var score: Double { 1 - (min(suspectedSplits, 1) + shortVisits + (1 - detectionGaps)) / 3 }
 
     /// Gathers what the measures need frame by frame.
-    struct Collector {
+    public struct Collector: Sendable {
         /// Per visit label: first and last detected frame, its box there, and the frames detected in between.
         var first: [String: (frame: Int, box: Box)] = [:]
         var last: [String: (frame: Int, box: Box)] = [:]
@@ -39,16 +38,21 @@ public struct Stability: Sendable, Codable, Equatable {
         /// The frames the detector ran on, in order (under a cadence not every frame is one).
         var analysed: [Int] = []
 
-        mutating func add(_ frame: MaskedFrame) {
-            if frame.analysed { analysed.append(frame.index) }
-            for face in frame.faces where !face.predicted && frame.analysed {
-                if first[face.label] == nil { first[face.label] = (frame.index, face.box) }
-                last[face.label] = (frame.index, face.box)
+        public init() {}
+
+        /// A frame: whether the detector ran on it, and the visits it detected there (by label, with their boxes).
+        public mutating func add(frame index: Int, analysed: Bool, detected faces: [(label: String, box: Box)]) {
+            guard analysed else { return }
+            self.analysed.append(index)
+            for face in faces {
+                if first[face.label] == nil { first[face.label] = (index, face.box) }
+                last[face.label] = (index, face.box)
                 detected[face.label, default: 0] += 1
             }
         }
 
-        func finish(events: [VisitorEvent], origin: Date) -> Stability {
+        /// The measures, from the run's events (the store's copies: exact times).
+        public func finish(events: [VisitorEvent], origin: Date) -> Stability {
             var result = Stability()
             let exits = events.filter { $0.type == .exited }
             result.visits = exits.count
@@ -83,7 +87,8 @@ public struct Stability: Sendable, Codable, Equatable {
             }
             let count = Double(visits.count)
             result.suspectedSplits = Double(splits) / count
-            result.shortVisits = Double(visits.filter { $0.lastSeen - $0.firstSeen < Stability.shortSeconds }.count) / count
+            result.shortVisits =
+                Double(visits.filter { $0.lastSeen - $0.firstSeen < Stability.shortSeconds }.count) / count
             let minutes = visits.reduce(0) { $0 + max($1.lastSeen - $1.firstSeen, 0) } / 60
             let zoneChanges = events.filter { $0.type == .zoneEntered || $0.type == .zoneExited }.count
             result.zoneFlicker = minutes > 0 ? Double(zoneChanges) / minutes : 0

@@ -138,7 +138,8 @@ public final class Sweep: Sendable {
             let definition = try definition(settings)
             var outcomes: [(Recording, TrialOutcome)] = []
             for recording in recordings {
-                outcomes.append((recording, try Trial.run(definition, on: cache(recording, definition), labels: recording.labels)))
+                outcomes.append(
+                    (recording, try Trial.run(definition, on: cache(recording, definition), labels: recording.labels)))
             }
             for (recording, outcome) in outcomes {
                 result.perRecording[recording.name] = Figures(
@@ -164,7 +165,8 @@ public final class Sweep: Sendable {
             let pairs = outcomes.compactMap { o in pick(o).map { ($0, weight(o)) } }
             guard pairs.count == outcomes.count, !pairs.isEmpty else { return nil }
             let total = pairs.reduce(0) { $0 + $1.1 }
-            return total > 0 ? pairs.reduce(0) { $0 + $1.0 * $1.1 } / total : pairs.map(\.0).reduce(0, +) / Double(pairs.count)
+            return total > 0
+                ? pairs.reduce(0) { $0 + $1.0 * $1.1 } / total : pairs.map(\.0).reduce(0, +) / Double(pairs.count)
         }
         let visitors = { (o: TrialOutcome) in Double(o.visitors?.visitors.count ?? 0) }
         figures.dwellError = weighted(\.dwellError, by: visitors)
@@ -219,7 +221,8 @@ public final class Sweep: Sendable {
             let grid = space.grid(limit: space.trials)
             guard !grid.isEmpty else {
                 throw TuneError(
-                    "the grid has more than \(space.trials) combinations: fewer values, or raise trials, or search random or adaptive")
+                    "the grid has more than \(space.trials) combinations: fewer values, or raise trials, or search random or adaptive"
+                )
             }
             runBatch(grid)
         case .random:
@@ -232,10 +235,14 @@ public final class Sweep: Sendable {
             var remaining = space.trials - explore
             var radius = 0.25
             while remaining > 0 {
-                let ranked = results.filter { $0.objective != nil }.sorted { better($0.objective!, than: $1.objective!) }
+                let ranked = results.filter { $0.objective != nil }.sorted {
+                    better($0.objective!, than: $1.objective!)
+                }
                 guard !ranked.isEmpty else { break }
                 let batch = min(remaining, max(workers * 2, 8))
-                candidates = (0..<batch).map { i in space.near(ranked[i % min(3, ranked.count)].settings, radius: radius, &generator) }
+                candidates = (0..<batch).map { i in
+                    space.near(ranked[i % min(3, ranked.count)].settings, radius: radius, &generator)
+                }
                 runBatch(candidates)
                 remaining -= batch
                 radius = max(radius * 0.7, 0.03)

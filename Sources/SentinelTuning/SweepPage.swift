@@ -54,7 +54,9 @@ public enum SweepPage {
         }
         let front = points.filter { p in !points.contains { dominates($0, p) } }.sorted { $0.x < $1.x }
         func json(_ list: [(x: Double, y: Double, n: Int)]) -> String {
-            "[" + list.map { String(format: "{\"x\":%.2f,\"y\":%.5f,\"trial\":%d}", $0.x, $0.y, $0.n) }.joined(separator: ",")
+            "["
+                + list.map { String(format: "{\"x\":%.2f,\"y\":%.5f,\"trial\":%d}", $0.x, $0.y, $0.n) }.joined(
+                    separator: ",")
                 + "]"
         }
         // Each setting's effect: the mean objective per value (intervals in five bins).
@@ -77,8 +79,10 @@ public enum SweepPage {
                 }
             }
             let labels = groups.map { "\"\(escape($0.label))\"" }.joined(separator: ",")
-            let means = groups.map { $0.values.isEmpty ? "null" : String(format: "%.5f", $0.values.reduce(0, +) / Double($0.values.count)) }
-                .joined(separator: ",")
+            let means = groups.map {
+                $0.values.isEmpty ? "null" : String(format: "%.5f", $0.values.reduce(0, +) / Double($0.values.count))
+            }
+            .joined(separator: ",")
             effects += """
                 <section><h3>\(escape(dimension.key))</h3><div class="chart"><canvas data-labels='[\(labels)]' data-means='[\(means)]'></canvas></div></section>
 
@@ -87,13 +91,16 @@ public enum SweepPage {
         var comparisonRows = ""
         for c in comparisons {
             let settings = c.settings.keys.sorted().map { "\($0)=\(c.settings[$0]!)" }.joined(separator: " ")
-            comparisonRows += "<tr><td>\(escape(c.name))</td><td><code>\(escape(settings.isEmpty ? "(the file's)" : settings))</code></td><td>\(number(c.tuned))</td><td>\(number(c.heldOut))</td></tr>\n"
+            comparisonRows +=
+                "<tr><td>\(escape(c.name))</td><td><code>\(escape(settings.isEmpty ? "(the file's)" : settings))</code></td><td>\(number(c.tuned))</td><td>\(number(c.heldOut))</td></tr>\n"
         }
         var agreementRows = ""
         for a in agreement {
-            agreementRows += "<tr><td>\(a.measure)</td><td>\(number(a.idf1, 2))</td><td>\(number(a.dwell, 2))</td></tr>\n"
+            agreementRows +=
+                "<tr><td>\(a.measure)</td><td>\(number(a.idf1, 2))</td><td>\(number(a.dwell, 2))</td></tr>\n"
         }
-        let chart = (try? String(contentsOf: chartJS, encoding: .utf8)).map { "<script>\($0)</script>" }
+        let chart =
+            (try? String(contentsOf: chartJS, encoding: .utf8)).map { "<script>\($0)</script>" }
             ?? "<p>Charts need Debian's libjs-chart.js (\(chartJS.path)).</p>"
         return """
             <!doctype html>
@@ -134,7 +141,7 @@ public enum SweepPage {
               for (const canvas of document.querySelectorAll('canvas[data-labels]')) {
                 new Chart(canvas, { type: 'bar', data: { labels: JSON.parse(canvas.dataset.labels),
                   datasets: [{ label: 'mean \(objective.rawValue)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
-                  options: { maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } } } });
+                  options: { maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: false } }, plugins: { legend: { display: false } } } });
               }
             }
             </script>

@@ -7,7 +7,8 @@ import SentinelEval
 public enum SweepReport {
     static let metricColumns = [
         "idf1", "idp", "idr", "mota", "motp", "hota", "detA", "assA", "idSwitches", "fragmentations", "dwellError",
-        "splits", "stability", "suspectedSplits", "shortVisits", "zoneFlicker", "emotionChurn", "detectionGaps", "visits",
+        "splits", "stability", "suspectedSplits", "shortVisits", "zoneFlicker", "emotionChurn", "detectionGaps",
+        "visits",
         "fps",
     ]
 
@@ -25,15 +26,19 @@ public enum SweepReport {
         func number(_ value: Double?) -> String { value.map { String(format: "%.6g", $0) } ?? "" }
         let metrics: [String] = [
             number(m?.idf1), number(m?.idp), number(m?.idr), number(m?.mota), number(m?.motp), number(m?.hota),
-            number(m?.detA), number(m?.assA), m.map { "\($0.idSwitches)" } ?? "", m.map { "\($0.fragmentations)" } ?? "",
+            number(m?.detA), number(m?.assA), m.map { "\($0.idSwitches)" } ?? "",
+            m.map { "\($0.fragmentations)" } ?? "",
             number(figures.dwellError), number(figures.splits), number(s.score), number(s.suspectedSplits),
-            number(s.shortVisits), number(s.zoneFlicker), number(s.emotionChurn), number(s.detectionGaps), "\(s.visits)",
+            number(s.shortVisits), number(s.zoneFlicker), number(s.emotionChurn), number(s.detectionGaps),
+            "\(s.visits)",
             number(figures.fps),
         ]
         let status = result.problem.map { "invalid: \($0)" } ?? "ok"
-        return ([String(result.number), status] + space.dimensions.map { result.settings[$0.key] ?? "" }
+        return
+            ([String(result.number), status] + space.dimensions.map { result.settings[$0.key] ?? "" }
             + [number(result.objective)] + metrics
-            + recordings.map { number(result.perRecording[$0]?.value(of: space.objective)) }).map(csv).joined(separator: ",")
+            + recordings.map { number(result.perRecording[$0]?.value(of: space.objective)) }).map(csv).joined(
+                separator: ",")
     }
 
     static func csv(_ field: String) -> String {
@@ -143,7 +148,9 @@ public enum SweepReport {
 
     /// How well each label-free measure ranks the trials as a labelled figure does: ρ against IDF1 (higher better)
     /// and against the dwell error (lower better), each measure oriented so that 1 is perfect agreement.
-    public static func labelFreeAgreement(_ results: [Sweep.Result]) -> [(measure: String, idf1: Double?, dwell: Double?)] {
+    public static func labelFreeAgreement(_ results: [Sweep.Result]) -> [(
+        measure: String, idf1: Double?, dwell: Double?
+    )] {
         let ok = results.filter { $0.problem == nil && $0.combined.metrics != nil }
         let idf1 = ok.map { $0.combined.metrics!.idf1 }
         let withDwell = ok.filter { $0.combined.dwellError != nil }
@@ -154,8 +161,10 @@ public enum SweepReport {
             ("zone flicker", { -$0.zoneFlicker }), ("emotion churn", { -$0.emotionChurn }),
         ]
         return measures.map { name, pick in
-            (name, spearman(ok.map { pick($0.combined.stability) }, idf1),
-                spearman(withDwell.map { pick($0.combined.stability) }, dwell))
+            (
+                name, spearman(ok.map { pick($0.combined.stability) }, idf1),
+                spearman(withDwell.map { pick($0.combined.stability) }, dwell)
+            )
         }
     }
 }

@@ -37,14 +37,17 @@ public struct TrialOutcome: Sendable {
 
     /// Mean dwell error over the true visitors (seconds), with own truth.
     public var dwellError: Double? {
-        visitors.map { $0.visitors.isEmpty ? 0 : $0.visitors.map(\.dwellError).reduce(0, +) / Double($0.visitors.count) }
+        visitors.map {
+            $0.visitors.isEmpty ? 0 : $0.visitors.map(\.dwellError).reduce(0, +) / Double($0.visitors.count)
+        }
     }
 
     /// Visits beyond one per true visitor, per true visitor (0 when each was followed in one piece), with own truth.
     public var splits: Double? {
         visitors.map { score in
             score.visitors.isEmpty
-                ? 0 : Double(score.visitors.map { max($0.visits.count - 1, 0) }.reduce(0, +)) / Double(score.visitors.count)
+                ? 0
+                : Double(score.visitors.map { max($0.visits.count - 1, 0) }.reduce(0, +)) / Double(score.visitors.count)
         }
     }
 }
@@ -78,7 +81,9 @@ public enum Trial {
             if frame.analysed { analysed += 1 }
             observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
             tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
-            stability.add(frame)
+            stability.add(
+                frame: frame.index, analysed: frame.analysed,
+                detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
         }
         for frame in cache.frames {
             models.frame = frame

@@ -73,7 +73,8 @@ struct Tune: ParsableCommand {
         let heldOut = try holdout.map(recording)
         if space.objective.needsLabels, let unlabelled = (tuned + heldOut).first(where: { $0.labels == nil }) {
             throw CommandError(
-                "\(unlabelled.path): no labels beside it, which the objective \(space.objective.rawValue) needs (or tune for stability, which needs none)")
+                "\(unlabelled.path): no labels beside it, which the objective \(space.objective.rawValue) needs (or tune for stability, which needs none)"
+            )
         }
         let folder = URL(fileURLWithPath: out)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -138,21 +139,28 @@ struct Tune: ParsableCommand {
         print("best: trial \(best.number), \(objectiveName) \(value(best)) (the file's settings: \(value(defaults)))")
         for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
         if let heldDefault, let heldBest {
-            print("held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(heldBest)) with the winner, \(value(heldDefault)) with the file's settings")
+            print(
+                "held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(heldBest)) with the winner, \(value(heldDefault)) with the file's settings"
+            )
         }
         let agreement = SweepReport.labelFreeAgreement(results)
         if agreement.contains(where: { $0.idf1 != nil }) {
             print("label-free measures against the labels over these trials (Spearman's rho):")
             for a in agreement {
                 print(
-                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error")
+                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error"
+                )
             }
         }
         let page = SweepPage.html(
             space: space, results: results,
             comparisons: [
-                .init(name: "the file's settings", settings: [:], tuned: defaults.objective, heldOut: heldDefault?.objective),
-                .init(name: "winner (trial \(best.number))", settings: best.settings, tuned: best.objective, heldOut: heldBest?.objective),
+                .init(
+                    name: "the file's settings", settings: [:], tuned: defaults.objective,
+                    heldOut: heldDefault?.objective),
+                .init(
+                    name: "winner (trial \(best.number))", settings: best.settings, tuned: best.objective,
+                    heldOut: heldBest?.objective),
             ], tuned: names, heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement)
         try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
         // The winner written into the pipeline's text, every other byte kept.
@@ -168,7 +176,9 @@ struct Tune: ParsableCommand {
             throw CommandError("the winner cannot be written into \(pipeline): \(error.description)")
         }
         try OutputFile.write(Data(written.utf8), to: folder.appendingPathComponent("best.yml").path)
-        print("wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(folder.appendingPathComponent("best.yml").path)")
+        print(
+            "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(folder.appendingPathComponent("best.yml").path)"
+        )
         if apply {
             try OutputFile.write(Data(written.utf8), to: pipeline)
             print("applied to \(pipeline)")
@@ -210,7 +220,8 @@ struct TrialProgress {
         let filled = Int(fraction * 30)
         let eta = rate > 0 ? Double(max(total - done, 0)) / rate : 0
         let line =
-            "\r\(done)/\(total) trials [" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
+            "\r\(done)/\(total) trials [" + String(repeating: "#", count: filled)
+            + String(repeating: ".", count: 30 - filled)
             + String(format: "] %3.0f%%  ETA %.0fs ", fraction * 100, eta)
         FileHandle.standardError.write(Data(line.utf8))
     }

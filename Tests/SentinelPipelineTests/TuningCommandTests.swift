@@ -45,4 +45,59 @@ struct TuningCommandTests {
             "\(refused.errors)")
         #expect(!refused.errors.contains("Usage:"))
     }
+
+    @Test(
+        "sentinel tune: a small grid on one recording, scored on the other held out; trials.csv, report.html and best.yml written; run again it resumes; --apply writes the winner into the file and nothing else"
+    )
+    func tune() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let pipeline = folder.appendingPathComponent("showroom.yml").path
+        let original = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8
+        ).replacingOccurrences(of: "../Recordings/out/", with: Fixtures.recordings.path + "/")
+        try original.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let space = folder.appendingPathComponent("space.yml").path
+        try """
+        search: grid
+        objective: idf1
+        settings:
+          tracker.confirmFrames: [2, 3]
+          sources[0].zones[*].grace.seconds: [0.3, 0.5]
+        """.write(toFile: space, atomically: true, encoding: .utf8)
+        let out = folder.appendingPathComponent("sweep").path
+        let arguments = [
+            "tune", "--pipeline", pipeline, "--space", space, "--out", out, Fixtures.recording(), "--holdout",
+            Fixtures.recording("showroom-1280x720.mp4"),
+        ]
+        let first = try Fixtures.run(Fixtures.sentinel, arguments)
+        #expect(first.status == 0, "\(first.errors)")
+        #expect(
+            first.output.contains("4 trials in") && first.output.contains("held out (showroom-1280x720.mp4): idf1"),
+            "\(first.output)")
+        let rows = try String(contentsOfFile: out + "/trials.csv", encoding: .utf8).split(separator: "\n")
+        #expect(
+            rows.count == 5
+                && rows[0].hasPrefix(
+                    "trial,status,tracker.confirmFrames,sources[0].zones[*].grace.seconds,objective,idf1")
+        )
+        #expect(rows.dropFirst().allSatisfy { $0.split(separator: ",")[1] == "ok" })
+        let page = try String(contentsOfFile: out + "/report.html", encoding: .utf8)
+        #expect(page.contains("Pareto front") && page.contains("held out") && page.contains("new Chart("))
+        let best = try String(contentsOfFile: out + "/best.yml", encoding: .utf8)
+        let check = try Fixtures.run(Fixtures.sentinel, ["check", out + "/best.yml"])
+        #expect(check.status == 0, "\(check.output)")
+
+        let again = try Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
+        #expect(again.status == 0 && again.output.contains("resuming: 4 trials"), "\(again.output)\(again.errors)")
+        #expect(again.output.contains("0 trials in"), "nothing run again: \(again.output)")
+        #expect(try String(contentsOfFile: out + "/trials.csv", encoding: .utf8).split(separator: "\n").count == 5)
+        let applied = try String(contentsOfFile: pipeline, encoding: .utf8)
+        #expect(applied == best)
+        let changed = zip(
+            original.split(separator: "\n", omittingEmptySubsequences: false),
+            applied.split(separator: "\n", omittingEmptySubsequences: false)
+        )
+        .filter { $0 != $1 }.map(\.1)
+        #expect(changed.allSatisfy { $0.contains("confirmFrames:") || $0.contains("grace:") }, "\(changed)")
+    }
 }

@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import SentinelCore
+import SentinelEval
+import SentinelPipeline
+import SentinelTestSupport
+import SentinelTuning
+import SentinelVision
+import Testing
+
+@Suite("Tuning: search spaces, settings written in place, the detection cache, label-free measures")
+struct TuningTests {
+    @Test("a space: lists, from/to/step, declared ranges; grids count every combination; random is seeded")
+    func space() throws {
+        let space = try SearchSpace.parse(
+            """
+            search: random
+            trials: 50
+            seed: 3
+            objective: hota
+            settings:
+              tracker.minIoU: [0.1, 0.2]
+              tracker.centerGate: { from: 0.2, to: 1, step: 0.4 }
+              tracker.confirmFrames: range
+              events.referencePoint: range
+              sources[0].zones[*].grace.seconds: { from: 0.1, to: 2 }
+            """, file: "space.yml")
+        #expect(space.search == .random && space.trials == 50 && space.objective == .hota)
+        #expect(space.dimensions.map(\.key).count == 5)
+        #expect(space.dimensions[1].values == ["0.2", "0.6", "1"])
+        #expect(space.dimensions[2].interval?.low == 1 && space.dimensions[2].interval?.high == 100)
+        #expect(space.dimensions[3].values == ["center", "bottom"])
+        // 2 x 3 x 5 x 2 x 5 grid points.
+        #expect(space.grid(limit: 1_000).count == 300 && space.grid(limit: 299).isEmpty)
+        let bad = #expect(throws: ConfigError.self) {
+            try SearchSpace.parse(
+                "settings:\n  tracker.nope: range\n  sources[0].zones[*].grace.seconds: range\n  tracker.minIoU: { from: 1, to: 0 }\n",
+                file: "space.yml")
+        }
+        #expect(
+            bad?.problems.map(\.description) == [
+                "space.yml:2:17: settings.tracker.nope: tracker.nope has no declared range: give its values, or { from, to }",
+                "space.yml:3:38: settings.sources[0].zones[*].grace.seconds: sources[0].zones[*].grace.seconds has no declared range: give its values, or { from, to }",
+                "space.yml:4:19: settings.tracker.minIoU: from must be below to",
+            ])
+    }
+
+    @Test(
+        "settings written into a pipeline's text: values replaced where they stand, comments and every other byte kept, a missing key added to its mapping, CRLF kept"
+    )
+    func editor() throws {
+        let original = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        let written = try SettingsEditor.apply(
+            [
+                ("tracker.minIoU", "0.35"), ("sources[0].zones[*].grace.seconds", "1.25"),
+                ("tracker.velocitySmoothing", "0.4"), ("events.referencePoint", "bottom"),
+                ("tracker.visitTimeoutSeconds", "3"),
+            ], to: original, file: "showroom.yml")
+        let before = original.components(separatedBy: "\n")
+        let after = written.components(separatedBy: "\n")
+        #expect(after.count == before.count + 1, "one line added")
+        let changed = zip(before, after.filter { $0 != "  velocitySmoothing: 0.4" }).filter { $0 != $1 }
+        #expect(
+            changed.map(\.1) == [
+                "        grace: { seconds: 1.25 }", "        grace: { seconds: 1.25 }",
+                "        grace: { seconds: 1.25 }",
+                "  minIoU: 0.35",
+                "  referencePoint: bottom      # center or bottom of the face box decides the zone",
+            ], "\(changed)")
+        #expect(
+            written.contains("  visitTimeoutSeconds: 3.0  # unseen this long, the visit ends"),
+            "the same value kept as written")
+        let definition = try PipelineDefinition.parse(written, file: "showroom.yml")
+        #expect(definition.visitors.tracker.minIoU == 0.35 && definition.visitors.tracker.velocitySmoothing == 0.4)
+        #expect(definition.sources[0].zones.allSatisfy { $0.grace == .seconds(1.25) })
+        // A section the file lacks, and a flow mapping that lacks the key; CRLF line endings.
+        let small =
+            "version: 1\r\nsources:\r\n  - { id: a, input: a.mp4, zones: [{ name: z, polygon: [[0, 0], [1, 0], [1, 1]] }] }\r\n"
+        let grown = try SettingsEditor.apply(
+            [("tracker.minIoU", "0.3"), ("sources[0].zones[0].grace.seconds", "2")], to: small, file: "small.yml")
+        #expect(!grown.replacingOccurrences(of: "\r\n", with: "").contains("\n"))
+        let parsed = try PipelineDefinition.parse(grown, file: "small.yml")
+        #expect(parsed.visitors.tracker.minIoU == 0.3 && parsed.sources[0].zones[0].grace == .seconds(2))
+        #expect(throws: ConfigError.self) {
+            try SettingsEditor.apply([("sources[3].id", "x")], to: small, file: "small.yml")
+        }
+    }
+
+    @Test("a trial on the detection cache gives a replay's results: the same figures and the same events")
+    func cacheIsTheReplay() throws {
+        let definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        let recording = Fixtures.recording()
+        let truthPath = URL(fileURLWithPath: recording).deletingPathExtension().appendingPathExtension("truth.json")
+            .path
+        let labels = try RecordingLabels.read(truthPath)
+        let cache = try DetectionCache.make(
+            recording: recording, definition: definition, models: Fixtures.store, logger: Logger(label: "test"))
+        #expect(cache.frames.count == 600)
+        let trial = try Trial.run(definition, on: cache, labels: labels)
+        // The real thing: decode and detect every frame, as `sentinel replay` does.
+        let runner = try SourceRunner(
+            definition: definition.forEvaluation, source: definition.sources[0], models: Fixtures.store,
+            input: recording, pace: .fastest, logger: Logger(label: "test"))
+        var lines: [Data] = []
+        var tracked: [TrackSet.Entry] = []
+        try runner.run { step in
+            lines += step.events.map { $0[.events]!.json }
+            if let frame = step.frame {
+                tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
+            }
+        }
+        let replayed = TrackMetrics.evaluate(truth: labels.tracks, tracks: TrackSet(tracked))
+        #expect(trial.metrics == replayed)
+        // Pseudonyms differ between runs (a new key each): compare with each visit numbered in order of appearance.
+        func numbered(_ lines: [Data]) -> [String] {
+            var names: [String: String] = [:]
+            return lines.map { line in
+                var text = String(decoding: line, as: UTF8.self)
+                if let range = text.range(of: #""faceId":"[a-z2-7]{16}""#, options: .regularExpression) {
+                    let id = String(text[range])
+                    let name = names[id] ?? "\"faceId\":\"v\(names.count + 1)\""
+                    names[id] = name
+                    text.replaceSubrange(range, with: name)
+                }
+                return text
+            }
+        }
+        #expect(numbered(trial.lines) == numbered(lines))
+    }
+
+    @Test(
+        "label-free measures: a visitor split in two is one suspected split; a blink of a visit is short; bridged gaps count"
+    )
+    func stability() throws {
+        let origin = Date(timeIntervalSince1970: 0)
+        var collector = Stability.Collector()
+        // Visit a: frames 0-9 detected but 4-5; visit b starts 1 s after a's last sighting, beside it; c lasts 0.2 s far away.
+        for index in 0..<40 {
+            var faces: [(label: String, box: Box)] = []
+            if index < 10 && !(4...5).contains(index) { faces.append(("a", Box(x: 0, y: 0, width: 10, height: 10))) }
+            if (20..<40).contains(index) { faces.append(("b", Box(x: 5, y: 0, width: 10, height: 10))) }
+            if (30..<32).contains(index) { faces.append(("c", Box(x: 500, y: 0, width: 10, height: 10))) }
+            collector.add(frame: index, analysed: true, detected: faces)
+        }
+        func exit(_ id: String, _ first: Double, _ last: Double) -> VisitorEvent {
+            VisitorEvent(
+                type: .exited, time: origin.addingTimeInterval(last),
+                visitor: VisitorRecord(
+                    faceId: id, sourceId: "s", zone: nil, state: .exited, firstSeen: origin.addingTimeInterval(first),
+                    lastSeen: origin.addingTimeInterval(last)))
+        }
+        let measured = collector.finish(
+            events: [exit("a", 0, 1.5), exit("b", 2, 3.9), exit("c", 3, 3.1)], origin: origin)
+        #expect(measured.visits == 3)
+        #expect(measured.suspectedSplits == 1.0 / 3)
+        #expect(measured.shortVisits == 1.0 / 3)
+        // a: 8 of 10 frames detected; b: 20 of 20; c: 2 of 2.
+        #expect(abs(measured.detectionGaps - 2.0 / 32) < 1e-12)
+    }
+}
