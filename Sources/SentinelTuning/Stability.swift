@@ -11,7 +11,7 @@ public struct Stability: Sendable, Codable, Equatable {
     public var suspectedSplits = 0.0
     /// Visits shorter than `shortSeconds`, as a share of the visits (lower is steadier).
     public var shortVisits = 0.0
-    /// Zone entries and exits per visitor-minute (lower is steadier).
+    /// Zone changes (entries) per visitor-minute (lower is steadier).
     public var zoneFlicker = 0.0
     /// Changes of the published emotion between two known expressions, per visitor-second (lower is steadier).
     public var emotionChurn = 0.0
@@ -90,7 +90,7 @@ public struct Stability: Sendable, Codable, Equatable {
             result.shortVisits =
                 Double(visits.filter { $0.lastSeen - $0.firstSeen < Stability.shortSeconds }.count) / count
             let minutes = visits.reduce(0) { $0 + max($1.lastSeen - $1.firstSeen, 0) } / 60
-            let zoneChanges = events.filter { $0.type == .zoneEntered || $0.type == .zoneExited }.count
+            let zoneChanges = events.filter { $0.type == .zoneEntered }.count
             result.zoneFlicker = minutes > 0 ? Double(zoneChanges) / minutes : 0
             var changes = 0
             var previous: [String: Emotion] = [:]

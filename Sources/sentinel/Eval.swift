@@ -6,6 +6,7 @@ import SentinelModels
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelSynth
+import SentinelTuning
 import SentinelVision
 
 struct Eval: ParsableCommand {
@@ -78,6 +79,7 @@ struct Eval: ParsableCommand {
                                 truth: $0, observed: run.observed, events: run.events, origin: runner.origin)
                         })
                     Self.print(name, sequence)
+                    for line in run.summary.lines { Swift.print("  " + line) }
                     sequences[name] = sequence
                 }
             }
@@ -331,23 +333,30 @@ extension SourceRunner {
     /// Runs to the end, keeping what scoring needs: the store's copy of each event, and each frame's tracked boxes
     /// (by pseudonym), as a map and as a track set.
     func evaluationRun() throws -> (
-        events: [VisitorEvent], observed: [Int: [(faceId: String, box: Box)]], tracks: TrackSet
+        events: [VisitorEvent], observed: [Int: [(faceId: String, box: Box)]], tracks: TrackSet, summary: RunSummary
     ) {
         var observed: [Int: [(faceId: String, box: Box)]] = [:]
         var events: [VisitorEvent] = []
         var size: (width: Int, height: Int)?
+        var stability = Stability.Collector()
         try run { step in
             events += step.events.map { $0[.store]!.event }
             if let frame = step.frame {
                 observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
                 size = size ?? (frame.image.width, frame.image.height)
+                stability.add(
+                    frame: frame.index, analysed: frame.analysed,
+                    detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
             }
         }
         let entries = observed.flatMap { index, boxes in
             boxes.map { TrackSet.Entry(frame: index, id: $0.faceId, box: $0.box) }
         }
         let frames = (observed.keys.max() ?? -1) + 1
-        return (events, observed, TrackSet(entries, width: size?.width, height: size?.height, frameCount: frames))
+        return (
+            events, observed, TrackSet(entries, width: size?.width, height: size?.height, frameCount: frames),
+            RunSummary(events: events, collector: stability, origin: origin)
+        )
     }
 
     func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {

@@ -6,6 +6,7 @@ import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelStore
+import SentinelTuning
 import SentinelVision
 
 struct Replay: ParsableCommand {
@@ -84,8 +85,11 @@ struct Replay: ParsableCommand {
         var progress = ProgressBar(total: runner.expectedFrames)
         var tracked: [TrackSet.Entry] = []
         var size = (width: 0, height: 0, frames: 0)
+        var events: [VisitorEvent] = []
+        var stability = Stability.Collector()
         try runner.run { step in
             for masked in step.events {
+                events.append(masked[.store]!.event)
                 let published = masked[.events]!
                 gauge.record(published)
                 sink.handle.write(published.json + Data("\n".utf8))
@@ -94,6 +98,9 @@ struct Replay: ParsableCommand {
                 sink.handle.write(try encoder.encode(TypedReading(reading: reading)) + Data("\n".utf8))
             }
             guard let frame = step.frame else { return }
+            stability.add(
+                frame: frame.index, analysed: frame.analysed,
+                detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
             if tracks != nil {
                 tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
                 size = (frame.image.width, frame.image.height, frame.index + 1)
@@ -108,6 +115,10 @@ struct Replay: ParsableCommand {
                 TrackSet(tracked, width: size.width, height: size.height, frameCount: size.frames), to: tracks)
         }
         try sink.commit()
+        // A summary on standard error: standard output may be the events.
+        for line in RunSummary(events: events, collector: stability, origin: runner.origin).lines {
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
         try video?.commit()
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+import SentinelCore
+
+/// A few lines on a run for the person who started it: visits, dwell per zone and the label-free measures (suspected
+/// splits first: a visitor split in two is the commonest fault, and nothing else points at it).
+public struct RunSummary: Sendable {
+    public var visits = 0
+    public var meanDwell = 0.0
+    /// Per zone: visitors who entered it and their mean time in it.
+    public var zones: [(zone: String, visitors: Int, meanDwell: Double)] = []
+    public var stability = Stability()
+
+    /// From a run's events (the store's copies: exact times) and its frames' detections.
+    public init(events: [VisitorEvent], collector: Stability.Collector, origin: Date) {
+        let exits = events.filter { $0.type == .exited }
+        visits = exits.count
+        meanDwell = exits.isEmpty ? 0 : exits.map { $0.visitor.dwellSeconds ?? 0 }.reduce(0, +) / Double(exits.count)
+        var order: [String] = []
+        var stays: [String: [String: Double]] = [:]  // zone -> visitor -> seconds
+        for event in events where event.type == .zoneExited {
+            guard let stay = event.stay, let seconds = stay.dwellSeconds else { continue }
+            if stays[stay.zone] == nil { order.append(stay.zone) }
+            stays[stay.zone, default: [:]][event.visitor.faceId, default: 0] += seconds
+        }
+        zones = order.map { zone in
+            let perVisitor = stays[zone]!.values
+            return (zone, perVisitor.count, perVisitor.reduce(0, +) / Double(perVisitor.count))
+        }
+        stability = collector.finish(events: events, origin: origin)
+    }
+
+    public var lines: [String] {
+        let s = stability
+        var lines = [
+            String(
+                format: "%d visits, %.1f s on average; %d suspected splits (a visit starting within %.0f s and %.0f face sides of another's end), %d shorter than %.0f s",
+                visits, meanDwell, Int((s.suspectedSplits * Double(s.visits)).rounded()), Stability.splitSeconds,
+                Stability.splitDistance, Int((s.shortVisits * Double(s.visits)).rounded()), Stability.shortSeconds)
+        ]
+        if !zones.isEmpty {
+            lines.append(
+                "zones: "
+                    + zones.map { String(format: "%@ %d visitors, %.1f s each", $0.zone, $0.visitors, $0.meanDwell) }
+                    .joined(separator: "; "))
+        }
+        lines.append(
+            String(
+                format:
+                    "label-free: zone flicker %.2f changes per visitor-minute, emotion churn %.3f per visitor-second, %.1f %% of visit frames bridged gaps, stability %.3f",
+                s.zoneFlicker, s.emotionChurn, s.detectionGaps * 100, s.score))
+        return lines
+    }
+}
