@@ -33,7 +33,8 @@ public struct RunSummary: Sendable {
         let s = stability
         var lines = [
             String(
-                format: "%d visits, %.1f s on average; %d suspected splits (a visit starting within %.0f s and %.0f face sides of another's end), %d shorter than %.0f s",
+                format:
+                    "%d visits, %.1f s on average; %d suspected splits (a visit starting within %.0f s and %.0f face sides of another's end), %d shorter than %.0f s",
                 visits, meanDwell, Int((s.suspectedSplits * Double(s.visits)).rounded()), Stability.splitSeconds,
                 Stability.splitDistance, Int((s.shortVisits * Double(s.visits)).rounded()), Stability.shortSeconds)
         ]

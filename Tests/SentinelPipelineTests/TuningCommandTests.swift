@@ -100,4 +100,41 @@ struct TuningCommandTests {
         .filter { $0 != $1 }.map(\.1)
         #expect(changed.allSatisfy { $0.contains("confirmFrames:") || $0.contains("grace:") }, "\(changed)")
     }
+
+    @Test(
+        "sentinel diff: two replays of one recording match visit for visit (exit 0) though their pseudonyms differ; a timeout too short for the scene splits visitors, and diff names each split (exit 1)"
+    )
+    func diff() throws {
+        let folder = try Fixtures.temporaryFolder()
+        func replay(_ name: String, _ extra: [String] = []) throws -> String {
+            let path = folder.appendingPathComponent(name).path
+            let outcome = try Fixtures.run(
+                Fixtures.sentinel, ["replay", Fixtures.recording(), "--pace", "fastest", "-o", path] + extra)
+            #expect(outcome.status == 0, "\(outcome.errors)")
+            // The summary replay ends with, on standard error.
+            #expect(
+                outcome.errors.contains("4 visits") && outcome.errors.contains("suspected splits"), "\(outcome.errors)")
+            return path
+        }
+        let a = try replay("a.jsonl")
+        let b = try replay("b.jsonl")
+        #expect(try String(contentsOfFile: a, encoding: .utf8) != String(contentsOfFile: b, encoding: .utf8))
+        let same = try Fixtures.run(Fixtures.sentinel, ["diff", a, b])
+        #expect(
+            same.status == 0
+                && same.output.contains("4 matched by zone and time, 0 only in a.jsonl, 0 only in b.jsonl"),
+            "\(same.output)")
+        let path = folder.appendingPathComponent("split.jsonl").path
+        let split = try Fixtures.run(
+            Fixtures.sentinel,
+            [
+                "replay", Fixtures.recording(), "--pace", "fastest", "-o", path, "--set",
+                "tracker.visitTimeoutSeconds=0.3",
+                "--set", "tracker.coastSeconds=0.2",
+            ])
+        #expect(split.status == 0)
+        let different = try Fixtures.run(Fixtures.sentinel, ["diff", a, path])
+        #expect(different.status == 1, "\(different.output)")
+        #expect(different.output.contains("split in split.jsonl: a.jsonl's"), "\(different.output)")
+    }
 }

@@ -1,0 +1,176 @@
+import Foundation
+import SentinelCore
+
+/// Two runs compared visit by visit. Pseudonyms differ between runs (a new key, another day), and published records
+/// carry no boxes, so visits are matched by where and when they were: the seconds two visits spent in the same zone at
+/// the same time (and, far behind, the seconds they were both seen), one to one, the largest first. A visit that shares
+/// a second or more of zone time with several of the other run's is where one run split or merged a visitor.
+public struct RunDiff: Sendable {
+    public struct Visit: Sendable {
+        public var faceId: String
+        public var sourceId: String
+        public var firstSeen: Date
+        public var lastSeen: Date
+        public var dwell: Double
+        /// Seconds in each zone, in order of first entry.
+        public var zones: [VisitorRecord.ZoneDwell]
+        /// Each stay: zone, entry and exit (nil while open at the end of the run).
+        public var stays: [(zone: String, entered: Date, exited: Date?)] = []
+        public var seconds: Double { lastSeen.timeIntervalSince(firstSeen) }
+    }
+
+    public struct Pair: Sendable {
+        public var a: Visit
+        public var b: Visit
+        public var overlapSeconds: Double
+    }
+
+    public var pairs: [Pair] = []
+    public var onlyA: [Visit] = []
+    public var onlyB: [Visit] = []
+    /// Visits of A that overlap more than one of B (B split them), and the other way round.
+    public var splitInB: [(a: Visit, b: [Visit])] = []
+    public var splitInA: [(b: Visit, a: [Visit])] = []
+
+    /// The visits of a run's published events (JSON lines, as `sentinel replay` writes them; gauge readings and lines
+    /// that are not visitor events are passed over). Refused with the line number when a line is not JSON.
+    public static func visits(_ data: Data, file: String) throws -> [Visit] {
+        var visits: [String: Visit] = [:]
+        var order: [String] = []
+        let decoder = JSONDecoder.sentinel()
+        for (number, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
+            guard (try? JSONSerialization.jsonObject(with: Data(line))) != nil else {
+                throw TuneError("\(file):\(number + 1): not a JSON line")
+            }
+            guard let event = try? decoder.decode(VisitorEvent.self, from: Data(line)) else { continue }
+            let visitor = event.visitor
+            let first = visitor.firstSeen ?? event.time
+            let last = visitor.lastSeen ?? event.time
+            if visits[visitor.faceId] == nil {
+                order.append(visitor.faceId)
+                visits[visitor.faceId] = Visit(
+                    faceId: visitor.faceId, sourceId: visitor.sourceId, firstSeen: first, lastSeen: last, dwell: 0,
+                    zones: [])
+            }
+            visits[visitor.faceId]!.firstSeen = min(visits[visitor.faceId]!.firstSeen, first)
+            visits[visitor.faceId]!.lastSeen = max(visits[visitor.faceId]!.lastSeen, last)
+            if let dwell = visitor.dwellSeconds { visits[visitor.faceId]!.dwell = dwell }
+            if event.type == .zoneExited, let stay = event.stay {
+                visits[visitor.faceId]!.stays.append((stay.zone, stay.enteredAt, stay.exitedAt ?? last))
+            }
+            if let zones = visitor.zones { visits[visitor.faceId]!.zones = zones }
+        }
+        return order.map { visits[$0]! }
+    }
+
+    /// Seconds two visits were in the same zone at the same time.
+    static func zoneOverlap(_ x: Visit, _ y: Visit) -> Double {
+        guard x.sourceId == y.sourceId else { return 0 }
+        var seconds = 0.0
+        for p in x.stays {
+            for q in y.stays where p.zone == q.zone {
+                // Published times are rounded down (to a second by default): a stay is taken to last to the end of
+                // its last second.
+                let end = min(p.exited ?? x.lastSeen, q.exited ?? y.lastSeen).addingTimeInterval(1)
+                seconds += max(0, end.timeIntervalSince(max(p.entered, q.entered)))
+            }
+        }
+        return seconds
+    }
+
+    static func timeOverlap(_ x: Visit, _ y: Visit) -> Double {
+        guard x.sourceId == y.sourceId else { return 0 }
+        let end = min(x.lastSeen, y.lastSeen).addingTimeInterval(1)
+        return max(0, end.timeIntervalSince(max(x.firstSeen, y.firstSeen)))
+    }
+
+    public init(a: [Visit], b: [Visit]) {
+        func overlap(_ x: Visit, _ y: Visit) -> Double { Self.zoneOverlap(x, y) + 0.01 * Self.timeOverlap(x, y) }
+        var candidates: [(i: Int, j: Int, seconds: Double)] = []
+        for (i, x) in a.enumerated() {
+            for (j, y) in b.enumerated() where overlap(x, y) > 0 { candidates.append((i, j, overlap(x, y))) }
+        }
+        candidates.sort { ($0.seconds, $1.i, $1.j) > ($1.seconds, $0.i, $0.j) }
+        var usedA = Set<Int>()
+        var usedB = Set<Int>()
+        for c in candidates where !usedA.contains(c.i) && !usedB.contains(c.j) {
+            usedA.insert(c.i)
+            usedB.insert(c.j)
+            pairs.append(Pair(a: a[c.i], b: b[c.j], overlapSeconds: c.seconds))
+        }
+        pairs.sort { $0.a.firstSeen < $1.a.firstSeen }
+        onlyA = a.indices.filter { !usedA.contains($0) }.map { a[$0] }
+        onlyB = b.indices.filter { !usedB.contains($0) }.map { b[$0] }
+        // Each visit is attributed to the other run's visit it shares most with: two or more attributed to one is a
+        // visitor that run split (two visitors side by side share zone time too, but each has a better partner).
+        func attributed(_ visits: [Visit], to others: [Visit]) -> [Int: [Visit]] {
+            var groups: [Int: [Visit]] = [:]
+            for visit in visits {
+                let scores = others.map { overlap($0, visit) }
+                guard let best = scores.indices.max(by: { scores[$0] < scores[$1] }), scores[best] > 0 else { continue }
+                groups[best, default: []].append(visit)
+            }
+            return groups
+        }
+        splitInB = attributed(b, to: a).filter { $0.value.count > 1 }.sorted { $0.key < $1.key }.map {
+            (a[$0.key], $0.value)
+        }
+        splitInA = attributed(a, to: b).filter { $0.value.count > 1 }.sorted { $0.key < $1.key }.map {
+            (b[$0.key], $0.value)
+        }
+    }
+
+    /// What a person reads: the counts, then each difference worth a look.
+    public func lines(nameA: String, nameB: String, threshold: Double = 0.5) -> [String] {
+        var lines = [
+            "\(pairs.count + onlyA.count) visits in \(nameA), \(pairs.count + onlyB.count) in \(nameB); \(pairs.count) matched by zone and time, \(onlyA.count) only in \(nameA), \(onlyB.count) only in \(nameB)"
+        ]
+        let dwellErrors = pairs.map { abs($0.a.dwell - $0.b.dwell) }
+        if !dwellErrors.isEmpty {
+            lines.append(
+                String(
+                    format: "dwell of matched visits: mean difference %.2f s, largest %.2f s",
+                    dwellErrors.reduce(0, +) / Double(dwellErrors.count), dwellErrors.max() ?? 0))
+        }
+        let time = ISO8601.string
+        for s in splitInB {
+            lines.append(
+                "split in \(nameB): \(nameA)'s \(s.a.faceId) (\(time(s.a.firstSeen))) is \(s.b.count) visits there: \(s.b.map(\.faceId).joined(separator: ", "))"
+            )
+        }
+        for s in splitInA {
+            lines.append(
+                "split in \(nameA): \(nameB)'s \(s.b.faceId) (\(time(s.b.firstSeen))) is \(s.a.count) visits there: \(s.a.map(\.faceId).joined(separator: ", "))"
+            )
+        }
+        for pair in pairs {
+            var differences: [String] = []
+            if abs(pair.a.dwell - pair.b.dwell) >= threshold {
+                differences.append(String(format: "dwell %.1f s against %.1f s", pair.a.dwell, pair.b.dwell))
+            }
+            let zonesA = Dictionary(pair.a.zones.map { ($0.zone, $0.dwellSeconds) }, uniquingKeysWith: +)
+            let zonesB = Dictionary(pair.b.zones.map { ($0.zone, $0.dwellSeconds) }, uniquingKeysWith: +)
+            for zone in Set(zonesA.keys).union(zonesB.keys).sorted() {
+                let x = zonesA[zone] ?? 0
+                let y = zonesB[zone] ?? 0
+                if abs(x - y) >= threshold {
+                    differences.append(String(format: "%@ %.1f s against %.1f s", zone, x, y))
+                }
+            }
+            if !differences.isEmpty {
+                lines.append(
+                    "\(pair.a.faceId) ~ \(pair.b.faceId) (\(time(pair.a.firstSeen))): "
+                        + differences.joined(separator: "; "))
+            }
+        }
+        for visit in onlyA {
+            lines.append(
+                "only in \(nameA): \(visit.faceId) \(time(visit.firstSeen)), \(String(format: "%.1f", visit.dwell)) s")
+        }
+        for visit in onlyB {
+            lines.append(
+                "only in \(nameB): \(visit.faceId) \(time(visit.firstSeen)), \(String(format: "%.1f", visit.dwell)) s")
+        }
+        return lines
+    }
+}
