@@ -142,7 +142,8 @@ public struct Pipeline {
         let tracked = (output.observed + output.carried).map { (label: label($0.faceId), box: $0.box) }
         let masked = MaskedFrame(
             index: frame.index, time: frame.time, image: frame.image, detections: detections, faces: faces,
-            tracked: tracked, timings: timings, analysed: analysed, capturedAt: frame.capturedAt)
+            tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) }, timings: timings,
+            analysed: analysed, capturedAt: frame.capturedAt)
         return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
     }
 }
@@ -159,6 +160,8 @@ public struct MaskedFrame {
     /// Where the pipeline places each visitor in this frame: detected, or carried between two detections. This is
     /// what accuracy is scored on, every frame alike.
     public var tracked: [(label: String, box: Box)]
+    /// Under `VisitorSettings.trace`: why the tracker did what it did, by visit label (nil: a track not yet a visit).
+    public var notes: [(label: String?, note: TrackerNote)]
     public var timings: StageTimings
     /// False for a frame between two detections (the cadence): the tracker only carried the visitors.
     public var analysed: Bool

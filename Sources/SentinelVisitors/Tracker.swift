@@ -92,8 +92,54 @@ public struct Track: Sendable, Equatable {
     }
 }
 
+/// Why the tracker did what it did with one track in one frame, for `sentinel explain`: which gate matched its detection
+/// and by how much, or how far the nearest detection was from passing one.
+public struct TrackerNote: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// A new tentative track, from a detection of this score.
+        case started(score: Double)
+        /// Matched: `how`, with the detection's overlap with the predicted box, its centre's distance (face sides),
+        /// the centre gate at that moment and the detection's score.
+        case matched(how: Match, iou: Double, distance: Double, gate: Double, score: Double)
+        /// A confirmed track with no detection in this frame; the nearest detection, if any, and why it failed.
+        case missed(nearest: Candidate?)
+        /// A tentative track that missed a frame: dropped as a false detection.
+        case dropped
+        /// Unseen longer than `visitTimeoutSeconds`: the visit ends.
+        case ended(unseenSeconds: Double)
+    }
+
+    public enum Match: String, Sendable, Equatable {
+        /// IoU with the predicted box at least `minIoU`.
+        case overlap
+        /// Centre within the gate.
+        case centre
+        /// A weak detection (between `lowScore` and `highScore`) keeping a confirmed track alive.
+        case weak
+        /// Back near where it was lost, after coasting ended (`reentryDistance`).
+        case reentry
+        /// Reappearing over its last box after being hidden (`hiddenIoU`).
+        case hidden
+    }
+
+    /// The detection nearest a missed track: overlap and centre distance against the gates, and its score.
+    public struct Candidate: Sendable, Equatable {
+        public var iou: Double
+        public var distance: Double
+        public var gate: Double
+        public var score: Double
+        /// Whether another track took it.
+        public var taken: Bool
+    }
+
+    public var track: Int
+    public var kind: Kind
+}
+
 /// What one frame did to the tracks.
 public struct TrackerUpdate: Sendable {
+    /// Why, track by track, when the tracker traces (`Tracker.tracing`).
+    public var notes: [TrackerNote] = []
     /// Confirmed tracks matched in this frame, with the detection that matched.
     public var observed: [(track: Track, detection: Detection)] = []
     /// Tracks confirmed in this frame (also in `observed`).
@@ -115,6 +161,8 @@ public struct Tracker: Sendable {
     public let settings: TrackerSettings
     public private(set) var tracks: [Track] = []
     private var nextID = 1
+    /// Whether each update says why (`TrackerUpdate.notes`): off but for `sentinel explain`.
+    public var tracing = false
 
     public init(settings: TrackerSettings = TrackerSettings()) { self.settings = settings }
 
@@ -126,7 +174,7 @@ public struct Tracker: Sendable {
             detections[$0].score >= settings.lowScore && detections[$0].score < settings.highScore
         }
 
-        var matches: [(track: Int, detection: Int)] = []
+        var matches: [(track: Int, detection: Int, stage: TrackerNote.Match)] = []
         var freeTracks = Set(coasting)
         var freeHigh = Set(high)
         // A face that reappears where a confirmed track was hidden (behind another visitor, for longer than coasting
@@ -136,13 +184,13 @@ public struct Tracker: Sendable {
         for (t, d) in associate(
             Array(freeTracks) + hidden, high, detections, at: time, distanceGate: settings.centerGate, hidden: hidden)
         {
-            matches.append((t, d))
+            matches.append((t, d, hidden.contains(t) ? .hidden : .overlap))
             freeTracks.remove(t)
             freeHigh.remove(d)
         }
         let confirmedFree = freeTracks.filter { tracks[$0].confirmed }
         for (t, d) in associate(Array(confirmedFree), low, detections, at: time, distanceGate: 0) {
-            matches.append((t, d))
+            matches.append((t, d, .weak))
             freeTracks.remove(t)
         }
         // A face reappearing near where a confirmed track was lost continues that visit.
@@ -152,12 +200,13 @@ public struct Tracker: Sendable {
             parkedConfirmed, Array(freeHigh), detections, at: time, distanceGate: settings.reentryDistance,
             reentry: true)
         {
-            matches.append((t, d))
+            matches.append((t, d, .reentry))
             freeHigh.remove(d)
         }
 
         var update = TrackerUpdate()
-        for (t, d) in matches {
+        if tracing { update.notes = notes(matches, detections, at: time) }
+        for (t, d, _) in matches {
             let detection = detections[d]
             let wasConfirmed = tracks[t].confirmed
             correct(&tracks[t], with: detection, at: time)
@@ -172,9 +221,16 @@ public struct Tracker: Sendable {
             var track = tracks[index]
             if !matched.contains(index) {
                 // A tentative track that misses a frame was most likely a false detection.
-                guard track.confirmed else { continue }
+                guard track.confirmed else {
+                    if tracing { update.notes.append(TrackerNote(track: track.id, kind: .dropped)) }
+                    continue
+                }
                 if track.firstMissed == nil { track.firstMissed = time }
                 if (time - track.lastSeen).seconds > settings.visitTimeoutSeconds {
+                    if tracing {
+                        update.notes.append(
+                            TrackerNote(track: track.id, kind: .ended(unseenSeconds: (time - track.lastSeen).seconds)))
+                    }
                     update.ended.append(track)
                     continue
                 }
@@ -189,6 +245,7 @@ public struct Tracker: Sendable {
             track.tentative = [(time, detections[d].box)]
             track.recentSides = [(time, max(detections[d].box.width, detections[d].box.height))]
             nextID += 1
+            if tracing { update.notes.append(TrackerNote(track: track.id, kind: .started(score: detections[d].score))) }
             if settings.confirmFrames <= 1 {
                 track.confirmed = true
                 update.observed.append((track, detections[d]))
@@ -198,6 +255,47 @@ public struct Tracker: Sendable {
         }
         update.observed.sort { $0.track.id < $1.track.id }
         return update
+    }
+
+    /// Why each track was matched, or the detection nearest each confirmed track that was not (before the tracks are
+    /// corrected: the predictions are the ones matching used).
+    private func notes(
+        _ matches: [(track: Int, detection: Int, stage: TrackerNote.Match)], _ detections: [Detection],
+        at time: MediaTime
+    ) -> [TrackerNote] {
+        func measure(_ t: Int, _ d: Int) -> (iou: Double, distance: Double, gate: Double) {
+            let expected = tracks[t].predicted(at: time)
+            let box = detections[d].box
+            let distance = hypot(expected.center.x - box.center.x, expected.center.y - box.center.y) / tracks[t].side
+            let gate = settings.centerGate + settings.gateGrowthPerSecond * (time - tracks[t].lastSeen).seconds
+            return (expected.iou(box), distance, gate)
+        }
+        var notes: [TrackerNote] = []
+        for (t, d, stage) in matches {
+            let m = measure(t, d)
+            let how: TrackerNote.Match = stage == .overlap && m.iou < settings.minIoU ? .centre : stage
+            notes.append(
+                TrackerNote(
+                    track: tracks[t].id,
+                    kind: .matched(how: how, iou: m.iou, distance: m.distance, gate: m.gate, score: detections[d].score)
+                ))
+        }
+        let matchedTracks = Set(matches.map(\.track))
+        let taken = Set(matches.map(\.detection))
+        for t in tracks.indices where tracks[t].confirmed && !matchedTracks.contains(t) {
+            let nearest = detections.indices.min { measure(t, $0).distance < measure(t, $1).distance }
+            notes.append(
+                TrackerNote(
+                    track: tracks[t].id,
+                    kind: .missed(
+                        nearest: nearest.map { d in
+                            let m = measure(t, d)
+                            return TrackerNote.Candidate(
+                                iou: m.iou, distance: m.distance, gate: m.gate, score: detections[d].score,
+                                taken: taken.contains(d))
+                        })))
+        }
+        return notes
     }
 
     /// Ends every remaining confirmed track (end of stream or shutdown).

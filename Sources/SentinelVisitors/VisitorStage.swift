@@ -9,6 +9,9 @@ public struct VisitorSettings: Sendable, Equatable {
     public var updateIntervalSeconds: Double = 1.0
     /// Which point of the face box decides the zone.
     public var referencePoint: ReferencePoint = .center
+    /// Whether each frame says why the tracker did what it did (`FrameOutput.notes`, for `sentinel explain`); not a
+    /// pipeline file's setting.
+    public var trace = false
 
     public enum ReferencePoint: String, Sendable, Codable, CaseIterable {
         case center
@@ -76,6 +79,9 @@ public struct VisitorStage: Sendable {
         /// On a frame between two detections (see `carry`): the visits seen at the last detection, each where its
         /// motion puts it now. This is the pipeline's answer for that frame, as `observed` is on a detected one.
         public var carried: [(faceId: String, box: Box)] = []
+        /// With `VisitorSettings.trace`: the tracker's notes, each with its visit's internal id (nil for a track not
+        /// yet a visit).
+        public var notes: [(faceId: String?, note: TrackerNote)] = []
     }
 
     public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings())
@@ -85,6 +91,7 @@ public struct VisitorStage: Sendable {
         self.zones = zones
         self.settings = settings
         self.tracker = Tracker(settings: settings.tracker)
+        tracker.tracing = settings.trace
     }
 
     /// The number of visits open now.
@@ -119,6 +126,7 @@ public struct VisitorStage: Sendable {
             events.append(event(.entered, visit, at: time, state: .active))
         }
         var output = FrameOutput()
+        output.notes = update.notes.map { note in (visits[note.track].map { internalID($0.number) }, note) }
         for (track, detection) in update.observed {
             guard var visit = visits[track.id] else { continue }
             visit.lastSeen = time

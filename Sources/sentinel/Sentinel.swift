@@ -12,7 +12,7 @@ struct Sentinel: AsyncParsableCommand {
         version: versions,
         subcommands: [
             Run.self, Fleet.self, Detect.self, Replay.self, Check.self, Zones.self, Models.self, Synth.self, Eval.self,
-            Tune.self, Diff.self, Bench.self,
+            Tune.self, Diff.self, Explain.self, Bench.self,
         ]
     )
 

@@ -158,4 +158,29 @@ struct TuningCommandTests {
         #expect(diff.status == 0 && diff.output.contains("1 matched by zone and time"), "\(diff.output)")
         #expect(diff.output.contains("mean difference 0.00 s, largest 0.00 s"), "\(diff.output)")
     }
+
+    @Test(
+        "sentinel explain: each visitor's timeline (start, zones with inertia and grace, the end and why); with a timeout too short for the scene it shows the misses against the gate and the timeout that split the visit"
+    )
+    func explain() throws {
+        let plain = try Fixtures.run(Fixtures.sentinel, ["explain", Fixtures.recording()])
+        #expect(plain.status == 0, "\(plain.errors)")
+        #expect(plain.output.components(separatedBy: "\nvisitor ").count == 4, "four visitors: \(plain.output)")
+        for part in [
+            "visit starts at its first detection", "after inertia 0.3 s", "after grace 0.5 s", "detected in",
+            "mean IoU with the prediction", "the recording ended",
+        ] {
+            #expect(plain.output.contains(part), "\(part)")
+        }
+        let split = try Fixtures.run(
+            Fixtures.sentinel,
+            [
+                "explain", Fixtures.recording(), "--set", "tracker.visitTimeoutSeconds=0.3", "--set",
+                "tracker.coastSeconds=0.2",
+            ])
+        #expect(split.status == 0)
+        #expect(split.output.contains("more than visitTimeoutSeconds 0.3"), "\(split.output)")
+        #expect(split.output.contains("face sides from the prediction (gate"), "\(split.output)")
+        #expect(split.output.components(separatedBy: "\nvisitor ").count > 4)
+    }
 }

@@ -143,4 +143,34 @@ struct TrackerTests {
         #expect(updates.allSatisfy { $0.confirmed.isEmpty && $0.observed.isEmpty })
         #expect(tracker.tracks.isEmpty)
     }
+
+    @Test("tracing says why: started, matched by overlap, a miss with the nearest detection against the gate, the end")
+    func notes() {
+        var settings = TrackerSettings()
+        settings.confirmFrames = 1
+        settings.visitTimeoutSeconds = 0.2
+        settings.coastSeconds = 0.1
+        var tracker = Tracker(settings: settings)
+        tracker.tracing = true
+        let first = tracker.update(detections: [face(100, 200)], at: at(0))
+        #expect(first.notes.map(\.track) == [1] && first.notes.first?.kind == .started(score: 0.9))
+        let second = tracker.update(detections: [face(103, 200)], at: at(1))
+        guard case .matched(let how, let iou, _, _, _)? = second.notes.first?.kind else {
+            Issue.record("no match noted: \(second.notes)")
+            return
+        }
+        #expect(how == .overlap && iou >= settings.minIoU)
+        // Far away: missed, with that detection's distance beyond the gate; then the visit times out.
+        let third = tracker.update(detections: [face(400, 200)], at: at(2))
+        guard case .missed(let nearest?)? = third.notes.first(where: { $0.track == 1 })?.kind else {
+            Issue.record("no miss noted: \(third.notes)")
+            return
+        }
+        #expect(nearest.distance > nearest.gate && nearest.iou == 0 && !nearest.taken)
+        let later = tracker.update(detections: [], at: at(6))
+        #expect(later.notes.contains { $0.track == 1 && { if case .ended = $0.kind { true } else { false } }($0) })
+        // Off by default: no notes.
+        var quiet = Tracker(settings: settings)
+        #expect(quiet.update(detections: [face(100, 200)], at: at(0)).notes.isEmpty)
+    }
 }
