@@ -222,4 +222,17 @@ snl_status snl_draw_text(snl_image *image, const char *text, float x, float y, f
     });
 }
 
+snl_status snl_text_size(const char *text, float scale, int32_t *width, int32_t *height, int32_t *baseline,
+                         snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(text != nullptr && width != nullptr && height != nullptr && baseline != nullptr, SNL_ERR_ARGUMENT,
+                "text and the three sizes are required");
+        int base = 0;
+        cv::Size size = cv::getTextSize(text, cv::FONT_HERSHEY_SIMPLEX, scale, std::max(1, int(scale * 2)), &base);
+        *width = size.width;
+        *height = size.height;
+        *baseline = base;
+    });
+}
+
 }  // extern "C"

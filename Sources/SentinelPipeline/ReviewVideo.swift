@@ -55,27 +55,64 @@ public final class ReviewVideo {
         let image = try frame.image.clone()
         // Zones first, so that the masks also soften the zone lines crossing a face.
         let zoneColour = Color(red: 255, green: 200, blue: 0)
+        let dark = Color(red: 20, green: 24, blue: 32)
+        var placed: [Box] = []
         for zone in zones {
             let polygon = zone.definition(width: image.width, height: image.height).polygon
             try image.drawPolygon(polygon, color: zoneColour, thickness: 1)
             if let corner = polygon.vertices.min(by: { ($0.y, $0.x) < ($1.y, $1.x) }) {
-                try image.drawText(
-                    zone.name, at: Point(x: corner.x + 4, y: corner.y + 16), scale: 0.5, color: zoneColour)
+                let origin = Point(x: corner.x + 2, y: corner.y + 2)
+                placed.append(try label(zone.name, at: origin, in: image))
+                try image.drawLabel(zone.name, at: origin, scale: Self.scale, color: zoneColour, background: dark)
             }
         }
         try masks.hide(in: image, frame)
-        // Outlines and labels go around the masked region, not over the face.
+        // The media time and frame, as `explain` and the events give them, top left.
+        let clock = String(format: "%.2f s  frame %d", frame.time.seconds, frame.index)
+        placed.append(try label(clock, at: Point(x: 4, y: 4), in: image))
+        try image.drawLabel(clock, at: Point(x: 4, y: 4), scale: Self.scale, color: .white, background: dark)
+        // Outlines and labels go around the masked region, not over the face; each label where it overlaps none
+        // placed before it (above the region, else below, else lower down), whole and on a dark box.
         for face in masks.visible(frame) {
-            let colour = face.predicted ? Color(red: 160, green: 160, blue: 160) : Color(red: 0, green: 220, blue: 0)
+            let colour = face.predicted ? Color(red: 170, green: 170, blue: 170) : Color(red: 60, green: 230, blue: 60)
             let region = masks.grown(face.box, unseen: face.unseenSeconds)
             try image.drawRectangle(region, color: colour, thickness: 1)
-            try image.drawText(
-                String(face.label.prefix(8)), at: Point(x: region.x, y: max(12, region.y - 4)), scale: 0.45,
-                color: colour)
+            let text = face.predicted ? "\(face.label) (predicted)" : face.label
+            let size = try label(text, at: .init(x: 0, y: 0), in: image)
+            let box = Self.place(
+                width: size.width, height: size.height, by: region, avoiding: placed, frameWidth: Double(image.width),
+                frameHeight: Double(image.height))
+            placed.append(box)
+            try image.drawLabel(text, at: Point(x: box.x, y: box.y), scale: Self.scale, color: colour, background: dark)
         }
         if writer == nil { writer = try VideoWriter(path: path, fps: fps, width: image.width, height: image.height) }
         try writer?.write(image)
     }
 
     public func finish() { writer?.finish() }
+
+    static let scale = 0.45
+
+    /// Where a label of this size goes by `region`: above it, else below it, else lower down, the first place inside
+    /// the frame that overlaps none of `placed` (above it, if none is free).
+    public static func place(
+        width: Double, height: Double, by region: Box, avoiding placed: [Box], frameWidth: Double, frameHeight: Double
+    ) -> Box {
+        let x = min(max(0, region.x), max(0, frameWidth - width))
+        var rows = [region.y - height - 2, region.y + region.height + 2]
+        rows += (1...12).map { region.y + region.height + 2 + Double($0) * (height + 2) }
+        rows += (1...12).map { region.y - height - 2 - Double($0) * (height + 2) }
+        let y =
+            rows.first { y in
+                let box = Box(x: x, y: y, width: width, height: height)
+                return y >= 0 && y + height <= frameHeight && !placed.contains { $0.iou(box) > 0 }
+            } ?? max(0, region.y - height - 2)
+        return Box(x: x, y: y, width: width, height: height)
+    }
+
+    /// The box a label takes with its top left at `origin`.
+    private func label(_ text: String, at origin: Point, in image: Image) throws(VisionError) -> Box {
+        let size = try Image.textSize(text, scale: Self.scale)
+        return Box(x: origin.x, y: origin.y, width: size.width + 4, height: size.height + size.baseline + 4)
+    }
 }

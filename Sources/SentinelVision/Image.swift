@@ -109,6 +109,26 @@ public final class Image: @unchecked Sendable {
     public func drawText(_ text: String, at point: Point, scale: Double = 0.6, color: Color) throws(VisionError) {
         try bridge { snl_draw_text(handle, text, Float(point.x), Float(point.y), Float(scale), color.raw, $0) }
     }
+
+    /// The box `drawText` fills with `text` at `scale`, its baseline at y 0: width, and height above and below.
+    public static func textSize(_ text: String, scale: Double) throws(VisionError) -> (
+        width: Double, height: Double, baseline: Double
+    ) {
+        var (width, height, baseline): (Int32, Int32, Int32) = (0, 0, 0)
+        try bridge { snl_text_size(text, Float(scale), &width, &height, &baseline, $0) }
+        return (Double(width), Double(height), Double(baseline))
+    }
+
+    /// Text on a filled box (legible over any picture), its top left at `origin`.
+    public func drawLabel(_ text: String, at origin: Point, scale: Double, color: Color, background: Color)
+        throws(VisionError)
+    {
+        let size = try Self.textSize(text, scale: scale)
+        try drawRectangle(
+            Box(x: origin.x, y: origin.y, width: size.width + 4, height: size.height + size.baseline + 4),
+            color: background, thickness: -1)
+        try drawText(text, at: Point(x: origin.x + 2, y: origin.y + 2 + size.height), scale: scale, color: color)
+    }
 }
 
 /// A colour with optional opacity (255 is opaque).

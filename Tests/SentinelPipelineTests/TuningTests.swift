@@ -159,4 +159,21 @@ struct TuningTests {
         // a: 8 of 10 frames detected; b: 20 of 20; c: 2 of 2.
         #expect(abs(measured.detectionGaps - 2.0 / 32) < 1e-12)
     }
+
+    @Test("review video labels: whole pseudonyms on their own boxes, none over another, all inside the frame")
+    func labels() {
+        // Five faces side by side and one under another: a crowded frame.
+        let regions =
+            (0..<5).map { Box(x: 100 + Double($0) * 30, y: 100, width: 60, height: 60) } + [
+                Box(x: 100, y: 170, width: 60, height: 60)
+            ]
+        var placed = [Box(x: 4, y: 4, width: 130, height: 18)]  // the clock
+        for region in regions {
+            let box = ReviewVideo.place(
+                width: 150, height: 18, by: region, avoiding: placed, frameWidth: 640, frameHeight: 480)
+            #expect(!placed.contains { $0.iou(box) > 0 }, "\(box) over another")
+            #expect(box.x >= 0 && box.y >= 0 && box.x + box.width <= 640 && box.y + box.height <= 480)
+            placed.append(box)
+        }
+    }
 }

@@ -104,6 +104,9 @@ snl_status snl_draw_polygon(snl_image *image, const float *points, int32_t count
 snl_status snl_draw_ellipse(snl_image *image, snl_rect bounds, snl_color color, int32_t thickness, snl_error *error);
 snl_status snl_draw_text(snl_image *image, const char *text, float x, float y, float scale, snl_color color,
                          snl_error *error);
+/// The size `snl_draw_text` gives `text` at `scale`: width, height above the baseline, and depth below it.
+snl_status snl_text_size(const char *text, float scale, int32_t *width, int32_t *height, int32_t *baseline,
+                         snl_error *error);
 
 // MARK: Capture
 
