@@ -67,15 +67,24 @@ public final class ReviewVideo {
             }
         }
         try masks.hide(in: image, frame)
-        // The media time and frame, as `explain` and the events give them, top left.
+        // No label goes over a face: text there is detail a masked face must not have.
+        let faces = masks.visible(frame)
+        let regions = faces.map { masks.grown($0.box, unseen: $0.unseenSeconds) }
+        placed += regions
+        // The media time and frame, as `explain` and the events give them, top left (else where no face is).
         let clock = String(format: "%.2f s  frame %d", frame.time.seconds, frame.index)
-        placed.append(try label(clock, at: Point(x: 4, y: 4), in: image))
-        try image.drawLabel(clock, at: Point(x: 4, y: 4), scale: Self.scale, color: .white, background: dark)
+        let clockSize = try label(clock, at: Point(x: 0, y: 0), in: image)
+        let clockBox = Self.place(
+            width: clockSize.width, height: clockSize.height,
+            by: Box(x: 4, y: 4 + clockSize.height + 2, width: 1, height: 1),
+            avoiding: regions, frameWidth: Double(image.width), frameHeight: Double(image.height))
+        placed.append(clockBox)
+        try image.drawLabel(
+            clock, at: Point(x: clockBox.x, y: clockBox.y), scale: Self.scale, color: .white, background: dark)
         // Outlines and labels go around the masked region, not over the face; each label where it overlaps none
         // placed before it (above the region, else below, else lower down), whole and on a dark box.
-        for face in masks.visible(frame) {
+        for (face, region) in zip(faces, regions) {
             let colour = face.predicted ? Color(red: 170, green: 170, blue: 170) : Color(red: 60, green: 230, blue: 60)
-            let region = masks.grown(face.box, unseen: face.unseenSeconds)
             try image.drawRectangle(region, color: colour, thickness: 1)
             let text = face.predicted ? "\(face.label) (predicted)" : face.label
             let size = try label(text, at: .init(x: 0, y: 0), in: image)
@@ -93,8 +102,9 @@ public final class ReviewVideo {
 
     static let scale = 0.45
 
-    /// Where a label of this size goes by `region`: above it, else below it, else lower down, the first place inside
-    /// the frame that overlaps none of `placed` (above it, if none is free).
+    /// Where a label of this size goes by `region`: above it, else below it, else lower down, else higher up, the first
+    /// place inside the frame that overlaps none of `placed` (the faces' regions and the labels so far); above it if
+    /// none is free.
     public static func place(
         width: Double, height: Double, by region: Box, avoiding placed: [Box], frameWidth: Double, frameHeight: Double
     ) -> Box {

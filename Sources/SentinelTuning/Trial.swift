@@ -1,9 +1,11 @@
 import Foundation
+import Logging
 import SentinelCore
 import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
+import SentinelVisitors
 
 /// What a recording is scored against: labels in any format, and Sentinel's own truth when that is what they are
 /// (visits, zones and dwell come only from it).
@@ -15,10 +17,79 @@ public struct RecordingLabels: Sendable {
         self.truth = truth
     }
 
-    /// The labels in the file at `path`.
-    public static func read(_ path: String) throws -> RecordingLabels {
-        let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
-        return RecordingLabels(tracks: try TrackFile.read(path), truth: truth)
+    /// The labels in the file at `path`. Labels in another tool's format hold only boxes: with `derive` (the
+    /// recording's frame rate and size, the pipeline's zones and reference point), visits, zone stays and dwell are
+    /// derived from them by the pipeline's own zone rule, so that dwell and zone timing can be scored too.
+    public static func read(_ path: String, derive: Derivation? = nil) throws -> RecordingLabels {
+        let tracks = try TrackFile.read(path)
+        if let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: path))) {
+            return RecordingLabels(tracks: tracks, truth: truth)
+        }
+        return RecordingLabels(tracks: tracks, truth: derive.map { $0.truth(from: tracks, recording: path) })
+    }
+
+    /// What deriving visits from boxes needs.
+    public struct Derivation: Sendable {
+        /// For `recording` under `definition` (its first source's zones): the video's rate and size, read from its
+        /// first frame.
+        public static func of(_ recording: String, _ definition: PipelineDefinition, logger: Logger) throws
+            -> Derivation
+        {
+            let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
+            let fps = (source.unpaced as? VideoFileSource)?.nominalFPS ?? 15
+            guard let frame = try source.next() else { throw TuneError("\(recording): no frame to read") }
+            return Derivation(
+                fps: fps, width: frame.image.width, height: frame.image.height, zones: definition.sources[0].zones,
+                settings: definition.visitors)
+        }
+
+        public var fps: Double
+        public var width: Int
+        public var height: Int
+        public var zones: [PipelineDefinition.ZoneSpec]
+        public var settings: VisitorSettings
+        public init(
+            fps: Double, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec], settings: VisitorSettings
+        ) {
+            self.fps = fps
+            self.width = width
+            self.height = height
+            self.zones = zones
+            self.settings = settings
+        }
+
+        /// Each labelled id as one visit from its first to its last box, its stays as the pipeline's zones (polygon,
+        /// reference point, inertia and grace) decide them from its boxes; frame times at the recording's rate.
+        func truth(from tracks: TrackSet, recording: String) -> GroundTruth {
+            let zones = self.zones.map { $0.definition(width: width, height: height) }
+            func time(_ frame: Int) -> MediaTime { MediaTime(seconds: Double(frame) / fps) }
+            let frames = (0..<(tracks.frameCount ?? ((tracks.entries.map(\.frame).max() ?? -1) + 1))).map { index in
+                GroundTruth.Frame(index: index, time: time(index), faces: [])
+            }
+            var withFaces = frames
+            for entry in tracks.entries where entry.frame < withFaces.count {
+                withFaces[entry.frame].faces.append(.init(visitor: entry.id, box: entry.box, visible: 1))
+            }
+            let byID = Dictionary(grouping: tracks.entries, by: \.id)
+            let visitors = tracks.ids.map { id in
+                let boxes = byID[id]!.sorted { $0.frame < $1.frame }
+                var presence = ZonePresence(zones: zones)
+                var stays: [GroundTruth.Stay] = []
+                func take(_ changes: [ZonePresence.Change]) {
+                    for case .exited(let stay) in changes {
+                        stays.append(.init(zone: stay.zone, entered: stay.entered, exited: stay.exited ?? stay.entered))
+                    }
+                }
+                for entry in boxes { take(presence.observe(settings.point(of: entry.box), at: time(entry.frame))) }
+                take(presence.leaveAll(at: time(boxes.last!.frame + 1)))
+                return GroundTruth.Visitor(
+                    id: id, firstSeen: time(boxes.first!.frame), lastSeen: time(boxes.last!.frame),
+                    stays: stays.sorted { $0.entered < $1.entered })
+            }
+            return GroundTruth(
+                recording: URL(fileURLWithPath: recording).lastPathComponent, width: width, height: height, fps: fps,
+                zones: [], frames: withFaces, visitors: visitors)
+        }
     }
 }
 

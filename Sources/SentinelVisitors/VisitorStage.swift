@@ -29,7 +29,8 @@ public struct VisitorSettings: Sendable, Equatable {
         .choice("referencePoint", \.referencePoint, "the point of a face box that decides which zone it is in"),
     ]
 
-    func point(of box: Box) -> Point {
+    /// The point of a face box that decides which zone it is in (`referencePoint`).
+    public func point(of box: Box) -> Point {
         switch referencePoint {
         case .center: box.center
         case .bottom: Point(x: box.center.x, y: box.maxY)

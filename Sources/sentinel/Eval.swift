@@ -57,10 +57,9 @@ struct Eval: ParsableCommand {
             let store = try models.store()
             var sequences: [String: Labels.Sequence] = [:]
             for recording in try Labels.videos(recordings) {
-                let labels = try truth ?? Labels.beside(recording)
-                let truthTracks = try TrackFile.read(labels)
-                let ownTruth = try? JSONDecoder().decode(
-                    GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: labels)))
+                let labels = try RecordingLabels.read(
+                    try truth ?? Labels.beside(recording),
+                    derive: .of(recording, definition, logger: makeLogger("sentinel.eval")))
                 for kind in detectors.isEmpty ? [definition.detector] : detectors {
                     if kind != definition.detector {
                         definition.detector = kind
@@ -73,8 +72,8 @@ struct Eval: ParsableCommand {
                     let run = try runner.evaluationRun()
                     let name = "\(URL(fileURLWithPath: recording).lastPathComponent) \(kind.rawValue)"
                     let sequence = Labels.Sequence(
-                        metrics: TrackMetrics.evaluate(truth: truthTracks, tracks: run.tracks),
-                        visitors: ownTruth.map {
+                        metrics: TrackMetrics.evaluate(truth: labels.tracks, tracks: run.tracks),
+                        visitors: labels.truth.map {
                             TrackingScore.evaluate(
                                 truth: $0, observed: run.observed, events: run.events, origin: runner.origin)
                         })

@@ -67,7 +67,11 @@ struct Tune: ParsableCommand {
         func recording(_ path: String) throws -> Sweep.Recording {
             guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such file") }
             let labels = try? Labels.beside(path)
-            return Sweep.Recording(path: path, labels: try labels.map { try RecordingLabels.read($0) })
+            return Sweep.Recording(
+                path: path,
+                labels: try labels.map {
+                    try RecordingLabels.read($0, derive: .of(path, definition, logger: makeLogger("sentinel.tune")))
+                })
         }
         let tuned = try (recordings.isEmpty ? [definition.sources[0].resolvedInput] : recordings).map(recording)
         let heldOut = try holdout.map(recording)
