@@ -70,7 +70,7 @@ struct Eval: ParsableCommand {
                         definition: definition.forEvaluation, source: definition.sources[0], models: store,
                         input: recording, pace: .fastest, logger: makeLogger("sentinel.eval"))
                     let run = try runner.evaluationRun()
-                    let name = "\(URL(fileURLWithPath: recording).lastPathComponent) \(kind.rawValue)"
+                    let name = "\(recording) \(kind.rawValue)"
                     let sequence = Labels.Sequence(
                         metrics: TrackMetrics.evaluate(truth: labels.tracks, tracks: run.tracks),
                         visitors: labels.truth.map {
@@ -142,7 +142,8 @@ struct Eval: ParsableCommand {
                     metrics: TrackMetrics.evaluate(
                         truth: labels, tracks: try TrackFile.read(tracksPath, video: video), threshold: threshold),
                     visitors: nil)
-                let name = URL(fileURLWithPath: tracksPath).lastPathComponent
+                // As given: two sequences may share a file name (MOT keeps each in its own folder).
+                let name = tracksPath
                 Swift.print(name)
                 Labels.print(sequence.metrics)
                 sequences[name] = sequence

@@ -133,6 +133,20 @@ struct Tune: ParsableCommand {
             withoutCache / max(elapsed, 1e-9))
         print(speedUp)
         let defaults = sweep.evaluate([:], number: 0)
+        // Replay determinism, the last label-free measure: the file's settings run again give the same visits.
+        let again = sweep.evaluate([:], number: 0)
+        func visits(_ result: Sweep.Result) throws -> [RunDiff.Visit] {
+            try result.perRecording.keys.sorted().flatMap { name in
+                try RunDiff.visits(
+                    Data(result.perRecording[name]!.lines.map { $0 + Data("\n".utf8) }.joined()), file: name)
+            }
+        }
+        let rerun = RunDiff(a: try visits(defaults), b: try visits(again))
+        let deterministic =
+            rerun.onlyA.isEmpty && rerun.onlyB.isEmpty && rerun.splitInA.isEmpty
+            && rerun.splitInB.isEmpty && rerun.pairs.allSatisfy { $0.a.dwell == $0.b.dwell }
+        print(
+            "replay determinism: the file's settings run twice give \(deterministic ? "the same" : "DIFFERENT") visits")
         try sweep.prepare(heldOut)
         let heldDefault = heldOut.isEmpty ? nil : sweep.evaluate([:], number: 0, on: heldOut)
         let heldBest = heldOut.isEmpty ? nil : sweep.evaluate(best.settings, number: best.number, on: heldOut)

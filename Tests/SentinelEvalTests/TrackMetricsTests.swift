@@ -63,6 +63,26 @@ struct TrackMetricsTests {
         try compare(figures(TrackMetrics.combined(sequences)), try #require(expected["combined"]), "combined")
     }
 
+    @Test(
+        "sentinel eval tracks --json: both sequences (each tracks file named test.txt) combined, as the references combine them"
+    )
+    func commandLine() throws {
+        let expected = try #require(try References.figures(References.sequences)["combined"])
+        let json = try Fixtures.temporaryFolder().appendingPathComponent("score.json").path
+        let outcome = try Fixtures.run(
+            Fixtures.sentinel,
+            ["eval", "tracks", "--json", json]
+                + References.sequences.flatMap { ["--truth", $0.truth, "--tracks", $0.tracks] })
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        let figures = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any])
+        for key in ["idf1", "idp", "idr", "mota", "motp", "hota", "idSwitches"] {
+            let value = try #require((figures[key] as? NSNumber)?.doubleValue, "\(key)")
+            #expect(abs(value - expected[key]!) <= 1e-4, "\(key): \(value) against \(expected[key]!)")
+        }
+        #expect((figures["sequences"] as? [String: Any])?.count == 2)
+    }
+
     func compare(_ ours: [String: Double], _ theirs: [String: Double], _ what: String) throws {
         #expect(Set(ours.keys) == Set(theirs.keys))
         for (name, value) in theirs {

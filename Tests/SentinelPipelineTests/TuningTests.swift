@@ -176,4 +176,28 @@ struct TuningTests {
             placed.append(box)
         }
     }
+
+    @Test(
+        "labels of another tool hold boxes only: visits, zone stays and dwell come from them by the pipeline's zone rule, close to the sample's own truth"
+    )
+    func derivedVisits() throws {
+        let definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        let recording = Fixtures.recording()
+        let own = try RecordingLabels.read(
+            URL(fileURLWithPath: recording).deletingPathExtension().appendingPathExtension("truth.json").path)
+        // The sample's truth as a MOT file: boxes and ids only.
+        let mot = try Fixtures.temporaryFolder().appendingPathComponent("gt.txt").path
+        try TrackFile.write(own.tracks, to: mot)
+        let derived = try RecordingLabels.read(mot, derive: .of(recording, definition, logger: Logger(label: "test")))
+        let visitors = try #require(derived.truth?.visitors)
+        let truth = try #require(own.truth?.visitors)
+        #expect(visitors.count == truth.count)
+        for (mine, theirs) in zip(
+            visitors.sorted { $0.firstSeen < $1.firstSeen }, truth.sorted { $0.firstSeen < $1.firstSeen })
+        {
+            #expect(abs((mine.lastSeen - mine.firstSeen).seconds - (theirs.lastSeen - theirs.firstSeen).seconds) < 0.2)
+            #expect(mine.stays.map(\.zone) == theirs.stays.map(\.zone), "\(mine.stays) vs \(theirs.stays)")
+        }
+    }
 }
