@@ -60,6 +60,17 @@ public struct Pipeline {
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         keys: PseudonymKeyRing, origin: Date
     ) throws -> Pipeline {
+        let (detector, classifier) = try Self.models(definition, from: models)
+        return Pipeline(
+            definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
+            origin: origin)
+    }
+
+    /// The detector a definition names, and its emotion model when emotion is on. Throws a `ModelError` for a model
+    /// that is not there, a `VisionError` for one OpenCV cannot load.
+    public static func models(_ definition: PipelineDefinition, from models: ModelStore) throws -> (
+        detector: OpenCVFaceDetector, classifier: FaceClassifier?
+    ) {
         let detector = try OpenCVFaceDetector(
             kind: definition.detector,
             modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
@@ -70,9 +81,7 @@ public struct Pipeline {
                 modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
                 labels: Emotion.allCases.map(\.rawValue))
             : nil
-        return Pipeline(
-            definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
-            origin: origin)
+        return (detector, classifier)
     }
 
     /// Detects faces in `frame` (or, between two detections of the cadence, carries the visitors the tracker

@@ -39,16 +39,7 @@ public struct DetectionCache: Sendable {
         recording: String, definition: PipelineDefinition, models: ModelStore, logger: Logger
     ) throws -> DetectionCache {
         let start = ContinuousClock.now
-        let detector = try OpenCVFaceDetector(
-            kind: definition.detector,
-            modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
-            settings: definition.detectorSettings)
-        let classifier =
-            definition.emotionEnabled
-            ? try FaceClassifier(
-                modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
-                labels: Emotion.allCases.map(\.rawValue))
-            : nil
+        let (detector, classifier) = try Pipeline.models(definition, from: models)
         let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
         var frames: [Frame] = []
         var size = (width: 0, height: 0)

@@ -53,7 +53,8 @@ public enum SweepReport {
         var lines = text.split(whereSeparator: \.isNewline).map(String.init)
         guard !lines.isEmpty, lines.removeFirst() == header(space, recordings: recordings) else { return nil }
         let columns = ["trial", "status"] + space.dimensions.map(\.key) + ["objective"] + metricColumns
-        return lines.compactMap { line in
+        // Rows are written as trials complete; read back in trial order.
+        return lines.compactMap { line -> Sweep.Result? in
             let fields = parse(line)
             guard fields.count >= columns.count else { return nil }
             let value = Dictionary(uniqueKeysWithValues: zip(columns, fields))
@@ -85,7 +86,7 @@ public enum SweepReport {
                     metrics: value["idf1"]?.isEmpty == false ? metrics : nil, dwellError: d("dwellError"),
                     splits: d("splits"), stability: stability, fps: d("fps") ?? 0),
                 perRecording: [:])
-        }
+        }.sorted { $0.number < $1.number }
     }
 
     /// CSV fields, quotes undone (RFC 4180).

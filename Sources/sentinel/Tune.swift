@@ -117,7 +117,8 @@ struct Tune: ParsableCommand {
         }
         let elapsed = (ContinuousClock.now - start).seconds
 
-        let valid = results.filter { $0.objective != nil }
+        // Ties go to the earliest trial, whatever order a resumed sweep read them in.
+        let valid = results.filter { $0.objective != nil }.sorted { $0.number < $1.number }
         guard let best = valid.min(by: { sweep.better($0.objective!, than: $1.objective!) }) else {
             let reasons = Set(results.compactMap(\.problem)).prefix(3).joined(separator: "; ")
             throw CommandError("no trial gave a valid pipeline: \(reasons)")
