@@ -7,8 +7,8 @@ import SentinelCore
 /// neither way). From those matches: MOTA, ID switches (a drawn visitor's matched visit changes), fragments
 /// (a drawn visitor's track is interrupted and resumes), and IDF1 with a greedy one-to-one assignment of visits
 /// to drawn visitors by frames in common (the optimum whenever each visit mostly overlaps one visitor).
-/// Then, with each visit given to the drawn visitor it overlapped most: dwell error per visitor and the timing
-/// error of zone entries and exits.
+/// Then, with each visit given to the drawn visitor it overlapped most: dwell error per visitor, the error of each
+/// visitor's time in each zone, and the timing error of zone entries and exits.
 public struct TrackingScore: Sendable, Codable {
     public var frames = 0
     public var truthBoxes = 0
@@ -31,6 +31,9 @@ public struct TrackingScore: Sendable, Codable {
     public var maxEntryError = 0.0
     public var meanExitError = 0.0
     public var maxExitError = 0.0
+    /// Per visitor and zone, the time in it as the visitor's visits' stays add up against the truth's.
+    public var meanZoneDwellError = 0.0
+    public var maxZoneDwellError = 0.0
 
     public struct VisitorScore: Sendable, Codable {
         public var visitor: String
@@ -161,6 +164,7 @@ public struct TrackingScore: Sendable, Codable {
         }
         var entryErrors: [Double] = []
         var exitErrors: [Double] = []
+        var zoneDwellErrors: [Double] = []
         for visitor in truth.visitors {
             let visits = owner.filter { $0.value == visitor.id }.map(\.key).sorted()
             let measured = visits.reduce(0) { $0 + (visitDwell[$1] ?? 0) }
@@ -170,6 +174,13 @@ public struct TrackingScore: Sendable, Codable {
                     visitor: visitor.id, visits: visits, trueDwell: trueDwell, measuredDwell: measured,
                     dwellError: abs(measured - trueDwell)))
             var candidates = stays.filter { visits.contains($0.faceId) }
+            var measuredInZone: [String: Double] = [:]
+            var trueInZone: [String: Double] = [:]
+            for stay in candidates { measuredInZone[stay.zone, default: 0] += stay.exited - stay.entered }
+            for stay in visitor.stays { trueInZone[stay.zone, default: 0] += (stay.exited - stay.entered).seconds }
+            for zone in Set(measuredInZone.keys).union(trueInZone.keys) {
+                zoneDwellErrors.append(abs((measuredInZone[zone] ?? 0) - (trueInZone[zone] ?? 0)))
+            }
             for stay in visitor.stays {
                 let sameZone = candidates.indices.filter { candidates[$0].zone == stay.zone }
                 guard
@@ -191,6 +202,9 @@ public struct TrackingScore: Sendable, Codable {
         score.maxEntryError = entryErrors.max() ?? 0
         score.meanExitError = exitErrors.isEmpty ? 0 : exitErrors.reduce(0, +) / Double(exitErrors.count)
         score.maxExitError = exitErrors.max() ?? 0
+        score.meanZoneDwellError =
+            zoneDwellErrors.isEmpty ? 0 : zoneDwellErrors.reduce(0, +) / Double(zoneDwellErrors.count)
+        score.maxZoneDwellError = zoneDwellErrors.max() ?? 0
         return score
     }
 }

@@ -25,9 +25,11 @@ public struct Stability: Sendable, Codable, Equatable {
     public static let splitDistance = 2.0
     public static let shortSeconds = 1.0
 
-    /// One figure to maximise: 1 less the mean of the suspected splits (at most 1), the short visits and the share
-    /// of frames inside visits that are not bridged gaps.
-    public var score: Double { 1 - (min(suspectedSplits, 1) + shortVisits + (1 - detectionGaps)) / 3 }
+    /// One figure to maximise: 1 less the mean of the suspected splits (at most 1) and the short visits, the two that
+    /// see a visitor cut in two or a visit made of nothing. Gaps bridged, zone flicker and emotion churn are reported
+    /// beside it but left out: over the sample sweeps they ranked configurations inconsistently against IDF1 (README,
+    /// "Tuning on your own footage").
+    public var score: Double { 1 - (min(suspectedSplits, 1) + shortVisits) / 2 }
 
     /// Gathers what the measures need frame by frame.
     public struct Collector: Sendable {

@@ -92,8 +92,9 @@ struct Eval: ParsableCommand {
             Swift.print(
                 String(
                     format:
-                        "  zone timing    entry error mean %.2f s max %.2f s; exit error mean %.2f s max %.2f s; %d missed, %d extra stays",
-                    s.meanEntryError, s.maxEntryError, s.meanExitError, s.maxExitError, s.missedStays, s.extraStays))
+                        "  zone timing    entry error mean %.2f s max %.2f s; exit error mean %.2f s max %.2f s; %d missed, %d extra stays; time in a zone off by %.2f s on average, %.2f s at most",
+                    s.meanEntryError, s.maxEntryError, s.meanExitError, s.maxExitError, s.missedStays, s.extraStays,
+                    s.meanZoneDwellError, s.maxZoneDwellError))
             for v in s.visitors {
                 Swift.print(
                     String(
