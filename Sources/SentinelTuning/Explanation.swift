@@ -14,6 +14,9 @@ public struct Explanation: Sendable {
     private var lines: [String: [(time: Double, text: String)]] = [:]
     private var spans: [String: Span] = [:]
     private var reasons: [String: String] = [:]
+    /// Where each visitor was last detected, and the frame's size, to tell a visitor who left the frame.
+    private var lastBox: [String: Box] = [:]
+    private var frameSize = (width: 0.0, height: 0.0)
     /// Tracks that never became visits.
     public private(set) var dropped = 0
 
@@ -37,6 +40,8 @@ public struct Explanation: Sendable {
 
     public mutating func add(_ step: Pipeline.Step, origin: Date) {
         if let frame = step.frame {
+            frameSize = (Double(frame.image.width), Double(frame.image.height))
+            for face in frame.faces where !face.predicted { lastBox[face.label] = face.box }
             for (label, note) in frame.notes {
                 guard let label else {
                     if note.kind == .dropped { dropped += 1 }
@@ -73,9 +78,12 @@ public struct Explanation: Sendable {
                     "\(seconds(event.stay?.exitedAt)) left \(event.stay?.zone ?? "?") after \(String(format: "%.2f", event.stay?.dwellSeconds ?? 0)) s (said at \(format(time)), after grace \(grace))"
                 )
             case .exited:
-                let why =
+                var why =
                     reasons[label]
                     ?? (event.reason == .endOfStream ? "the recording ended" : event.reason?.rawValue ?? "?")
+                if event.reason == .lost, let box = lastBox[label], leftTheFrame(box) {
+                    why += ", last seen at the frame's edge: it left the frame"
+                }
                 append(
                     label,
                     "\(seconds(event.visitor.lastSeen)) last seen; visit ended at \(format(time)): \(why); dwell \(String(format: "%.2f", event.visitor.dwellSeconds ?? 0)) s"
@@ -175,6 +183,12 @@ public struct Explanation: Sendable {
             )
         }
         return out
+    }
+
+    /// Whether a box touches the frame's edge (within 2 % of its size).
+    private func leftTheFrame(_ box: Box) -> Bool {
+        let (w, h) = frameSize
+        return box.x <= 0.02 * w || box.y <= 0.02 * h || box.x + box.width >= 0.98 * w || box.y + box.height >= 0.98 * h
     }
 
     private func format(_ time: MediaTime) -> String { String(format: "%.2f", time.seconds) }

@@ -21,7 +21,7 @@ public struct RecordingLabels: Sendable {
     /// recording's frame rate and size, the pipeline's zones and reference point), visits, zone stays and dwell are
     /// derived from them by the pipeline's own zone rule, so that dwell and zone timing can be scored too.
     public static func read(_ path: String, derive: Derivation? = nil) throws -> RecordingLabels {
-        let tracks = try TrackFile.read(path)
+        let tracks = try TrackFile.read(path, video: derive.map { ($0.frames, $0.width, $0.height) })
         if let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: path))) {
             return RecordingLabels(tracks: tracks, truth: truth)
         }
@@ -36,22 +36,26 @@ public struct RecordingLabels: Sendable {
             -> Derivation
         {
             let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
-            let fps = (source.unpaced as? VideoFileSource)?.nominalFPS ?? 15
+            let file = source.unpaced as? VideoFileSource
             guard let frame = try source.next() else { throw TuneError("\(recording): no frame to read") }
             return Derivation(
-                fps: fps, width: frame.image.width, height: frame.image.height, zones: definition.sources[0].zones,
-                settings: definition.visitors)
+                fps: file?.nominalFPS ?? 15, frames: file?.declaredFrameCount ?? .max, width: frame.image.width,
+                height: frame.image.height, zones: definition.sources[0].zones, settings: definition.visitors)
         }
 
         public var fps: Double
+        /// The recording's length, which no label may go beyond.
+        public var frames: Int
         public var width: Int
         public var height: Int
         public var zones: [PipelineDefinition.ZoneSpec]
         public var settings: VisitorSettings
         public init(
-            fps: Double, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec], settings: VisitorSettings
+            fps: Double, frames: Int, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec],
+            settings: VisitorSettings
         ) {
             self.fps = fps
+            self.frames = frames
             self.width = width
             self.height = height
             self.zones = zones

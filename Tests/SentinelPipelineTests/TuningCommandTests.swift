@@ -44,6 +44,15 @@ struct TuningCommandTests {
             refused.status == 1 && refused.errors.contains("\(bad):frame 1: box of id 0 lies outside the 64x48 frame"),
             "\(refused.errors)")
         #expect(!refused.errors.contains("Usage:"))
+        // MOT files do not say the video's length: the recording does.
+        let mot = folder.appendingPathComponent("beyond.txt").path
+        try "1,1,10,10,20,20,1,-1,-1,-1\n700,1,10,10,20,20,1,-1,-1,-1\n".write(
+            toFile: mot, atomically: true, encoding: .utf8)
+        let beyond = try Fixtures.run(Fixtures.sentinel, ["eval", "tracking", recording, "--truth", mot])
+        #expect(
+            beyond.status == 1
+                && beyond.errors.contains("\(mot):frame 699: frame 699 is beyond the video (600 frames, from 0)"),
+            "\(beyond.errors)")
     }
 
     @Test(
@@ -168,7 +177,7 @@ struct TuningCommandTests {
         #expect(plain.output.components(separatedBy: "\nvisitor ").count == 4, "four visitors: \(plain.output)")
         for part in [
             "visit starts at its first detection", "after inertia 0.3 s", "after grace 0.5 s", "detected in",
-            "mean IoU with the prediction", "the recording ended",
+            "mean IoU with the prediction", "the recording ended", "last seen at the frame's edge: it left the frame",
         ] {
             #expect(plain.output.contains(part), "\(part)")
         }
