@@ -32,11 +32,15 @@ final class OutputFile {
         // mkstemp makes 0600; give the output the mode a new file would have (or the one it had).
         fchmod(fd, exists ? status.st_mode & 0o7777 : 0o644 & ~currentUmask())
         temporary = String(cString: template)
+        TemporaryFiles.add(temporary!)
         handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
     deinit {
-        if let temporary { unlink(temporary) }
+        if let temporary {
+            unlink(temporary)
+            TemporaryFiles.remove(temporary)
+        }
     }
 
     /// Makes the output visible at its path: flushes it (a pipe or a terminal cannot be, and need not be), and
@@ -47,6 +51,7 @@ final class OutputFile {
         guard rename(temporary, target) == 0 else {
             throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))")
         }
+        TemporaryFiles.remove(temporary)
         self.temporary = nil
     }
 }
@@ -81,15 +86,55 @@ final class OutputVideo {
             .appendingPathComponent(
                 ".\(url.deletingPathExtension().lastPathComponent).\(getpid()).\(url.pathExtension)"
             ).path
+        TemporaryFiles.add(self.path)
     }
 
-    deinit { if !committed { unlink(path) } }
+    deinit {
+        if !committed { unlink(path) }
+        TemporaryFiles.remove(path)
+    }
 
     func commit() throws {
         guard rename(path, target) == 0 else {
             throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))")
         }
         committed = true
+    }
+}
+
+/// The temporary files a command has not renamed into place yet, removed when SIGINT, SIGTERM or SIGHUP ends it (no
+/// deinit runs then): an interrupted `replay` leaves nothing behind. The paths are kept as C strings in fixed slots, so
+/// the handler only reads memory and calls unlink, both safe in a signal handler.
+enum TemporaryFiles {
+    private static let slots = 16
+    nonisolated(unsafe) private static let paths = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(
+        capacity: slots)
+    nonisolated(unsafe) private static var installed = false
+
+    static func add(_ path: String) {
+        if !installed {
+            paths.initialize(repeating: nil, count: slots)
+            for sig in [SIGINT, SIGTERM, SIGHUP] { signal(sig, removeAndDie) }
+            installed = true
+        }
+        guard let free = (0..<slots).first(where: { paths[$0] == nil }) else { return }
+        paths[free] = strdup(path)
+    }
+
+    static func remove(_ path: String) {
+        guard installed else { return }
+        for i in 0..<slots where paths[i].map({ String(cString: $0) == path }) == true {
+            let old = paths[i]
+            paths[i] = nil
+            free(old)
+        }
+    }
+
+    private static let removeAndDie: @convention(c) (Int32) -> Void = { sig in
+        for i in 0..<TemporaryFiles.slots { if let path = TemporaryFiles.paths[i] { unlink(path) } }
+        // Die of the signal as before, so that the shell sees the same status.
+        signal(sig, SIG_DFL)
+        raise(sig)
     }
 }
 

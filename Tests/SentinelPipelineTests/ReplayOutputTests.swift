@@ -103,4 +103,34 @@ struct ReplayOutputTests {
         #expect(fileType(fifo) == S_IFIFO)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") }.isEmpty)
     }
+
+    @Test(
+        "interrupted by SIGINT or SIGTERM, replay leaves no temporary file (events or review video) and dies of the signal",
+        arguments: [SIGINT, SIGTERM])
+    func interrupted(signal: Int32) throws {
+        let folder = try Fixtures.temporaryFolder()
+        let process = Process()
+        process.executableURL = Fixtures.sentinel
+        process.currentDirectoryURL = Fixtures.root
+        // The long sample at its own pace: still running when the signal comes.
+        process.arguments = [
+            "replay", Fixtures.recording("showroom-1280x720.mp4"), "--pace", "realtime", "-o",
+            folder.appendingPathComponent("events.jsonl").path, "--annotate",
+            folder.appendingPathComponent("review.mp4").path,
+        ]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        // Both temporary files exist once the first frame is written.
+        var seen: [String] = []
+        for _ in 0..<200 where seen.count < 2 {
+            Thread.sleep(forTimeInterval: 0.05)
+            seen = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        }
+        #expect(seen.count == 2 && seen.allSatisfy { $0.hasPrefix(".") }, "\(seen)")
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
 }
