@@ -168,6 +168,9 @@ static int is_stopping(snl_mqtt *c) {
     return stopping;
 }
 
+/// Seconds a broker has to answer CONNECT once the TCP connection is up.
+#define SNL_MQTT_CONNACK_SECONDS 10
+
 /// Connects, serves the connection until it drops, and tries again with backoff (0.25 s doubling to 8 s, from
 /// the start after a connection that was accepted), until destroyed.
 static void *network(void *argument) {
@@ -183,11 +186,41 @@ static void *network(void *argument) {
             set_reason(c, text);
             pthread_mutex_unlock(&c->lock);
         } else {
-            int connects_before;
+            int connects_before, failures_before;
             pthread_mutex_lock(&c->lock);
             connects_before = c->state.connects;
+            failures_before = c->state.failures;
             pthread_mutex_unlock(&c->lock);
+            // A broker (or anything on its port) that takes the TCP connection but never answers CONNECT would hold
+            // this loop for good, reported as nothing but "not connected": it is a failed attempt after
+            // SNL_MQTT_CONNACK_SECONDS.
+            struct timespec started;
+            clock_gettime(CLOCK_MONOTONIC, &started);
+            int unanswered = 0;
             while (!is_stopping(c) && (rc = mosquitto_loop(c->mosq, 100, 1)) == MOSQ_ERR_SUCCESS) {
+                pthread_mutex_lock(&c->lock);
+                int answered = c->state.connects > connects_before || c->state.failures > failures_before;
+                pthread_mutex_unlock(&c->lock);
+                if (answered) continue;
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (now.tv_sec - started.tv_sec + (now.tv_nsec - started.tv_nsec) / 1e9 > SNL_MQTT_CONNACK_SECONDS) {
+                    unanswered = 1;
+                    break;
+                }
+            }
+            if (unanswered) {
+                pthread_mutex_lock(&c->lock);
+                c->state.failures += 1;
+                char text[256];
+                snprintf(text, sizeof(text), "%s:%d accepted the connection but sent no CONNACK within %d s (not an MQTT broker, or a stuck one)",
+                         c->host, c->port, SNL_MQTT_CONNACK_SECONDS);
+                set_reason(c, text);
+                pthread_mutex_unlock(&c->lock);
+                mosquitto_disconnect(c->mosq);
+                if (wait_or_stop(c, backoff)) break;
+                backoff = backoff * 2 > 8 ? 8 : backoff * 2;
+                continue;
             }
             if (is_stopping(c)) {
                 mosquitto_disconnect_v5(c->mosq, 0, NULL);

@@ -86,6 +86,8 @@ public final class MQTTOutput: Service, Sendable {
         /// Messages besides the log (availability, the retained gauge): their PUBACKs are not the log's.
         var untracked: Set<Int32> = []
         var connects = 0
+        /// Failed attempts already logged.
+        var failures = 0
         var rejected = 0
         /// The occupancy last published (retained), to publish only changes.
         var occupancy: Data?
@@ -149,6 +151,14 @@ public final class MQTTOutput: Service, Sendable {
     /// Takes the acknowledgements, moves the durable position, sends what the window allows, and reports.
     private func round(_ client: MQTTClient, _ progress: inout Progress) async throws {
         let state = client.state
+        if state.failures > progress.failures {
+            logger.warning(
+                "cannot connect to the MQTT broker; trying again",
+                metadata: [
+                    "broker": "\(settings.connection.url)", "reason": "\(state.reason)", "attempt": "\(state.failures)",
+                ])
+        }
+        progress.failures = state.failures
         if state.connected, state.connects != progress.connects {
             progress.connects = state.connects
             progress.untracked.insert(

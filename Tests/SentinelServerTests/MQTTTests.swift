@@ -276,6 +276,37 @@ struct MQTTOutputTests {
     }
 }
 
+extension MQTTOutputTests {
+    @Test(
+        "a port that takes the TCP connection and never answers CONNECT: /healthz says so with the attempts counted, and the box keeps trying",
+        .timeLimit(.minutes(1)))
+    func silentBroker() async throws {
+        // Listening, never accepting: the kernel completes the handshake and the CONNECT waits unread.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                try #require(bind(fd, raw, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, raw, &length) == 0)
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let server = try await TestServer(extra: "outputs:\n  mqtt: { url: \"mqtt://127.0.0.1:\(port)\", site: lab }")
+        var health = ""
+        #expect(
+            try await server.wait(seconds: 40) {
+                health = String(decoding: try await server.get("/healthz").1, as: UTF8.self)
+                guard let range = health.range(of: "\"failedAttempts\":") else { return false }
+                return health.contains("sent no CONNACK within 10 s")
+                    && (Int(health[range.upperBound...].prefix(1)) ?? 0) >= 1
+            }, "\(health)")
+        try await server.stop()
+    }
+}
+
 /// `sentinel fleet` in-process on a folder of its own (the same folder again is a restart).
 final class TestFleet {
     let service: FleetService
