@@ -81,7 +81,7 @@ public enum SettingsEditor {
         throws(ConfigError) -> String
     {
         let root = try compose(text, file)
-        let newline = text.contains("\r\n") ? "\r\n" : "\n"
+        let newline = try PipelineFile.lineEnding(of: text, file: file)
         var lines = text.components(separatedBy: newline)
         // The deepest node the file has on the path.
         var depth = 0

@@ -83,7 +83,7 @@ private struct Document {
         self.file = file
         bom = text.hasPrefix("\u{FEFF}")
         let body = bom ? String(text.dropFirst()) : text
-        newline = body.contains("\r\n") ? "\r\n" : "\n"
+        newline = try PipelineFile.lineEnding(of: body, file: file)
         lines = body.components(separatedBy: newline)
         do {
             guard let node = try Yams.compose(yaml: body) else { throw Document.problem(file, "the file is empty") }

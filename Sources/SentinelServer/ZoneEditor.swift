@@ -138,6 +138,25 @@ public struct ZoneEditor: Sendable {
             }
             return version
         }
+
+        /// Writes `new` over the file if it is still at `version`: the check and the write in one step of the actor,
+        /// so of two saves from the same version one is written and the other told the file changed.
+        func commit(_ new: String, over version: Int, file: String) throws {
+            let current = try ZoneEditor.read(file)
+            guard observe(current) == version else {
+                throw HTTPError(
+                    .conflict,
+                    message:
+                        "\(file) changed on disk since this page loaded it; reload to see the change, then edit again")
+            }
+            do {
+                try PipelineFile.replace(file, with: new)
+            } catch {
+                throw HTTPError(
+                    error.code == .readOnly ? .forbidden : .internalServerError, message: "not saved: \(error.message)")
+            }
+            _ = observe(new)
+        }
     }
 
     func zones() async throws -> Zones {
@@ -168,9 +187,10 @@ public struct ZoneEditor: Sendable {
         let body = try await request.body.collect(upTo: 1 << 20)
         let edit: Save
         do { edit = try JSONDecoder().decode(Save.self, from: body) } catch {
-            throw HTTPError(.badRequest, message: "the body is not a zone list: \(error)")
+            throw HTTPError(.badRequest, message: "the body is not a zone list (\(Self.field(of: error)))")
         }
         let current = try Self.read(file)
+        // Checked here for the clearest answer, and again with the write (`commit`), which no other save can split.
         guard await state.observe(current) == edit.version else {
             throw HTTPError(
                 .conflict,
@@ -187,7 +207,7 @@ public struct ZoneEditor: Sendable {
         guard problems.isEmpty else {
             return try APIResponse.encode(Refusal(problems, in: text), status: .unprocessableContent)
         }
-        try Self.write(text, to: file)
+        try await state.commit(text, over: edit.version, file: file)
         logger.info("zones saved", metadata: ["file": "\(file)"])
         return try APIResponse.encode(try await zones())
     }
@@ -255,11 +275,28 @@ public struct ZoneEditor: Sendable {
     // MARK: Reading, checking, writing
 
     static func read(_ file: String) throws(ConfigError) -> String {
-        do {
-            return try String(contentsOf: URL(fileURLWithPath: file), encoding: .utf8)
-        } catch {
+        guard let data = FileManager.default.contents(atPath: file) else {
             throw ConfigError(
-                .unreadable, problems: [ConfigProblem(file: file, path: "", message: "cannot read: \(error)")])
+                .unreadable,
+                problems: [
+                    ConfigProblem(file: file, path: "", message: "cannot read: \(String(cString: strerror(errno)))")
+                ])
+        }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw ConfigError(.unreadable, problems: [ConfigProblem(file: file, path: "", message: "not UTF-8 text")])
+        }
+        return text
+    }
+
+    /// Where a request body failed to decode, as a field path (no library's text).
+    static func field(of error: any Error) -> String {
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let context)?:
+            "\((context.codingPath + [key]).map(\.stringValue).joined(separator: ".")) is missing"
+        case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
+            "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
+        case .dataCorrupted?: "not JSON"
+        default: "not JSON"
         }
     }
 
@@ -274,23 +311,4 @@ public struct ZoneEditor: Sendable {
         return definition.pipeline.environmentProblems(models: models)
     }
 
-    /// Replaces the file at once (a new file renamed over it, with the old one's permissions): a reader never sees
-    /// half a file, and a failed write leaves the old one.
-    static func write(_ text: String, to file: String) throws {
-        let url = URL(fileURLWithPath: file)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).saving")
-        do {
-            try Data(text.utf8).write(to: temporary)
-            let attributes = try FileManager.default.attributesOfItem(atPath: file)
-            if let permissions = attributes[.posixPermissions] {
-                try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: temporary.path)
-            }
-            guard rename(temporary.path, file) == 0 else {
-                throw ServiceError("cannot replace \(file): \(String(cString: strerror(errno)))")
-            }
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw HTTPError(.internalServerError, message: "not saved: cannot write \(file): \(error)")
-        }
-    }
 }

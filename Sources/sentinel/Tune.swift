@@ -199,7 +199,7 @@ struct Tune: ParsableCommand {
             "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(folder.appendingPathComponent("best.yml").path)"
         )
         if apply {
-            try OutputFile.write(Data(written.utf8), to: pipeline)
+            do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }
             print("applied to \(pipeline)")
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelLoopback
 import SentinelModels
 import SentinelPipeline
 import SentinelServer
@@ -69,5 +70,90 @@ struct ZoneEditorTests {
         #expect(
             after.filter { before.contains($0) } == before.filter { $0 != before.first { $0.contains("[0.25, 0.2]") } })
         #expect(!editor.log.contains("error"))
+    }
+
+    /// A PUT of the zones as the page sends them, as raw HTTP: the status line's code and the body.
+    static func put(_ port: Int, _ body: Data) async throws -> (status: Int, body: String) {
+        let connection = try RawConnection(port: port)
+        _ = connection.send(
+            "PUT /api/zones HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        )
+        _ = connection.send(body)
+        let (data, _) = await connection.received(seconds: 20)
+        let text = String(decoding: data, as: UTF8.self)
+        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, String(text[(text.range(of: "\r\n\r\n")?.upperBound ?? text.endIndex)...]))
+    }
+
+    /// The zones the editor serves, and a save that moves the entrance's first corner by `dx`.
+    static func edit(_ port: Int, dx: Double) async throws -> Data {
+        let (_, body) = try await LoopbackClient.fetch(port: port, path: "/api/zones")
+        var zones = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        var sources = try #require(zones["sources"] as? [[String: Any]])
+        var list = try #require(sources[0]["zones"] as? [[String: Any]])
+        var polygon = try #require(list[0]["polygon"] as? [[Double]])
+        polygon[0][0] += dx
+        list[0]["polygon"] = polygon
+        sources[0]["zones"] = list
+        zones["sources"] = sources
+        let edits = list.map { ["original": $0["name"]!, "name": $0["name"]!, "polygon": $0["polygon"]!] }
+        return try JSONSerialization.data(withJSONObject: [
+            "version": zones["version"]!, "sources": [sources[0]["id"] as! String: edits],
+        ])
+    }
+
+    @Test(
+        "saving writes like an editor: through a symlink into its target (the link stays, the target keeps its mode), never through a name planted beside it, one of two saves from the same version, never over a read-only file, and a file of mixed line endings is refused with a reason"
+    )
+    func saveLikeAnEditor() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let target = folder.appendingPathComponent("target.yml")
+        let link = folder.appendingPathComponent("link.yml")
+        let original = try RunningSentinel.showroomOnClip()
+        try original.write(to: target, atomically: true, encoding: .utf8)
+        chmod(target.path, 0o640)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        // What a fixed temporary name once let another user plant: a link to a file that must not be touched.
+        let victim = folder.appendingPathComponent("victim")
+        try "untouched\n".write(to: victim, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(
+            at: folder.appendingPathComponent(".target.yml.saving"), withDestinationURL: victim)
+        let editor = try RunningSentinel(arguments: ["zones", link.path, "--port", "0"], folder: folder, database: "")
+        defer { kill(editor.process.processIdentifier, SIGKILL) }
+
+        // Two saves from the same version, at once: one is written, the other told the file changed.
+        let first = try await Self.edit(editor.port, dx: 0.01)
+        let second = try await Self.edit(editor.port, dx: 0.02)
+        async let a = Self.put(editor.port, first)
+        async let b = Self.put(editor.port, second)
+        let statuses = try await [a.status, b.status].sorted()
+        #expect(statuses == [200, 409], "\(statuses)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: link.path)
+        #expect(attributes[.type] as? FileAttributeType == .typeSymbolicLink)
+        let targetAttributes = try FileManager.default.attributesOfItem(atPath: target.path)
+        #expect((targetAttributes[.posixPermissions] as? NSNumber)?.intValue == 0o640)
+        #expect(try String(contentsOf: target, encoding: .utf8) != original)
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "untouched\n")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+                $0.hasPrefix(".target.yml.") && $0 != ".target.yml.saving"
+            }.isEmpty, "no temporary file left")
+
+        // Read-only: refused, left alone.
+        chmod(target.path, 0o444)
+        let saved = try String(contentsOf: target, encoding: .utf8)
+        let readOnly = try await Self.put(editor.port, try await Self.edit(editor.port, dx: 0.01))
+        #expect(readOnly.status == 403 && readOnly.body.contains("is read-only (mode 444)"), "\(readOnly)")
+        #expect(try String(contentsOf: target, encoding: .utf8) == saved)
+        #expect(!readOnly.body.contains("NSCocoaErrorDomain"))
+        chmod(target.path, 0o640)
+
+        // One CRLF line among LF lines: refused with the reason, not a crash.
+        let mixed = saved.replacingOccurrences(of: "version: 1\n", with: "version: 1\r\n")
+        try Data(mixed.utf8).write(to: target)
+        let refused = try await Self.put(editor.port, try await Self.edit(editor.port, dx: 0.01))
+        #expect(refused.status == 422 && refused.body.contains("mixed line endings"), "\(refused)")
+        #expect(editor.process.isRunning)
+        #expect(try String(contentsOf: target, encoding: .utf8) == mixed)
     }
 }
