@@ -10,7 +10,8 @@ import SentinelVisitors
 /// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
 /// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
 /// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the masks are
-/// the same as from the start, at any point of an hour-long file. Nothing is stored or published.
+/// the same as from the start, at any point of an hour-long file. Nothing is stored or published. Setting `stop`
+/// abandons the frame (the editor shutting down).
 public struct SourceSnapshot: Sendable {
     public var jpeg: [UInt8]
     public var width: Int
@@ -22,24 +23,27 @@ public struct SourceSnapshot: Sendable {
 
     public static func take(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
-        at seconds: Double, logger: Logger
+        at seconds: Double, stop: StopFlag = StopFlag(), logger: Logger
     ) throws -> SourceSnapshot {
         let isLive: Bool = if case .live = SourceSpec(source.resolvedInput) { true } else { false }
         let runner = try SourceRunner(
             definition: definition, source: source, models: models, pace: .fastest,
             from: isLive ? 0 : max(0, seconds - warmUp(definition.visitors.tracker)), logger: logger)
         let masks = FaceMasks(settings: definition.privacy.review)
-        let stop = StopFlag()
         var first: Double?
         // The frame due, or a recording's last if it is shorter than asked.
         var taken: MaskedFrame?
+        var due = false
         try runner.run(stop: stop) { step in
-            guard let frame = step.frame, !stop.isSet else { return }
+            guard let frame = step.frame, !due else { return }
             let time = frame.time.seconds
             if first == nil { first = time }
             taken = frame
-            if time >= (isLive ? first! + seconds : seconds) { stop.set() }
+            due = time >= (isLive ? (first ?? time) + seconds : seconds)
+            if due { stop.set() }
         }
+        // Stopped from outside (the editor shutting down) before the frame was due.
+        guard due || !stop.isSet else { throw CancellationError() }
         guard let taken else { throw VisionError(.emptyFrame, "\(runner.sourceName) gave no frame") }
         let image = try taken.image.clone()
         try masks.hide(in: image, taken)

@@ -7,6 +7,7 @@ import SentinelModels
 import SentinelPipeline
 import SentinelVision
 import ServiceLifecycle
+import Synchronization
 
 /// `sentinel zones`: a page on the box where an operator draws a pipeline's zones on a frame of each source, every
 /// face in it hidden as the review video hides it, and saves them back into the pipeline file.
@@ -20,6 +21,21 @@ public struct ZoneEditor: Sendable {
     let models: ModelStore
     let logger: Logger
     private let state: FileState
+    /// Whether a frame is being taken: one at a time (each decodes and detects on both cores).
+    private let taking = Gate()
+
+    /// Holds while one frame is taken; a second request meanwhile is refused rather than queued.
+    final class Gate: Sendable {
+        private let busy = Mutex(false)
+        func enter() -> Bool {
+            busy.withLock { busy in
+                if busy { return false }
+                busy = true
+                return true
+            }
+        }
+        func leave() { busy.withLock { $0 = false } }
+    }
 
     public init(file: String, models: ModelStore, logger: Logger) throws(ConfigError) {
         self.file = file
@@ -166,15 +182,8 @@ public struct ZoneEditor: Sendable {
         return Zones(
             file: file, version: version,
             sources: definition.sources.map { source in
-                var duration: Double?
-                if case .file(let path) = SourceSpec(source.resolvedInput),
-                    let video = try? VideoFileSource(path: path),
-                    let frames = video.declaredFrameCount, video.nominalFPS > 0
-                {
-                    duration = Double(frames) / video.nominalFPS
-                }
-                return Zones.Source(
-                    id: source.id, duration: duration,
+                Zones.Source(
+                    id: source.id, duration: Self.duration(of: source),
                     zones: source.zones.map {
                         Zones.Zone(
                             name: $0.name, units: $0.normalized ? "normalized" : "pixels",
@@ -226,16 +235,36 @@ public struct ZoneEditor: Sendable {
         }
         let at = query["at"].map { Double(String($0)) } ?? 0
         guard let at, at >= 0, at.isFinite else { throw HTTPError(.badRequest, message: "at= is seconds, 0 or more") }
+        // A recording has an end: a second beyond it would decode the whole file for nothing.
+        if let duration = Self.duration(of: source), at > duration {
+            throw HTTPError(
+                .badRequest, message: String(format: "at=%@ is beyond the recording (%.1f s)", String(at), duration))
+        }
+        guard taking.enter() else {
+            throw HTTPError(.tooManyRequests, message: "one frame at a time: another is being taken")
+        }
+        defer { taking.leave() }
         let (models, logger) = (self.models, self.logger)
-        let snapshot: Result<SourceSnapshot, any Error> = await withCheckedContinuation { done in
-            // OpenCV decodes and detects on a thread of its own, not on the server's.
-            Thread {
-                done.resume(
-                    returning: Result {
-                        try SourceSnapshot.take(
-                            definition: definition, source: source, models: models, at: at, logger: logger)
-                    })
-            }.start()
+        // SIGTERM or a client gone abandons the frame: the decoding thread stops at its next frame.
+        let stop = StopFlag()
+        let snapshot: Result<SourceSnapshot, any Error> = await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { done in
+                    // OpenCV decodes and detects on a thread of its own, not on the server's.
+                    Thread {
+                        done.resume(
+                            returning: Result {
+                                try SourceSnapshot.take(
+                                    definition: definition, source: source, models: models, at: at, stop: stop,
+                                    logger: logger)
+                            })
+                    }.start()
+                }
+            } onCancel: {
+                stop.set()
+            }
+        } onGracefulShutdown: {
+            stop.set()
         }
         switch snapshot {
         case .success(let snapshot):
@@ -247,6 +276,8 @@ public struct ZoneEditor: Sendable {
                     HTTPField.Name("X-Faces-Masked")!: "\(snapshot.masked)",
                 ],
                 body: .init(byteBuffer: ByteBuffer(bytes: snapshot.jpeg)))
+        case .failure(is CancellationError):
+            throw HTTPError(.serviceUnavailable, message: "no frame from source \(id): the editor is stopping")
         case .failure(let error):
             let message = (error as? any SentinelError)?.message ?? "\(error)"
             throw HTTPError(.badGateway, message: "no frame from source \(id): \(message)")
@@ -268,6 +299,14 @@ public struct ZoneEditor: Sendable {
                 throw HTTPError(
                     .forbidden, message: "the zone editor answers http://127.0.0.1 or localhost only, not \(authority)")
             }
+            // Another site's page may not use it, even for an image (a cross-site <img> sends no Origin, but a
+            // browser says where a request comes from in Sec-Fetch-Site).
+            if let origin = request.headers[.origin], origin != "http://\(authority)" {
+                throw HTTPError(.forbidden, message: "requests from another origin (\(origin)) are refused")
+            }
+            if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], !["same-origin", "none"].contains(site) {
+                throw HTTPError(.forbidden, message: "requests from another site are refused")
+            }
             return try await next(request, context)
         }
     }
@@ -286,6 +325,14 @@ public struct ZoneEditor: Sendable {
             throw ConfigError(.unreadable, problems: [ConfigProblem(file: file, path: "", message: "not UTF-8 text")])
         }
         return text
+    }
+
+    /// A recording's length in seconds (nil for a camera or a folder).
+    static func duration(of source: PipelineDefinition.SourceDefinition) -> Double? {
+        guard case .file(let path) = SourceSpec(source.resolvedInput), let video = try? VideoFileSource(path: path),
+            let frames = video.declaredFrameCount, video.nominalFPS > 0
+        else { return nil }
+        return Double(frames) / video.nominalFPS
     }
 
     /// Where a request body failed to decode, as a field path (no library's text).

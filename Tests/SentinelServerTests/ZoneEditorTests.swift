@@ -156,4 +156,36 @@ struct ZoneEditorTests {
         #expect(editor.process.isRunning)
         #expect(try String(contentsOf: target, encoding: .utf8) == mixed)
     }
+
+    @Test(
+        "/api/frame: a second beyond the recording is 400 at once, frames are taken one at a time (429 meanwhile), and another site's page is refused even for an image"
+    )
+    func frameBounds() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let pipeline = folder.appendingPathComponent("pipeline.yml")
+        try RunningSentinel.showroomOnClip().write(to: pipeline, atomically: true, encoding: .utf8)
+        let editor = try RunningSentinel(
+            arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
+        defer { kill(editor.process.processIdentifier, SIGKILL) }
+        let (far, body) = try await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=1e300")
+        #expect(far.status == 400 && String(decoding: body, as: UTF8.self).contains("is beyond the recording"))
+        async let statuses = withTaskGroup(of: Int.self) { group in
+            for second in 1...4 {
+                group.addTask {
+                    (try? await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=\(second)"))?
+                        .0.status ?? 0
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let answered = await statuses
+        #expect(
+            answered.contains(200) && answered.contains(429) && answered.allSatisfy { [200, 429].contains($0) },
+            "\(answered)")
+        for header in [("Origin", "http://evil.example"), ("Sec-Fetch-Site", "cross-site")] {
+            let (head, _) = try await LoopbackClient.fetch(
+                port: editor.port, path: "/api/frame?source=showroom&at=1", headers: [header])
+            #expect(head.status == 403, "\(header)")
+        }
+    }
 }
