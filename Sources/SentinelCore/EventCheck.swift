@@ -23,7 +23,7 @@ public enum Name {
 public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible {
     /// The kinds of refusal, counted apart in `/healthz` and `/metrics`.
     public enum Reason: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
-        /// Not JSON of the envelope's shape, or a type Sentinel does not know.
+        /// Not JSON of the envelope's shape, a type Sentinel does not know, or too large to be a site's.
         case format
         /// Topic, site, source, type or id of the envelope disagree.
         case topic
@@ -37,6 +37,8 @@ public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible 
         case faceId
         /// A source, zone or site name that breaks the name rule.
         case name
+        /// A site the fleet does not take messages from (not allowed, and no more to learn).
+        case site
     }
 
     public var reason: Reason

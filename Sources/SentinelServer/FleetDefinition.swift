@@ -16,6 +16,7 @@ public struct FleetDefinition: Sendable {
     /// `minGroupSize` holds across sites; the allowlists can only narrow what the sites sent.
     public var privacy = PrivacyPolicy()
     public var gauge = GaugeSettings()
+    public var sites = FleetSites()
     var groupLocation: ConfigProblem?
 
     public static func load(_ path: String) throws(ConfigError) -> FleetDefinition {
@@ -28,7 +29,7 @@ public struct FleetDefinition: Sendable {
 
     private static func read(_ root: Field, _ reader: ConfigReader) -> FleetDefinition? {
         guard
-            let top = reader.mapping(root, keys: ["version", "broker", "store", "server", "privacy", "gauge"])
+            let top = reader.mapping(root, keys: ["version", "broker", "sites", "store", "server", "privacy", "gauge"])
         else { return nil }
         if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000),
             value != 1
@@ -38,6 +39,12 @@ public struct FleetDefinition: Sendable {
         var definition = FleetDefinition(
             file: reader.file, broker: FleetBroker(url: ""), store: StoreSettings(beside: reader.file))
         if let field = reader.required(top, "broker", in: root) { definition.broker.read(field, reader) }
+        if let field = top["sites"] { definition.sites.read(field, reader) }
+        if definition.sites.allow.isEmpty && definition.sites.learn == 0 {
+            reader.report(
+                top["sites"] ?? root,
+                "name the sites this fleet takes (sites.allow) or how many it may learn (sites.learn)")
+        }
         if let field = top["store"] { definition.groupLocation = definition.store.read(field, reader) }
         if let field = top["server"] { definition.server.read(field, reader) }
         if let field = top["privacy"] {
@@ -67,11 +74,44 @@ public struct FleetDefinition: Sendable {
             ]
             + PipelineReference.section("broker", MQTTConnection.settings, broker.connection)
             + PipelineReference.section("broker", FleetBroker.settings, broker).dropFirst()
+            + [
+                "sites:",
+                "  allow: []                       # the sites whose messages are taken (names; this or learn required)",
+            ]
+            + PipelineReference.section("sites", FleetSites.settings, FleetSites()).dropFirst()
             + PipelineReference.section("store", StoreSettings.settings, StoreSettings(path: ""))
             + PipelineReference.section("server", ServerSettings.settings, ServerSettings())
             + PipelineReference.section("privacy", PrivacyPolicy.settings, PrivacyPolicy())
             + PipelineReference.section("gauge", GaugeSettings.settings, GaugeSettings())).joined(separator: "\n")
             + "\n"
+    }
+}
+
+/// The `sites:` section of a fleet file: which sites the fleet takes messages from. Anyone who can publish to the
+/// broker can name any site in a topic; the broker's ACL holds each site to its own topic (README, "Fleets"), and
+/// this holds the fleet to the sites it was told of. A site not allowed is refused (reason `site`), unless the fleet
+/// may learn sites: then the first `learn` sites it hears of are taken (and kept, as the store remembers them).
+/// An availability message never makes a site.
+public struct FleetSites: Sendable, Equatable {
+    public var allow: [String] = []
+    public var learn = 0
+
+    public static let settings: [Setting<FleetSites>] = [
+        .integer("learn", \.learn, in: 0...100_000, "sites not in allow taken as they are first heard of, at most")
+    ]
+
+    mutating func read(_ field: Field, _ reader: ConfigReader) {
+        guard let fields = reader.section(field, Self.settings, extra: ["allow"], into: &self) else { return }
+        if let f = fields["allow"], let list = reader.sequence(f) {
+            allow = list.compactMap { item in
+                guard let name = reader.string(item) else { return nil }
+                guard Name.isValid(name) else {
+                    reader.report(item, "site \"\(name)\" \(Name.rule)")
+                    return nil
+                }
+                return name
+            }
+        }
     }
 }
 

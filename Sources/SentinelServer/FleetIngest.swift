@@ -19,6 +19,7 @@ import ServiceLifecycle
 /// ids is counted and logged: those events never reached this fleet.
 final class FleetIngest: Service, Sendable {
     let broker: FleetBroker
+    let sites: FleetSites
     let store: EventStore
     let hub: Hub
     let live: LiveState
@@ -28,10 +29,11 @@ final class FleetIngest: Service, Sendable {
     let check: EventCheck
 
     init(
-        broker: FleetBroker, store: EventStore, hub: Hub, live: LiveState, policy: PrivacyPolicy,
+        broker: FleetBroker, sites: FleetSites, store: EventStore, hub: Hub, live: LiveState, policy: PrivacyPolicy,
         telemetry: Telemetry, logger: Logger
     ) {
         self.broker = broker
+        self.sites = sites
         self.store = store
         self.hub = hub
         self.live = live
@@ -44,6 +46,10 @@ final class FleetIngest: Service, Sendable {
     /// What the ingest alone holds.
     struct Progress {
         var sites: [String: SiteHealth]
+        /// The sites taken that `sites.allow` does not name (at most `sites.learn`), and the availability of sites
+        /// that may yet be learned (as many), kept until their first event.
+        var learned: Set<String>
+        var heard: [String: String] = [:]
         var sources: Set<String>
         var zones: Set<ZoneID>
         /// When each site's last message was taken, on this process's clock (the id window grows from it).
@@ -63,6 +69,8 @@ final class FleetIngest: Service, Sendable {
     static let maxSiteRate = 1_000.0
     static let idSlack: Int64 = 10_000
     static let maxId: Int64 = 1 << 53
+    /// The largest message taken: a visitor event with every zone of a large showroom is a few KiB.
+    static let maxPayload = 64 * 1_024
 
     private func idWindow(_ site: String, last: Int64, _ progress: Progress) -> ClosedRange<Int64> {
         guard last > 0 else { return 1...Self.maxId }
@@ -79,11 +87,12 @@ final class FleetIngest: Service, Sendable {
         try client.subscribe(broker.availabilityFilter)
         try client.start(broker.connection.endpoint)
         let catalogue = live.catalogue
+        let stored = try await store.received()
+        var known = Dictionary(uniqueKeysWithValues: sites.allow.map { ($0, SiteHealth(site: $0)) })
+        for (site, last) in stored { known[site, default: .init(site: site)].lastId = last }
         var progress = Progress(
-            sites: try await store.received().reduce(into: [:]) { sites, entry in
-                sites[entry.key] = SiteHealth(
-                    site: entry.key, lastId: entry.value, received: 0, duplicates: 0, missing: 0)
-            }, sources: Set(catalogue.sources), zones: Set(catalogue.zones.map(\.id)))
+            sites: known, learned: Set(stored.keys.filter { !sites.allow.contains($0) }.sorted().prefix(sites.learn)),
+            sources: Set(catalogue.sources), zones: Set(catalogue.zones.map(\.id)))
         logger.info(
             "following the sites through the broker",
             metadata: ["broker": "\(broker.connection.url)", "subscription": "\(broker.eventsFilter)"])
@@ -105,9 +114,14 @@ final class FleetIngest: Service, Sendable {
         let levels = message.topic.hasPrefix(prefix) ? message.topic.dropFirst(prefix.count).split(separator: "/") : []
         switch levels.count {
         case 2 where levels[1] == "availability" && Name.isValid(levels[0]):
+            // Said of a site taken, or kept until its first event if it may be learned; it never makes a site.
             let site = String(levels[0])
-            progress.sites[site, default: .init(site: site)].availability = String(
-                decoding: message.payload.prefix(16), as: UTF8.self)
+            let availability = String(decoding: message.payload.prefix(16), as: UTF8.self)
+            if takes(site, progress) {
+                progress.sites[site]?.availability = availability
+            } else if progress.heard[site] != nil || progress.heard.count < learnable(progress) {
+                progress.heard[site] = availability
+            }
         case 3:
             let site = String(levels[0])
             do {
@@ -119,6 +133,14 @@ final class FleetIngest: Service, Sendable {
             break
         }
     }
+
+    /// Whether the fleet takes `site`'s messages: allowed, or learned already.
+    private func takes(_ site: String, _ progress: Progress) -> Bool {
+        sites.allow.contains(site) || progress.learned.contains(site)
+    }
+
+    /// How many more sites may be learned.
+    private func learnable(_ progress: Progress) -> Int { max(0, sites.learn - progress.learned.count) }
 
     /// Counts a refusal under its site (if this fleet knows it) and reason, and logs it without the message's content:
     /// only the site's name when it is a valid one, the field and the reason.
@@ -160,6 +182,12 @@ final class FleetIngest: Service, Sendable {
         guard Name.isValid(site), Name.isValid(stream) else {
             throw InvalidEvent(.name, "topic", "a site or source name " + Name.rule)
         }
+        guard takes(site, progress) || learnable(progress) > 0 else {
+            throw InvalidEvent(.site, "topic", "not a site this fleet takes (sites.allow, sites.learn)")
+        }
+        guard message.payload.count <= Self.maxPayload else {
+            throw InvalidEvent(.format, "", "larger than \(Self.maxPayload / 1_024) KiB, which no site's event is")
+        }
         let envelope = try decode(Envelope.self)
         guard envelope.site == site, envelope.streamId == stream, envelope.payloadType == type else {
             throw InvalidEvent(.topic, "", "the envelope's site, streamId or payloadType does not match its topic")
@@ -195,7 +223,11 @@ final class FleetIngest: Service, Sendable {
         } else {
             throw InvalidEvent(.format, "payloadType", "an event type Sentinel does not know")
         }
-        var health = progress.sites[site] ?? .init(site: site)
+        if !takes(site, progress) {
+            progress.learned.insert(site)
+            logger.notice("learned a site", metadata: ["site": "\(site)", "learned": "\(progress.learned.count)"])
+        }
+        var health = progress.sites[site] ?? .init(site: site, availability: progress.heard.removeValue(forKey: site))
         if envelope.id > health.lastId + 1 {
             let missing = envelope.id - health.lastId - 1
             health.missing += missing
@@ -242,5 +274,7 @@ final class FleetIngest: Service, Sendable {
 }
 
 extension SiteHealth {
-    init(site: String) { self.init(site: site, lastId: 0, received: 0, duplicates: 0, missing: 0) }
+    init(site: String, availability: String? = nil) {
+        self.init(site: site, availability: availability, lastId: 0, received: 0, duplicates: 0, missing: 0)
+    }
 }

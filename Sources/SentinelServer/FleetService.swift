@@ -37,7 +37,8 @@ public struct FleetService: Sendable {
             gauge: definition.sentimentGauge, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
             logger: logger)
         let ingest = FleetIngest(
-            broker: definition.broker, store: store, hub: hub, live: live, policy: definition.privacy,
+            broker: definition.broker, sites: definition.sites, store: store, hub: hub, live: live,
+            policy: definition.privacy,
             telemetry: telemetry, logger: logger)
         let api = HTTPAPI(
             settings: server, store: store, live: live, hub: hub, broadcaster: broadcaster, telemetry: telemetry,

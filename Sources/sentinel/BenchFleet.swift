@@ -28,6 +28,12 @@ struct BenchFleet: AsyncParsableCommand {
         try checkRange(seconds, "seconds", 1...3_600)
     }
 
+    /// A pseudonym as a box makes them (16 characters of base32), one per number: the fleet refuses anything else.
+    static func pseudonym(_ number: Int) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        return String((0..<16).map { alphabet[(number >> (5 * (15 - $0))) & 31] })
+    }
+
     func run() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sentinel-bench-fleet-\(UUID().uuidString)")
@@ -37,7 +43,8 @@ struct BenchFleet: AsyncParsableCommand {
         defer { kill(broker.processIdentifier, SIGKILL) }
 
         let definition = try FleetDefinition.parse(
-            "version: 1\nbroker: { url: \"\(url)\" }\n", file: folder.appendingPathComponent("fleet.yml").path)
+            "version: 1\nbroker: { url: \"\(url)\" }\nsites: { learn: \(sites) }\n",
+            file: folder.appendingPathComponent("fleet.yml").path)
         var options = SentinelService.Options()
         options.port = 0
         var logger = Logger(label: "bench-fleet")
@@ -81,8 +88,10 @@ struct BenchFleet: AsyncParsableCommand {
                 if at > clock.now { try await Task.sleep(until: at) }
                 let time = wallStart.addingTimeInterval((at - start).seconds)
                 let visitor = VisitorRecord(
-                    faceId: "v\(k / 20)x\(site)", sourceId: "showroom", zone: "display", state: .active,
-                    zones: [.init(zone: "display", dwellSeconds: Double(k % 20))], dwellSeconds: Double(k % 20),
+                    faceId: Self.pseudonym(site * 1_000_000 + k / 20), sourceId: "showroom", zone: "display",
+                    state: .active,
+                    zones: [.init(zone: "display", dwellSeconds: (at - start).seconds)],
+                    dwellSeconds: (at - start).seconds,
                     firstSeen: wallStart, lastSeen: time, emotion: .known(.happy), emotionConfidence: 0.8,
                     valence: 0.6)
                 let payload = try encoder.encode(VisitorEvent(type: .updated, time: time, visitor: visitor))

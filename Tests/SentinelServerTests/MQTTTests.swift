@@ -313,10 +313,14 @@ final class TestFleet {
     let port: Int
     private let task: Task<Void, any Error>
 
-    init(_ broker: MQTTBroker, folder: URL, minGroupSize: Int = 4) async throws {
+    init(
+        _ broker: MQTTBroker, folder: URL, minGroupSize: Int = 4, sites: String = "{ allow: [a, b] }",
+        clientId: String = "test-fleet", brokerExtra: String = ""
+    ) async throws {
         let text = """
             version: 1
-            broker: { url: "\(broker.url)", clientId: test-fleet, group: test }
+            broker: { url: "\(broker.url)", clientId: \(clientId), group: test\(brokerExtra) }
+            sites: \(sites)
             privacy: { minGroupSize: \(minGroupSize) }
             """
         let definition = try FleetDefinition.parse(text, file: folder.appendingPathComponent("fleet.yml").path)
@@ -490,7 +494,7 @@ struct FleetTests {
                         origin: .init(site: "old", id: Int64(i + 1)))
                 })
         }
-        var fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1)
+        var fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab] }")
         func poll(_ condition: () async throws -> Bool) async throws -> Bool {
             for _ in 0..<500 where !(try await condition()) { try await Task.sleep(for: .milliseconds(20)) }
             return try await condition()
@@ -509,6 +513,7 @@ struct FleetTests {
                 .replacingOccurrences(of: "@ID@", with: "\(index + 1)")
                 .replacingOccurrences(of: "@TIME@", with: ISO8601.string(from: now))
                 .replacingOccurrences(of: "@FIRST@", with: ISO8601.string(from: now.addingTimeInterval(-10)))
+                .replacingOccurrences(of: "@PAD@", with: String(repeating: "x", count: 100_000))
             try site.publish(topic: "sentinel/" + entry.topic, payload: Data(text.utf8))
             // One at a time, so the outcomes are the corpus's order's.
             if index == 0 { #expect(try await poll { try await fleet.service.store.received()["lab"] == 1 }) }
@@ -527,9 +532,28 @@ struct FleetTests {
             }, "\(lab)")
         #expect(lab["rejected"] as? [String: Int] == expected)
         #expect(lab["duplicates"] as? Int == cases.filter { $0.outcome == "duplicate" }.count)
-        let fleetHealth = try await health()
-        #expect(fleetHealth["rejected"] as? [String: Int] == ["number": 1], "the unknown site's message")
-        #expect((fleetHealth["sites"] as? [[String: Any]])?.contains { $0["site"] as? String == "ghost" } == false)
+        // Sites not allowed: refused fleet-wide, and their availability makes no site, however many there are.
+        for index in 0..<3_000 {
+            try site.publish(topic: "sentinel/ghost-\(index)/availability", payload: Data("online".utf8), retain: true)
+        }
+        let unknown = Dictionary(
+            cases.filter { !$0.topic.hasPrefix("lab/") && $0.outcome != "ignored" }.map { ($0.outcome, 1) },
+            uniquingKeysWith: +)
+        var fleetHealth: [String: Any] = [:]
+        #expect(
+            try await poll {
+                fleetHealth = try await health()
+                return fleetHealth["rejected"] as? [String: Int] == unknown
+            }, "\(fleetHealth)")
+        try await Task.sleep(for: .milliseconds(500))
+        let (_, healthBody) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
+        fleetHealth = try await health()
+        #expect(
+            (fleetHealth["sites"] as? [[String: Any]])?.compactMap { $0["site"] as? String }.sorted() == [
+                "lab", "old",
+            ],
+            "the allowed site, and the one the store holds")
+        #expect(healthBody.count < 4_096, "\(healthBody.count) bytes")
         let logged = try await fleet.events().filter { $0.streamId == "lab/showroom" }
         #expect(logged.count == stored)
         let (_, metrics) = try await LoopbackClient.fetch(port: fleet.port, path: "/metrics")
@@ -545,12 +569,187 @@ struct FleetTests {
         }
         // A restart on the store it wrote, and on the poisoned records before them.
         try await fleet.stop()
-        fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1)
+        fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab] }")
         for path in ["/api/sentiment", "/api/reports?bucket=day"] {
             let (head, _) = try await LoopbackClient.fetch(port: fleet.port, path: path)
             #expect(head.status == 200, "\(path) after the restart")
         }
         site.stop()
+        try await fleet.stop()
+    }
+
+    /// A well-formed `visitor.entered` of `site` with log id `id` (the MQTT corpus's good event), its visitor's
+    /// pseudonym `pseudonym(id)`.
+    static func goodEvent(site: String, id: Int64, at now: Date = Date()) throws -> Data {
+        let text = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt/good-entered.json"), encoding: .utf8)
+        return Data(
+            text.replacingOccurrences(of: "\"site\": \"lab\"", with: "\"site\": \"\(site)\"")
+                .replacingOccurrences(of: "abcdefghijklmnop", with: pseudonym(id))
+                .replacingOccurrences(of: "@ID@", with: "\(id)")
+                .replacingOccurrences(of: "@TIME@", with: ISO8601.string(from: now))
+                .replacingOccurrences(of: "@FIRST@", with: ISO8601.string(from: now.addingTimeInterval(-10))).utf8)
+    }
+
+    static func pseudonym(_ id: Int64) -> String {
+        let letters = Array("abcdefghijklmnopqrstuvwxyz")
+        return "abcdefghijklmn" + String(letters[Int(id / 26 % 26)]) + String(letters[Int(id % 26)])
+    }
+
+    /// A site's box as the broker sees it: a client, logged in as `name` if a password is given.
+    static func site(_ broker: MQTTBroker, _ name: String, password: String? = nil) async throws -> MQTTClient {
+        let client = try MQTTClient(clientID: "site-\(name)", cleanStart: true, sessionExpiry: 0)
+        if let password { try client.credentials(username: name, password: password) }
+        try client.start(MQTTClient.Endpoint(url: broker.url)!)
+        _ = try await poll { client.state.connected }
+        return client
+    }
+
+    static func poll(_ condition: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<500 where !(try await condition()) { try await Task.sleep(for: .milliseconds(20)) }
+        return try await condition()
+    }
+
+    static func fleetHealth(_ fleet: TestFleet) async throws -> [String: Any] {
+        let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
+        return (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any] ?? [:]
+    }
+
+    static func siteHealth(_ fleet: TestFleet, _ site: String) async throws -> [String: Any] {
+        (try await fleetHealth(fleet)["sites"] as? [[String: Any]])?.first { $0["site"] as? String == site } ?? [:]
+    }
+
+    @Test(
+        "sites are held to their own topic by the broker's ACL (docs/mosquitto/sentinel.acl, Debian's mosquitto) and to the fleet's allow list: a site posing as another is dropped by the broker, a site not allowed is refused by the fleet, an anonymous client is not let in"
+    )
+    func authenticatedSites() async throws {
+        let acl = Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path
+        let broker = try MQTTBroker(
+            users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret"), ("ghost", "ghost-secret")], acl: acl)
+        defer { broker.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        let credentials = folder.appendingPathComponent("fleet-credentials")
+        try "sentinel-fleet:fleet-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o600)
+        let fleet = try await TestFleet(
+            broker, folder: folder, sites: "{ allow: [lab, paris] }",
+            brokerExtra: ", credentialsFile: \(credentials.path)")
+        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        let lab = try await Self.site(broker, "lab", password: "lab-secret")
+        let ghost = try await Self.site(broker, "ghost", password: "ghost-secret")
+        #expect(lab.state.connected && ghost.state.connected)
+        try lab.publish(topic: "sentinel/lab/showroom/visitor.entered", payload: Self.goodEvent(site: "lab", id: 1))
+        // lab posing as paris, an allowed site: the broker drops it, the fleet never sees it.
+        try lab.publish(topic: "sentinel/paris/showroom/visitor.entered", payload: Self.goodEvent(site: "paris", id: 1))
+        // A user of the broker, under its own name, that the fleet was not told of.
+        try ghost.publish(
+            topic: "sentinel/ghost/showroom/visitor.entered", payload: Self.goodEvent(site: "ghost", id: 1))
+        try lab.publish(topic: "sentinel/lab/showroom/visitor.entered", payload: Self.goodEvent(site: "lab", id: 2))
+        var health: [String: Any] = [:]
+        #expect(
+            try await Self.poll {
+                health = try await Self.fleetHealth(fleet)
+                return try await fleet.service.store.received()["lab"] == 2
+                    && health["rejected"] as? [String: Int] == ["site": 1]
+            }, "\(health)")
+        #expect(try await fleet.service.store.received()["paris"] == nil)
+        let paris = try await Self.siteHealth(fleet, "paris")
+        #expect(paris["received"] as? Int == 0 && (paris["rejected"] as? [String: Int] ?? [:]).isEmpty, "\(paris)")
+        #expect(
+            try await fleet.events().filter { $0.type.hasPrefix("visitor.") }.allSatisfy {
+                $0.streamId == "lab/showroom"
+            })
+        let anonymous = try MQTTClient(clientID: "anonymous", cleanStart: true, sessionExpiry: 0)
+        try anonymous.start(MQTTClient.Endpoint(url: broker.url)!)
+        #expect(try await Self.poll { anonymous.state.failures > 0 })
+        #expect(!anonymous.state.connected)
+        for client in [lab, ghost, anonymous] { client.stop() }
+        try await fleet.stop()
+    }
+
+    @Test(
+        "a fleet that may learn one site takes the first it hears of, refuses the next (reason site), and after a restart still takes the first"
+    )
+    func learnedSites() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        var fleet = try await TestFleet(broker, folder: folder, sites: "{ learn: 1 }")
+        let site = try await Self.site(broker, "any")
+        for run in 1...2 {
+            #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+            try site.publish(
+                topic: "sentinel/first/showroom/visitor.entered", payload: Self.goodEvent(site: "first", id: Int64(run))
+            )
+            try site.publish(
+                topic: "sentinel/second/showroom/visitor.entered",
+                payload: Self.goodEvent(site: "second", id: Int64(run)))
+            var health: [String: Any] = [:]
+            #expect(
+                try await Self.poll {
+                    health = try await Self.fleetHealth(fleet)
+                    return try await fleet.service.store.received() == ["first": Int64(run)]
+                        && health["rejected"] as? [String: Int] == ["site": 1]
+                }, "run \(run): \(health)")
+            try await fleet.stop()
+            if run == 1 { fleet = try await TestFleet(broker, folder: folder, sites: "{ learn: 1 }") }
+        }
+        site.stop()
+    }
+
+    @Test(
+        "two replicas in one shared-subscription group, one dies: once its session expires (broker.sessionExpiryHours) every message reaches the live one, and what the dead session held shows as missing"
+    )
+    func replicaDies() async throws {
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        // 0.001 hours: 3.6 s.
+        let fleet = try await TestFleet(
+            broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: ", sessionExpiryHours: 0.001")
+        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        // The other replica: the same group, a session of its own that expires as the fleet's does.
+        let replica = try MQTTClient(clientID: "replica-b", cleanStart: false, sessionExpiry: 4)
+        try replica.subscribe("$share/test/sentinel/+/+/+")
+        try replica.start(MQTTClient.Endpoint(url: broker.url)!)
+        #expect(try await Self.poll { replica.state.connected })
+        let lab = try await Self.site(broker, "lab")
+        func publish(_ ids: ClosedRange<Int64>) throws {
+            for id in ids {
+                try lab.publish(
+                    topic: "sentinel/lab/showroom/visitor.entered", payload: Self.goodEvent(site: "lab", id: id))
+            }
+        }
+        // Both alive: the group splits the messages.
+        try publish(1...6)
+        var taken = 0
+        #expect(
+            try await Self.poll {
+                taken += replica.takeMessages().count
+                return try await fleet.events().filter { $0.type.hasPrefix("visitor.") }.count + taken == 6
+            })
+        #expect(taken > 0 && taken < 6, "the replica took \(taken) of 6")
+        // The replica dies: until its session expires, its share is queued for it.
+        replica.stop()
+        try await Task.sleep(for: .milliseconds(300))
+        try publish(7...12)
+        try await Task.sleep(for: .seconds(5))
+        try publish(13...18)
+        #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 18 })
+        let payloads = try await fleet.events().map { String(decoding: $0.payload, as: UTF8.self) }
+        let ids = Set((1...18).filter { id in payloads.contains { $0.contains(Self.pseudonym(Int64(id))) } })
+        #expect(
+            Set(13...18).isSubset(of: ids), "after the expiry every message reaches the live replica: \(ids.sorted())")
+        let held = 6 - Set(7...12).intersection(ids).count
+        var health: [String: Any] = [:]
+        #expect(
+            try await Self.poll {
+                health = try await Self.siteHealth(fleet, "lab")
+                return health["lastId"] as? Int == 18
+            })
+        #expect(
+            health["missing"] as? Int == taken + held, "taken \(taken), held \(held), ids \(ids.sorted()), \(health)")
+        lab.stop()
         try await fleet.stop()
     }
 
@@ -561,6 +760,7 @@ struct FleetTests {
         let text = """
             version: 1
             broker: { url: "mqtt://127.0.0.1:1883", clientId: fleet, group: test }
+            sites: { learn: 10 }
             privacy:
               outputs:
                 events: { deny: [visitor.zones] }
@@ -569,7 +769,7 @@ struct FleetTests {
         let error = #expect(throws: ConfigError.self) { try FleetDefinition.parse(text, file: "fleet.yml") }
         #expect(
             error?.problems.map(\.description) == [
-                "fleet.yml:6:5: privacy.outputs.mqtt: unknown key \"mqtt\"; expected one of events, store"
+                "fleet.yml:7:5: privacy.outputs.mqtt: unknown key \"mqtt\"; expected one of events, store"
             ])
         let allowed = try FleetDefinition.parse(
             text.replacingOccurrences(of: "\n    mqtt: { deny: [stay] }", with: ""), file: "fleet.yml")

@@ -105,14 +105,16 @@ public final class MQTTBroker: @unchecked Sendable {
     public private(set) var port = 0
     public let folder: URL
     private let users: [(name: String, password: String)]
+    private let acl: String?
     private var server: OwnedProcess?
 
     public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/mqtt_broker.py").path
 
-    /// A broker that takes anyone, or only `users`.
-    public init(users: [(name: String, password: String)] = []) throws {
+    /// A broker that takes anyone, or only `users`, holding them to the ACL file `acl` if given.
+    public init(users: [(name: String, password: String)] = [], acl: String? = nil) throws {
         folder = try Fixtures.temporaryFolder()
         self.users = users
+        self.acl = acl
         try start()
     }
 
@@ -120,7 +122,8 @@ public final class MQTTBroker: @unchecked Sendable {
     public func start() throws {
         (server, port) = try OwnedProcess.server(
             Self.script,
-            ["--port", "\(port)", "--folder", folder.path] + users.flatMap { ["--user", "\($0.name):\($0.password)"] })
+            ["--port", "\(port)", "--folder", folder.path] + users.flatMap { ["--user", "\($0.name):\($0.password)"] }
+                + (acl.map { ["--acl", $0] } ?? []))
     }
 
     /// Stops the broker as an administrator would: it saves its sessions first.

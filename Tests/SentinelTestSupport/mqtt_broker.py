@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Debian's mosquitto broker, owned by a test: started on a loopback port (a free one, or --port), with persistence in
---folder so that sessions survive a restart, and optionally a password file (--user NAME:PASSWORD). Prints
+--folder so that sessions survive a restart, and optionally a password file (--user NAME:PASSWORD) and an ACL
+file (--acl PATH). Prints
 "PORT <n>" once the broker accepts connections. Ends the broker gracefully (SIGTERM, so it saves its sessions) when
 standard input closes or on SIGTERM; the broker dies with this process in any case (PR_SET_PDEATHSIG), so none is
 ever left running."""
@@ -17,6 +18,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--folder", required=True)
 parser.add_argument("--user", action="append", default=[])
+parser.add_argument("--acl")
 args = parser.parse_args()
 
 port = args.port
@@ -42,6 +44,8 @@ if args.user:
         name, password = entry.split(":", 1)
         subprocess.run(["mosquitto_passwd", "-b", passwords, name, password], check=True)
     lines += ["allow_anonymous false", f"password_file {passwords}"]
+if args.acl:
+    lines.append(f"acl_file {args.acl}")
 else:
     lines.append("allow_anonymous true")
 with open(config, "w") as f:
