@@ -35,13 +35,15 @@ public struct ServiceHealth: Sendable, Codable, Equatable {
         }
     }
     public var status: String
-    public var sources: [Source]
-    public var database: DatabaseHealth
+    /// The details, for the visitor scope (or a server without tokens) only: they count frames and events, which
+    /// a probe or the aggregate scope has no need of. Absent otherwise.
+    public var sources: [Source]?
+    public var database: DatabaseHealth?
     public var mqtt: MQTTHealth?
     public var fleet: FleetHealth?
 
     public init(
-        status: String, sources: [Source], database: DatabaseHealth, mqtt: MQTTHealth?, fleet: FleetHealth?
+        status: String, sources: [Source]?, database: DatabaseHealth?, mqtt: MQTTHealth?, fleet: FleetHealth?
     ) {
         self.status = status
         self.sources = sources

@@ -88,7 +88,7 @@ public struct HTTPAPI: Sendable {
             try WebLibrary.file(
                 package: context.parameters.require("package"), name: context.parameters.require("file"))
         }
-        router.get("/healthz") { _, _ in await health() }
+        router.get("/healthz") { _, context in await health(detailed: context.scope == .visitors) }
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -407,7 +407,9 @@ public struct HTTPAPI: Sendable {
             ?? APIResponse.error(.internalServerError, "")
     }
 
-    func health() async -> Response {
+    /// Up or down (200 or 503) and a status word for anyone; with `detailed` (the visitor scope), each source,
+    /// the database, MQTT and the fleet's sites.
+    func health(detailed: Bool) async -> Response {
         let now = Date()
         var database = live.databaseHealth
         let hubCounts = hub.counts
@@ -440,8 +442,10 @@ public struct HTTPAPI: Sendable {
         }
         let healthy = database.writable && sources.allSatisfy(\.up) && fleet?.connected != false
         let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
-        let body = ServiceHealth(
-            status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
+        let body =
+            detailed
+            ? ServiceHealth(status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
+            : ServiceHealth(status: status, sources: nil, database: nil, mqtt: nil, fleet: nil)
         return (try? APIResponse.encode(body, status: healthy ? .ok : .serviceUnavailable))
             ?? APIResponse.error(.internalServerError, "")
     }

@@ -2,15 +2,17 @@ import Foundation
 import Hummingbird
 import SentinelCore
 
-/// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only figures that
-/// k-suppression protects (`/api/zones`, `/api/sentiment`, `/api/reports`) and what tells nothing of visitors (`/healthz`, the
-/// OpenAPI document, the page); every other path answers 403. `/events` is not among them: its ids number every
-/// logged event, so their gaps would count visitor events; nor is `/metrics`, which counts them too.
+/// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only the live
+/// figures that k-suppression protects (`/api/zones`, `/api/sentiment`) and what tells nothing of visitors
+/// (`/healthz`'s status, the OpenAPI document, the page); every other path answers 403. `/events` is not among them:
+/// its ids number every logged event, so their gaps would count visitor events; nor is `/metrics`, which counts them
+/// too; nor `/api/reports`, whose windows are the caller's to choose, so two of them a second apart would isolate the
+/// one visit between them (PRIVACY.md). A request to `/healthz` without the visitor token has the aggregate scope.
 public enum AccessScope: String, Sendable {
     case visitors, aggregates
 
     static let aggregatePaths: Set<String> = [
-        "/api/zones", "/api/sentiment", "/api/reports", "/healthz", "/openapi.json", "/",
+        "/api/zones", "/api/sentiment", "/healthz", "/openapi.json", "/",
     ]
 }
 
@@ -44,9 +46,7 @@ struct BearerAuthentication: RouterMiddleware {
     func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response)
         async throws -> Response
     {
-        guard !tokens.isEmpty, request.uri.path != "/healthz", !request.uri.path.hasPrefix("/javascript/"),
-            request.method != .options
-        else {
+        guard !tokens.isEmpty, !request.uri.path.hasPrefix("/javascript/"), request.method != .options else {
             return try await next(request, context)
         }
         var presented: Substring?
@@ -56,6 +56,14 @@ struct BearerAuthentication: RouterMiddleware {
             presented = request.uri.queryParameters["access_token"]
         }
         var context = context
+        // A probe needs no token and learns up or down; the details count frames and events: visitor scope only.
+        if request.uri.path == "/healthz" {
+            let visitors = presented.flatMap { presented in
+                tokens.visitors.map { constantTimeEqual(Array(presented.utf8), Array($0.utf8)) }
+            }
+            context.scope = visitors == true ? .visitors : .aggregates
+            return try await next(request, context)
+        }
         if let presented, let token = tokens.visitors, constantTimeEqual(Array(presented.utf8), Array(token.utf8)) {
             context.scope = .visitors
         } else if let presented, let token = tokens.aggregates,
@@ -67,7 +75,8 @@ struct BearerAuthentication: RouterMiddleware {
                     .forbidden,
                     message:
                         "this token may read aggregates only (\(AccessScope.aggregatePaths.sorted().joined(separator: ", "))); "
-                        + "per-visitor records, the event stream and the metrics need the visitor token (server.tokenFile)"
+                        + "per-visitor records, the event stream, reports (their windows are the caller's: two could "
+                        + "isolate one visit) and the metrics need the visitor token (server.tokenFile)"
                 )
             }
         } else {

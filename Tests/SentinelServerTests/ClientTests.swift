@@ -100,7 +100,7 @@ struct ClientTests {
         #expect(zones.visitors == .value(6, visitors: 6))
         _ = try await client.sentiment(minutes: 120)
         let health = try await client.health()
-        #expect(health.database.writable)
+        #expect(health.database?.writable == true && health.sources != nil, "the visitor token has the details")
 
         let anonymous = SentinelClient(url: url)
         await #expect(throws: SentinelClient.Failure.self) { try await anonymous.presentVisitors() }

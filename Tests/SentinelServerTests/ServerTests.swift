@@ -362,7 +362,7 @@ struct AccessTests {
     }
 
     @Test(
-        "beyond localhost a bearer token is required, from the header or, on /events and the dashboard page, the query; /healthz stays open"
+        "beyond localhost a bearer token is required, from the header or, on /events and the dashboard page, the query; /healthz stays open but says only up or down without the token"
     )
     func bearer() async throws {
         let folder = try Fixtures.temporaryFolder()
@@ -388,7 +388,15 @@ struct AccessTests {
         #expect(try await server.get("/?access_token=\(token)").0.status == 200)
         #expect(try await server.get("/?access_token=wrong-token-0123456789").0.status == 401)
         #expect(try await server.get("/api/zones", headers: [("Authorization", "Bearer \(token)")]).0.status == 200)
-        #expect([200, 503].contains(try await server.get("/healthz").0.status))
+        // /healthz: up or down for a probe with no token (or a wrong one); the details with the token.
+        for headers in [[], [("Authorization", "Bearer wrong-token-0123456789")]] {
+            let (head, body) = try await server.get("/healthz", headers: headers)
+            #expect([200, 503].contains(head.status))
+            let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+            #expect(Array(object.keys) == ["status"], "\(object)")
+        }
+        let (_, detailed) = try await server.get("/healthz", headers: [("Authorization", "Bearer \(token)")])
+        #expect(String(decoding: detailed, as: UTF8.self).contains("\"database\""))
         try server.publish(3)
         let messages = try await server.stream("/events?lastEventId=0&access_token=\(token)") { $0.ids.last == 3 }
         #expect(messages.ids == [1, 2, 3])
@@ -407,7 +415,8 @@ struct AccessTests {
 
 extension AccessTests {
     @Test(
-        "with the aggregate token, a zone's count below k cannot be had from any endpoint; the visitor token reads all")
+        "with the aggregate token, a zone's count below k cannot be had from any endpoint, reports cannot be differenced (they are not in its scope) and /healthz counts nothing; the visitor token reads all"
+    )
     func aggregateScope() async throws {
         let server = try await TestServer(
             extra: """
@@ -430,6 +439,7 @@ extension AccessTests {
             ("/api/zones", 200), ("/api/sentiment", 200), ("/healthz", 200), ("/openapi.json", 200), ("/", 200),
             ("/api/visitors", 403), ("/api/visitors?from=2020-01-01T00:00:00Z", 403), ("/api/visitors/\(faceId)", 403),
             ("/events", 403), ("/events?type=sentiment.gauge", 403), ("/metrics", 403), ("/nosuchpath", 403),
+            ("/api/reports?bucket=hour", 403),
         ]
         for (path, status) in paths {
             let (head, body) = try await server.get(path, headers: asAggregates)
@@ -437,6 +447,20 @@ extension AccessTests {
             #expect(head.status == status, "\(path): \(head.status) \(text)")
             #expect(
                 !text.contains(faceId) && !text.contains("\"visitors\":1") && !text.contains("\"value\":1"), "\(path)")
+        }
+        // /healthz counts frames and events: the aggregate scope gets its status word only.
+        let health = try JSONSerialization.jsonObject(with: try await server.get("/healthz", headers: asAggregates).1)
+        #expect((health as? [String: Any]).map { Array($0.keys) } == ["status"], "\(health)")
+        // The differencing attack: two report windows a second apart, around the one visit at the counter, would
+        // tell its dwell and mood (each window alone being k-suppressed or not). Reports are not in the aggregate
+        // scope, so neither answers; the visitor token, which may see one visitor anyway, gets both.
+        let counterVisit = server.origin.addingTimeInterval(10)
+        for end in [counterVisit, counterVisit.addingTimeInterval(1), counterVisit.addingTimeInterval(20)] {
+            let path =
+                "/api/reports?bucket=hour&from=\(ISO8601.string(from: server.origin.addingTimeInterval(-3600)))"
+                + "&to=\(ISO8601.string(from: end))"
+            #expect(try await server.get(path, headers: asAggregates).0.status == 403)
+            #expect(try await server.get(path, headers: asVisitors).0.status == 200)
         }
         let zones = String(decoding: try await server.get("/api/zones", headers: asAggregates).1, as: UTF8.self)
         #expect(
