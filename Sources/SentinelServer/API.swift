@@ -187,17 +187,15 @@ public struct HTTPAPI: Sendable {
             }
             defer { group.cancelAll() }
             var lastSent: Int64 = 0
-            var text = ServerSentEvents.retry(milliseconds: settings.retryMilliseconds)
+            // The first bytes (the head and the retry hint) go before anything waits on the store: a client never
+            // waits for the store's readers to learn that its stream is open.
+            try await writer.write(ByteBuffer(string: ServerSentEvents.retry(milliseconds: settings.retryMilliseconds)))
             logger.debug("SSE stream opened", metadata: ["resume": "\(resume ?? "")"])
             if let resume {
                 let (notice, start) = try await resumePoint(resume, store: store)
-                text += notice ?? ""
-                try await writer.write(ByteBuffer(string: text))
-                logger.debug("SSE stream: first bytes written", metadata: ["resumeAfter": "\(start)"])
-                text = ""
+                if let notice { try await writer.write(ByteBuffer(string: notice)) }
                 lastSent = try await replay(after: start, filter: filter, store: store, writer: &writer)
             }
-            if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
             defer { logger.debug("SSE stream ended", metadata: ["lastEventId": "\(lastSent)"]) }
             for await item in subscription.items {
                 switch item {
