@@ -482,7 +482,7 @@ enum PolygonCheck {
             let b = v[(i + 1) % v.count]
             twiceArea += a.x * b.y - b.x * a.y
         }
-        guard abs(twiceArea) > 1e-9 else { return "degenerate polygon: its points enclose no area" }
+        // Crossing edges first: a bow tie's two halves cancel, so its area is nothing, but that is not what is wrong.
         let n = v.count
         for i in 0..<n {
             for j in (i + 1)..<n where j != i + 1 && !(i == 0 && j == n - 1) {
@@ -491,6 +491,7 @@ enum PolygonCheck {
                 }
             }
         }
+        guard abs(twiceArea) > 1e-9 else { return "degenerate polygon: its points enclose no area" }
         return nil
     }
 

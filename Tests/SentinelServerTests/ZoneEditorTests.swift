@@ -188,4 +188,47 @@ struct ZoneEditorTests {
             #expect(head.status == 403, "\(header)")
         }
     }
+
+    @Test(
+        "every hostile request to the zone editor (Tests/Corpus/zones) gets its expected status and message, the file is never written, and the editor still answers"
+    )
+    func corpus() async throws {
+        let cases = try Corpus.cases("zones")
+        let folder = try Fixtures.temporaryFolder()
+        let pipeline = folder.appendingPathComponent("pipeline.yml")
+        let text = try RunningSentinel.showroomOnClip()
+        try text.write(to: pipeline, atomically: true, encoding: .utf8)
+        let editor = try RunningSentinel(
+            arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
+        defer { kill(editor.process.processIdentifier, SIGKILL) }
+        for item in cases {
+            let (_, zones) = try await LoopbackClient.fetch(port: editor.port, path: "/api/zones")
+            let version = try #require(
+                (try JSONSerialization.jsonObject(with: zones) as? [String: Any])?["version"] as? Int)
+            let raw = String(decoding: try Data(contentsOf: item.file), as: UTF8.self)
+                .replacingOccurrences(of: "@PORT@", with: "\(editor.port)")
+                .replacingOccurrences(of: "@VERSION@", with: "\(version)")
+                .replacingOccurrences(of: "@PAD@", with: String(repeating: "x", count: 1_100_000))
+            let parts = raw.components(separatedBy: "\r\n\r\n")
+            let body = parts.dropFirst().joined(separator: "\r\n\r\n")
+            let head = parts[0].replacingOccurrences(of: "@LENGTH@", with: "\(body.utf8.count)")
+            let connection = try RawConnection(port: editor.port)
+            connection.send(head + "\r\n\r\n" + body)
+            var received = Data()
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                let (data, closed) = await connection.received(seconds: 0.2)
+                received += data
+                if closed || String(decoding: received, as: UTF8.self).contains(item.expected) { break }
+            }
+            let answer = String(decoding: received, as: UTF8.self)
+            let status = answer.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+            #expect(
+                status == item.status && answer.contains(item.expected),
+                "\(item): got \(status) \(answer.prefix(400).debugDescription)")
+        }
+        #expect(try String(contentsOf: pipeline, encoding: .utf8) == text, "no request of the corpus saved anything")
+        let (head, _) = try await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=1")
+        #expect(head.status == 200)
+    }
 }
