@@ -107,6 +107,7 @@ public final class SourceService: Service, Sendable {
                     definition: definition, source: source, models: models, keys: keys, pace: pace, origin: Date(),
                     capture: capture, logger: logger)
                 logger.info("source started", metadata: ["input": "\(runner.sourceName)"])
+                metrics.newEdge()
                 var watch = RateWatch()
                 try runner.run(stop: stopFlag) { step in
                     let capturedAt = step.frame?.capturedAt
@@ -124,14 +125,13 @@ public final class SourceService: Service, Sendable {
                     }
                     let counts = runner.edge.snapshot
                     let behind = watch.add(counts: counts, lag: lag)
-                    metrics.update(counts: counts, fps: watch.fps)
+                    let totals = metrics.update(counts: counts, fps: watch.fps)
                     live.updateSource(source.id) {
                         if $0.state != .reconnecting { $0.state = behind ? .behind : .running }
                         $0.lastFrameAt = Date()
                         $0.fps = watch.fps
                         $0.lagSeconds = (max(lag, 0) * 1000).rounded() / 1000
-                        $0.frames = FrameCounts(
-                            captured: counts.captured, analysed: counts.delivered, dropped: counts.dropped)
+                        $0.frames = totals
                         $0.message =
                             behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
                     }
@@ -151,12 +151,15 @@ public final class SourceService: Service, Sendable {
     }
 }
 
-/// One source's frame figures on /metrics: exact counts from its capture edge, analysis rate and stage times.
+/// One source's frame figures, for /metrics and /healthz alike: exact counts from its capture edge, totalled over
+/// the source's life (each playback of a looping recording, each reconnection of a camera, has an edge of its own
+/// that starts at zero; the source's totals only grow), analysis rate and stage times.
 struct SourceMetrics {
     let captured, analysed, dropped: CoreMetrics.Counter
     let fps: CoreMetrics.Gauge
     let detect, visitors: CoreMetrics.Timer
     private var reported = CaptureEdge.Counts()
+    private var totals = FrameCounts()
 
     init(telemetry: Telemetry, source: String) {
         (captured, analysed, dropped) = telemetry.frames(source: source)
@@ -165,14 +168,24 @@ struct SourceMetrics {
         visitors = telemetry.stage("visitors")
     }
 
-    /// Counters move by what changed since the last report; a new playback (a loop) starts its edge at zero.
-    mutating func update(counts: CaptureEdge.Counts, fps: Double) {
-        if counts.captured < reported.captured { reported = .init() }
-        captured.increment(by: counts.captured - reported.captured)
-        analysed.increment(by: counts.delivered - reported.delivered)
-        dropped.increment(by: counts.dropped - reported.dropped)
+    /// A new playback (a loop): its edge counts from zero. (An edge whose counts fall is taken for a new one too.)
+    mutating func newEdge() { reported = .init() }
+
+    /// Counters move by what changed since the last report. Returns the source's totals.
+    mutating func update(counts: CaptureEdge.Counts, fps: Double) -> FrameCounts {
+        if counts.captured < reported.captured { newEdge() }
+        let added = FrameCounts(
+            captured: counts.captured - reported.captured, analysed: counts.delivered - reported.delivered,
+            dropped: counts.dropped - reported.dropped)
+        captured.increment(by: added.captured)
+        analysed.increment(by: added.analysed)
+        dropped.increment(by: added.dropped)
+        totals.captured += added.captured
+        totals.analysed += added.analysed
+        totals.dropped += added.dropped
         reported = counts
         self.fps.record(fps)
+        return totals
     }
 }
 

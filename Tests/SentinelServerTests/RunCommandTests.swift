@@ -382,3 +382,41 @@ struct RunCommandTests {
         #expect((visits ?? 0) > 0)
     }
 }
+
+@Suite("sentinel run: counters", .timeLimit(.minutes(2)))
+struct CounterTests {
+    @Test(
+        "a looping recording's frame counts only grow across its loops, in /healthz as in /metrics, with the rate beside them"
+    )
+    func monotonicAcrossLoops() async throws {
+        let sentinel = try RunningSentinel(pace: "fastest")
+        defer { kill(sentinel.process.processIdentifier, SIGKILL) }
+        func captured() async throws -> Int? {
+            let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]]
+            return (sources?.first?["frames"] as? [String: Any])?["captured"] as? Int
+        }
+        func metric() async throws -> Int? {
+            let text = String(
+                decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/metrics").1, as: UTF8.self)
+            let line = text.split(separator: "\n").first {
+                $0.hasPrefix("sentinel_frames_captured_total{source=\"showroom\"}")
+            }
+            return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }.map { Int($0) }
+        }
+        // The clip is 12 s at 15 fps: 180 frames a playback.
+        var seen: [Int] = []
+        for _ in 0..<600 where (seen.last ?? 0) < 3 * 180 {
+            let before = try await captured() ?? 0
+            let exported = try await metric() ?? 0
+            let after = try await captured() ?? 0
+            #expect(
+                before <= exported && exported <= after, "/healthz \(before), /metrics \(exported), /healthz \(after)")
+            seen.append(after)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(seen == seen.sorted(), "captured went backwards: \(seen)")
+        #expect((seen.last ?? 0) >= 3 * 180, "three playbacks counted: \(seen.suffix(5))")
+        let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]]
+        #expect(sources?.first?["fps"] is Double || sources?.first?["fps"] is Int)
+    }
+}
