@@ -100,13 +100,16 @@ public struct ReportBuilder: Sendable {
                     nil
                 }
             }
-            let mood: Aggregate<GaugeReading.Level> =
-                readings.isEmpty
-                ? .suppressed
-                : .value(
-                    GaugeReading.Level(
-                        score: Int((Double(readings.map(\.score).reduce(0, +)) / Double(readings.count)).rounded())),
-                    visitors: readings.map(\.visitors).max() ?? 0)
+            let all = moods.contains { $0.time >= begin && $0.time < stop }
+            let mood: Aggregate<GaugeReading.Level>? =
+                !all
+                ? nil
+                : readings.isEmpty
+                    ? .suppressed
+                    : .value(
+                        GaugeReading.Level(
+                            score: Int((Double(readings.map(\.score).reduce(0, +)) / Double(readings.count)).rounded())),
+                        visitors: readings.map(\.visitors).max() ?? 0)
             return Report.Period(
                 start: start, visits: aggregate(started.count), visitors: aggregate(Set(present.map(\.faceId)).count),
                 mood: mood, zones: figures)

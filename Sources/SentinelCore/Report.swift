@@ -23,13 +23,13 @@ public struct Report: Sendable, Codable, Equatable {
         /// Visitors seen in the period (a visit that spans two periods counts in both).
         public var visitors: Aggregate<Int>
         /// The mean of the gauge's overall readings in the period that were not suppressed, over the most voters any
-        /// of them had; suppressed when all were.
-        public var mood: Aggregate<GaugeReading.Level>
+        /// of them had; suppressed when all were; absent when there was no reading (nothing was measured).
+        public var mood: Aggregate<GaugeReading.Level>?
         /// Per zone: visitors seen in it during the period.
         public var zones: [ZoneFigure]
 
         public init(
-            start: Date, visits: Aggregate<Int>, visitors: Aggregate<Int>, mood: Aggregate<GaugeReading.Level>,
+            start: Date, visits: Aggregate<Int>, visitors: Aggregate<Int>, mood: Aggregate<GaugeReading.Level>?,
             zones: [ZoneFigure]
         ) {
             self.start = start
@@ -89,12 +89,20 @@ public struct Report: Sendable, Codable, Equatable {
     /// The upper bounds, in seconds, of the dwell histogram's ranges; the last range is open.
     public static let dwellBins: [Double] = [10, 30, 60, 120, 300]
 
+    /// Each dwell range's name, from its edges: `0-10s`, `10-30s`, … `300s+`.
+    public static var dwellBinNames: [String] {
+        let edges = [0] + dwellBins
+        return zip(edges, dwellBins).map { "\(Int($0))-\(Int($1))s" } + ["\(Int(dwellBins.last ?? 0))s+"]
+    }
+
     public var from: Date
     public var to: Date
     public var bucket: Bucket
     /// The time zone days and hours are counted in (the box's).
     public var timeZone: String
     public var minGroupSize: Int
+    /// The dwell histogram's edges (`dwellBins`), so that a reader need not know them.
+    public var dwellBinEdgesSeconds = Report.dwellBins
     public var periods: [Period]
     public var zones: [ZoneSummary]
     /// The hours of the day with the most visits, busiest first (hours with suppressed counts left out).

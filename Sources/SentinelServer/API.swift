@@ -323,7 +323,15 @@ public struct HTTPAPI: Sendable {
 
     func reports(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        try APIQuery.accept(["from", "to", "bucket", "source", "zone"], in: query, of: "/api/reports")
+        try APIQuery.accept(["from", "to", "bucket", "source", "zone", "format"], in: query, of: "/api/reports")
+        // CSV by `?format=csv` (a link in a browser cannot set Accept) or by `Accept: text/csv`.
+        let csv: Bool
+        switch query["format"] {
+        case "csv": csv = true
+        case "json": csv = false
+        case nil: csv = request.headers[.accept]?.contains("text/csv") == true
+        case let other?: throw HTTPError(.badRequest, message: "format=\(other) is not one of csv, json")
+        }
         let bucket =
             try query["bucket"].map { text in
                 guard let bucket = Report.Bucket(rawValue: String(text)) else {
@@ -363,25 +371,55 @@ public struct HTTPAPI: Sendable {
         let report = builder.report(
             from: from, to: to, bucket: bucket, zones: zones, visits: input.visits, stays: input.stays,
             moods: input.moods)
-        guard request.headers[.accept]?.contains("text/csv") == true else { return try APIResponse.encode(report) }
+        guard csv else { return try APIResponse.encode(report) }
         return Response(
-            status: .ok, headers: [.contentType: "text/csv; charset=utf-8"],
+            status: .ok,
+            headers: [
+                .contentType: "text/csv; charset=utf-8",
+                .contentDisposition: "attachment; filename=\"sentinel-report.csv\"",
+            ],
             body: .init(byteBuffer: ByteBuffer(string: Self.csv(report))))
     }
 
-    /// A report as CSV, a row per period and one per zone in it: `start,sourceId,zone,visits,visitors,mood` (a
-    /// period's own row has no source and zone; a zone's has visitors only). A suppressed figure is an empty cell.
+    /// A report as CSV: a `period` row per bucket (visits, visitors, mood), a `zone` row per zone in it (visitors),
+    /// and a `summary` row per zone over the whole report (visitors, mean and median dwell, the dwell histogram, a
+    /// column per range named by its edges). A cell is a figure, `suppressed` (fewer than k visitors), or empty:
+    /// not applicable to that row, or nothing measured.
     static func csv(_ report: Report) -> String {
-        func cell(_ figure: Aggregate<Int>?) -> String { figure?.value.map(String.init) ?? "" }
-        var lines = ["start,sourceId,zone,visits,visitors,mood"]
+        func cell<Value>(_ figure: Aggregate<Value>?, _ text: (Value) -> String) -> String {
+            switch figure {
+            case nil: ""
+            case .suppressed?: "suppressed"
+            case .value(let value, _)?: text(value)
+            }
+        }
+        func count(_ figure: Aggregate<Int>?) -> String { cell(figure) { "\($0)" } }
+        func seconds(_ figure: Aggregate<Double>?) -> String { cell(figure) { String(format: "%.1f", $0) } }
+        let bins = Report.dwellBinNames.map { "dwell_\($0)" }
+        let empty = [String](repeating: "", count: bins.count)
+        var lines = [
+            (["row", "start", "end", "sourceId", "zone", "visits", "visitors", "mood", "meanDwellSeconds"]
+                + ["medianDwellSeconds"] + bins).joined(separator: ",")
+        ]
+        func row(_ fields: [String]) { lines.append(fields.joined(separator: ",")) }
         for period in report.periods {
             let start = ISO8601.string(from: period.start)
-            lines.append(
-                "\(start),,,\(cell(period.visits)),\(cell(period.visitors)),\(period.mood.value.map { "\($0.score)" } ?? "")"
-            )
+            let end = ISO8601.string(from: min(report.to, period.start.addingTimeInterval(report.bucket.seconds)))
+            row(
+                ["period", start, end, "", "", count(period.visits), count(period.visitors)]
+                    + [cell(period.mood) { "\($0.score)" }, "", ""] + empty)
             for zone in period.zones {
-                lines.append("\(start),\(csvField(zone.sourceId)),\(csvField(zone.zone)),,\(cell(zone.visitors)),")
+                row(
+                    ["zone", start, end, csvField(zone.sourceId), csvField(zone.zone), "", count(zone.visitors)]
+                        + ["", "", ""] + empty)
             }
+        }
+        for zone in report.zones {
+            row(
+                ["summary", ISO8601.string(from: report.from), ISO8601.string(from: report.to)]
+                    + [csvField(zone.sourceId), csvField(zone.zone), "", count(zone.visitors), ""]
+                    + [seconds(zone.meanDwellSeconds), seconds(zone.medianDwellSeconds)]
+                    + zone.dwellHistogram.map(count))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }

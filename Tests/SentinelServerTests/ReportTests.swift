@@ -7,7 +7,7 @@ import Testing
 @Suite("Reports over the store")
 struct ReportTests {
     @Test(
-        "/api/reports: visits per bucket, visitors per zone, mean and median dwell, the dwell histogram and busiest hours, each under k suppressed; CSV with Accept: text/csv; bad parameters say which"
+        "/api/reports: visits per bucket, visitors per zone, mean and median dwell, the dwell histogram and busiest hours, each under k suppressed; CSV with Accept: text/csv or ?format=csv, dwell and its bins' edges in it, suppressed apart from not applicable; bad parameters say which"
     )
     func report() async throws {
         let server = try await TestServer()
@@ -59,23 +59,37 @@ struct ReportTests {
         let hour = Calendar.current.component(.hour, from: base)
         #expect(report.busiestHours == [.init(hour: hour, visits: .value(8, visitors: 8))])
 
-        let csv = try await LoopbackClient.fetch(
-            port: server.port,
-            path:
-                "/api/reports?from=\(ISO8601.string(from: base))&to=\(ISO8601.string(from: base.addingTimeInterval(300)))&bucket=5m",
-            headers: [("Accept", "text/csv")])
-        #expect(csv.0.header("Content-Type") == "text/csv; charset=utf-8")
+        // CSV by Accept or by ?format=csv (a link); a suppressed figure says so, an empty cell is not applicable to
+        // its row or not measured (no mood was read in this period).
+        let window =
+            "/api/reports?from=\(ISO8601.string(from: base))&to=\(ISO8601.string(from: base.addingTimeInterval(300)))&bucket=5m"
         let start = ISO8601.string(from: base)
-        #expect(
-            String(decoding: csv.1, as: UTF8.self)
-                == "start,sourceId,zone,visits,visitors,mood\r\n\(start),,,8,8,\r\n\(start),showroom,display,,6,\r\n"
-                + "\(start),showroom,counter,,,\r\n")
+        let end = ISO8601.string(from: base.addingTimeInterval(300))
+        let expected = [
+            "row,start,end,sourceId,zone,visits,visitors,mood,meanDwellSeconds,medianDwellSeconds,"
+                + "dwell_0-10s,dwell_10-30s,dwell_30-60s,dwell_60-120s,dwell_120-300s,dwell_300s+",
+            "period,\(start),\(end),,,8,8,,,,,,,,,",
+            "zone,\(start),\(end),showroom,display,,6,,,,,,,,,",
+            "zone,\(start),\(end),showroom,counter,,suppressed,,,,,,,,,",
+            "summary,\(start),\(end),showroom,display,,6,,32.5,32.5,suppressed,suppressed,4,suppressed,suppressed,suppressed",
+            "summary,\(start),\(end),showroom,counter,,suppressed,,suppressed,suppressed,"
+                + [String](repeating: "suppressed", count: 6).joined(separator: ","),
+        ].map { $0 + "\r\n" }.joined()
+        for (path, headers) in [(window, [("Accept", "text/csv")]), (window + "&format=csv", [])] {
+            let csv = try await LoopbackClient.fetch(port: server.port, path: path, headers: headers)
+            #expect(csv.0.header("Content-Type") == "text/csv; charset=utf-8")
+            #expect(String(decoding: csv.1, as: UTF8.self) == expected, "\(path)")
+        }
+        let json = try JSONSerialization.jsonObject(with: try await server.get(window).1) as? [String: Any]
+        #expect(json?["dwellBinEdgesSeconds"] as? [Double] == Report.dwellBins)
+        #expect((json?["periods"] as? [[String: Any]])?.first?.keys.contains("mood") == false, "no reading: no mood")
 
         for (query, message) in [
             ("bucket=week", "bucket=week is not one of 5m, hour, day"),
             ("from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z&bucket=5m", "more than 2016 buckets"),
             ("zone=kitchen", "zone=kitchen is no zone"), ("source=lobby", "source=lobby is not one of showroom"),
             ("from=yesterday", "from=yesterday is not an ISO-8601 date"), ("limit=3", "limit is not a parameter"),
+            ("format=xml", "format=xml is not one of csv, json"),
         ] {
             let (head, body) = try await server.get("/api/reports?\(query)")
             #expect(head.status == 400 && String(decoding: body, as: UTF8.self).contains(message), "\(query)")
