@@ -10,8 +10,8 @@ struct Run: AsyncParsableCommand {
         abstract: "Run a pipeline as a service: every source, the SQLite store, and SSE and REST on one port.",
         discussion: """
             Events pass the privacy mask, are stored, then streamed at GET /events (SSE, resumable with \
-            Last-Event-ID). REST: /api/visitors, /api/visitors/{faceId}, /api/sentiment, /api/zones, /healthz, \
-            /metrics, /openapi.json. SIGTERM or Ctrl-C stops intake, ends open visits (reason shutdown), flushes the \
+            Last-Event-ID). REST: /api/visitors, /api/visitors/{faceId}, /api/sentiment, /api/zones, /api/reports, \
+            /healthz, /metrics, /openapi.json; the dashboard at /. SIGTERM or Ctrl-C stops intake, ends open visits (reason shutdown), flushes the \
             store, ends the streams and exits 0. A recording is played as if live: its events are placed on the wall \
             clock when playback starts.
             """)
@@ -94,7 +94,10 @@ extension Run {
 /// What `run` and `fleet` print once they listen: where, how to follow the events and the REST endpoints.
 func printBanner(_ title: String, host: String, port: Int, lines: (String) -> [String]) {
     let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-    let rest = "REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/healthz"
-    let text = ["\(title) on \(base)"] + (lines(base) + [rest]).map { "  " + $0 } + ["Ctrl-C stops.", "", ""]
+    let rest = [
+        "REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/api/reports",
+        "              \(base)/healthz  \(base)/metrics  \(base)/openapi.json",
+    ]
+    let text = ["\(title) on \(base)"] + (lines(base) + rest).map { "  " + $0 } + ["Ctrl-C stops.", "", ""]
     FileHandle.standardOutput.write(Data(text.joined(separator: "\n").utf8))
 }
