@@ -81,6 +81,33 @@ public final class ConfigReader {
             file: file, line: mark?.line, column: mark?.column, path: path ?? field?.path ?? "", message: message)
     }
 
+    /// `; did you mean "x"?` for the candidate nearest a mistyped `word` (case aside, at most a third of its letters
+    /// off, and no other as near), or nothing.
+    public static func didYouMean(_ word: String, _ candidates: some Collection<String>) -> String {
+        let typed = Array(word.lowercased())
+        let ranked = candidates.map { ($0, editDistance(typed, Array($0.lowercased()))) }.sorted { $0.1 < $1.1 }
+        guard let best = ranked.first, best.1 <= max(1, typed.count / 3),
+            ranked.dropFirst().first?.1 != best.1
+        else { return "" }
+        return "; did you mean \"\(best.0)\"?"
+    }
+
+    /// Edits from one word to the other: a letter added, dropped, changed, or two neighbours swapped.
+    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in a.indices {
+            for j in b.indices {
+                d[i + 1][j + 1] = min(d[i][j + 1] + 1, d[i + 1][j] + 1, d[i][j] + (a[i] == b[j] ? 0 : 1))
+                if i > 0, j > 0, a[i] == b[j - 1], a[i - 1] == b[j] {
+                    d[i + 1][j + 1] = min(d[i + 1][j + 1], d[i - 1][j - 1] + 1)
+                }
+            }
+        }
+        return d[a.count][b.count]
+    }
+
     /// The mapping's fields by key; unknown keys are reported.
     public func mapping(_ field: Field, keys: Set<String>) -> [String: Field]? {
         guard let mapping = field.node.mapping else {
@@ -99,7 +126,8 @@ public final class ConfigReader {
             } else {
                 report(
                     Field(node: key, path: child.path),
-                    "unknown key \"\(name)\"; expected one of \(keys.sorted().joined(separator: ", "))")
+                    "unknown key \"\(name)\"; expected one of \(keys.sorted().joined(separator: ", "))"
+                        + Self.didYouMean(name, keys))
             }
         }
         return fields
@@ -214,7 +242,9 @@ public final class ConfigReader {
     public func choice(_ field: Field, _ choices: [String]) -> String? {
         guard let value = string(field) else { return nil }
         guard choices.contains(value) else {
-            report(field, "\"\(value)\" is not one of \(choices.joined(separator: ", "))")
+            report(
+                field, "\"\(value)\" is not one of \(choices.joined(separator: ", "))" + Self.didYouMean(value, choices)
+            )
             return nil
         }
         return value

@@ -276,7 +276,10 @@ private struct PipelineParser {
                 if let parsed = Pacing(text) {
                     pace = parsed
                 } else {
-                    reader.report(f, "\"\(text)\" is not a pace: fastest, realtime, or a factor such as 4x")
+                    reader.report(
+                        f,
+                        "\"\(text)\" is not a pace: fastest, realtime, or a factor such as 4x"
+                            + ConfigReader.didYouMean(text, ["fastest", "realtime"]))
                 }
             }
         }

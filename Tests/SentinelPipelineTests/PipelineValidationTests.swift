@@ -115,7 +115,7 @@ struct PipelineValidationTests {
             ("", "tracker: { confirmFrames: 2.5 }", "p.yml:7:27: tracker.confirmFrames: expected a whole number"),
             (
                 "", "output: stdout",
-                "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, gauge, outputs, privacy, server, sources, store, tracker, version"
+                "p.yml:7:1: output: unknown key \"output\"; expected one of detector, emotion, events, gauge, outputs, privacy, server, sources, store, tracker, version; did you mean \"outputs\"?"
             ),
             (
                 "", "privacy: { outputs: { events: { allow: [visitor.face] } } }",
@@ -156,7 +156,7 @@ struct PipelineValidationTests {
             ),
             (
                 "", "gauge: { windowSecs: 300 }",
-                "p.yml:7:10: gauge.windowSecs: unknown key \"windowSecs\"; expected one of publishEverySeconds, staleAfterSeconds, windowSeconds"
+                "p.yml:7:10: gauge.windowSecs: unknown key \"windowSecs\"; expected one of publishEverySeconds, staleAfterSeconds, windowSeconds; did you mean \"windowSeconds\"?"
             ),
             (
                 "      - { name: a, polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.6]] }", "",
