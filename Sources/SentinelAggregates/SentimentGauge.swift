@@ -6,8 +6,11 @@ import SentinelPrivacy
 public struct GaugeSettings: Sendable, Equatable {
     /// Seconds of media time a visitor's vote counts for (default 5 minutes).
     public var windowSeconds: Double = 300
-    /// A reading is published when it changes and at least this often.
+    /// A reading is published at least this often, and at once when it changes meaningfully (`changeScore`).
     public var publishEverySeconds: Double = 30
+    /// Points a score must move (from the last published reading) to be published before `publishEverySeconds`; a
+    /// label, a figure shown or withheld, or staleness changing is published at once.
+    public var changeScore: Double = 5
     /// With nobody seen for this long, the reading is flagged stale.
     public var staleAfterSeconds: Double = 60
 
@@ -18,16 +21,63 @@ public struct GaugeSettings: Sendable, Equatable {
         .number("windowSeconds", \.windowSeconds, in: 10...86_400, "media seconds a visitor's vote counts for"),
         .number(
             "publishEverySeconds", \.publishEverySeconds, in: 1...3_600,
-            "a reading is published when it changes and at least this often"),
+            "a reading is published at least this often, and at once when it changes meaningfully"),
+        .number(
+            "changeScore", \.changeScore, in: 1...100,
+            "points a score must move to be published at once (a label, a figure withheld, staleness: always)"),
         .number("staleAfterSeconds", \.staleAfterSeconds, in: 1...86_400, "with nobody seen this long, it is stale"),
     ]
 }
 
 extension GaugeReading {
-    /// Whether two readings would look the same on a dashboard.
-    func sameFigures(as other: GaugeReading) -> Bool {
-        overall == other.overall && sources == other.sources && zones == other.zones && stale == other.stale
+    /// Every figure of the reading, by what it covers (the whole showroom, a camera, a zone).
+    func figures() -> [SentimentGauge.Figure: Aggregate<Level>] {
+        var figures: [SentimentGauge.Figure: Aggregate<Level>] = [.overall: overall]
+        for (source, level) in sources { figures[.source(source)] = level }
+        for (source, zones) in zones {
+            for (zone, level) in zones { figures[.zone(ZoneID(sourceId: source, name: zone))] = level }
+        }
+        return figures
     }
+
+    /// Whether a dashboard should be told at once: a figure shown or withheld, a label, or staleness changed, or a
+    /// score moved `changeScore` points or more.
+    func differsMeaningfully(from other: GaugeReading, changeScore: Double) -> Bool {
+        guard stale == other.stale else { return true }
+        let mine = figures()
+        let theirs = other.figures()
+        guard Set(mine.keys) == Set(theirs.keys) else { return true }
+        return mine.contains { figure, level in
+            switch (level, theirs[figure]) {
+            case (.suppressed, .suppressed?): false
+            case (.value(let a, _), .value(let b, _)?):
+                a.label != b.label || Double(abs(a.score - b.score)) >= changeScore
+            default: true
+            }
+        }
+    }
+}
+
+extension GaugeReading.Level {
+    /// Points past a boundary a score must go before the label leaves `held`: a score hovering at 79-80 keeps
+    /// the label it had rather than flapping between warm and hot.
+    static let hysteresis = 3
+
+    /// This level, its label kept at `held` while the score is within `hysteresis` of that label's range.
+    func holding(_ held: String?) -> Self {
+        guard let held, held != label,
+            let range = Self.bands.first(where: { $0.label == held })?.scores,
+            score >= range.lowerBound - Self.hysteresis, score <= range.upperBound + Self.hysteresis
+        else { return self }
+        var level = self
+        level.label = held
+        return level
+    }
+
+    /// Each label's scores.
+    static let bands: [(label: String, scores: ClosedRange<Int>)] = [
+        ("cold", 0...19), ("cool", 20...39), ("neutral", 40...59), ("warm", 60...79), ("hot", 80...100),
+    ]
 }
 
 /// The aggregate sentiment gauge: a rolling window of media time with one vote per visitor (its latest
@@ -43,9 +93,16 @@ public struct SentimentGauge: Sendable {
     public private(set) var zoneIDs: [ZoneID]
     /// Published reading times are rounded down to this many seconds, as the privacy policy's (0 keeps them).
     public let timestampResolution: Double
+    /// Each visitor's latest vote (overall and at its camera), and its latest in each zone it was in.
     private var votes: [String: Vote] = [:]
+    private var zoneVotes: [ZoneVoter: Vote] = [:]
     private var lastSeen: Date?
     private var lastPublished: GaugeReading?
+
+    struct ZoneVoter: Hashable, Sendable {
+        var faceId: String
+        var zone: ZoneID
+    }
 
     struct Vote: Sendable {
         var time: Date
@@ -83,9 +140,13 @@ public struct SentimentGauge: Sendable {
         else { return }
         // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
         let dwell = min(max(visitor.dwellSeconds.flatMap { $0.isNaN ? nil : $0 } ?? 0, 1), settings.windowSeconds)
-        votes[visitor.faceId] = Vote(
+        let vote = Vote(
             time: event.time, valence: valence, weight: confidence * dwell, source: visitor.sourceId, zone: visitor.zone
         )
+        votes[visitor.faceId] = vote
+        if let zone = visitor.zone {
+            zoneVotes[ZoneVoter(faceId: visitor.faceId, zone: ZoneID(sourceId: visitor.sourceId, name: zone))] = vote
+        }
     }
 
     /// Takes a published visitor event's vote: the gauge only ever sees what the events output may show.
@@ -94,11 +155,12 @@ public struct SentimentGauge: Sendable {
         record(published.event)
     }
 
-    /// The reading at `now`, if one is due: when its figures changed since the last published one, or
-    /// `publishEverySeconds` after it. Its time is rounded down to `timestampResolution`.
+    /// The reading at `now`, if one is due: when it differs meaningfully from the last published one (a label, a
+    /// figure shown or withheld, staleness, a score moved `changeScore`), or `publishEverySeconds` after it. Its time
+    /// is rounded down to `timestampResolution`.
     public mutating func tick(now: Date) -> GaugeReading? {
         var reading = self.reading(now: now)
-        if let last = lastPublished, reading.sameFigures(as: last),
+        if let last = lastPublished, !reading.differsMeaningfully(from: last, changeScore: settings.changeScore),
             now.timeIntervalSince(last.time) < settings.publishEverySeconds
         {
             return nil
@@ -112,11 +174,12 @@ public struct SentimentGauge: Sendable {
     public mutating func reading(now: Date) -> GaugeReading {
         let start = now.addingTimeInterval(-settings.windowSeconds)
         votes = votes.filter { $0.value.time >= start }
+        zoneVotes = zoneVotes.filter { $0.value.time >= start }
         var groups: [Figure: [Vote]] = [.overall: Array(votes.values)]
         for source in sourceIDs { groups[.source(source)] = votes.values.filter { $0.source == source } }
-        for zone in zoneIDs {
-            groups[.zone(zone)] = votes.values.filter { $0.source == zone.sourceId && $0.zone == zone.name }
-        }
+        // A zone counts every visitor who was in it during the window, once, with its latest vote there.
+        for zone in zoneIDs { groups[.zone(zone)] = [] }
+        for (voter, vote) in zoneVotes { groups[.zone(voter.zone), default: []].append(vote) }
         let counts = groups.mapValues(\.count)
         // Overall and each camera are totals: a hidden camera or zone must not be their difference.
         let published = Complement.publishable(counts, minGroupSize: minGroupSize) { published in
@@ -132,13 +195,16 @@ public struct SentimentGauge: Sendable {
             }
             return totals
         }
+        // Labels hold against the last published reading's (the one a dashboard shows).
+        let held = (lastPublished?.figures() ?? [:]).compactMapValues(\.value?.label)
         func level(_ figure: Figure) -> Aggregate<GaugeReading.Level> {
             let votes = groups[figure]!
             let total = votes.reduce(0) { $0 + $1.weight }
             guard published.contains(figure), total > 0 else { return .suppressed }
             let mean = votes.reduce(0) { $0 + $1.weight * $1.valence } / total
-            return .value(GaugeReading.Level(valence: mean), visitors: votes.count)
+            return .value(GaugeReading.Level(valence: mean).holding(held[figure]), visitors: votes.count)
         }
+
         var sources: [String: Aggregate<GaugeReading.Level>] = [:]
         for source in sourceIDs { sources[source] = level(.source(source)) }
         var zones: [String: [String: Aggregate<GaugeReading.Level>]] = [:]
@@ -150,7 +216,7 @@ public struct SentimentGauge: Sendable {
     }
 
     /// A figure of a reading: the whole showroom, a camera, a zone.
-    enum Figure: Hashable, Comparable {
+    enum Figure: Hashable, Comparable, Sendable {
         case overall
         case source(String)
         case zone(ZoneID)

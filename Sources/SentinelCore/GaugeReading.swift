@@ -31,7 +31,8 @@ public struct GaugeReading: Sendable, Equatable, Codable {
     public var overall: Aggregate<Level>
     /// Over the votes cast at each camera, by source id.
     public var sources: [String: Aggregate<Level>]
-    /// Over the votes cast in each zone (a vote counts for the zone its visitor was in), by source id, then zone name.
+    /// Over every visitor who was in each zone during the window (each once, with its latest vote there; a visitor
+    /// who crossed two zones counts in both), by source id, then zone name.
     public var zones: [String: [String: Aggregate<Level>]]
     /// True when nobody has been seen for `staleAfterSeconds`.
     public var stale: Bool
@@ -47,5 +48,12 @@ public struct GaugeReading: Sendable, Equatable, Codable {
         self.zones = zones
         self.stale = stale
         self.windowSeconds = windowSeconds
+    }
+}
+
+extension GaugeReading {
+    /// Whether two readings show the same figures (their times aside).
+    public func sameFigures(as other: GaugeReading) -> Bool {
+        overall == other.overall && sources == other.sources && zones == other.zones && stale == other.stale
     }
 }

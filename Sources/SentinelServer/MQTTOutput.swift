@@ -89,8 +89,9 @@ public final class MQTTOutput: Service, Sendable {
         /// Failed attempts already logged.
         var failures = 0
         var rejected = 0
-        /// The occupancy last published (retained), to publish only changes.
+        /// The occupancy and the gauge reading last published (retained), to retain only changes.
         var occupancy: Data?
+        var gauge: GaugeReading?
         var sent: Int64 { inFlight.last?.id ?? acknowledged }
     }
 
@@ -213,11 +214,15 @@ public final class MQTTOutput: Service, Sendable {
                     properties: [("id", "\(event.id)"), ("site", settings.site)])
                 progress.inFlight.append((event.id, mid))
                 published.increment()
-                if event.type == EventEnvelope.gaugeType {
+                // The retained reading changes only when its figures do: a reading sent again at the gauge's steady
+                // interval is in the log (and on its topic), not retained again for every subscriber to re-record.
+                if event.type == EventEnvelope.gaugeType,
+                    let reading = try? JSONDecoder.sentinel().decode(GaugeReading.self, from: event.payload),
+                    progress.gauge.map({ !reading.sameFigures(as: $0) }) ?? true
+                {
+                    progress.gauge = reading
                     progress.untracked.insert(
-                        try client.publish(
-                            topic: settings.gaugeTopic, payload: event.payload,
-                            retain: true))
+                        try client.publish(topic: settings.gaugeTopic, payload: event.payload, retain: true))
                 }
             }
         }

@@ -156,7 +156,7 @@ struct PipelineValidationTests {
             ),
             (
                 "", "gauge: { windowSecs: 300 }",
-                "p.yml:7:10: gauge.windowSecs: unknown key \"windowSecs\"; expected one of publishEverySeconds, staleAfterSeconds, windowSeconds; did you mean \"windowSeconds\"?"
+                "p.yml:7:10: gauge.windowSecs: unknown key \"windowSecs\"; expected one of changeScore, publishEverySeconds, staleAfterSeconds, windowSeconds; did you mean \"windowSeconds\"?"
             ),
             (
                 "      - { name: a, polygon: [[0, 0], [1, 0], [0.2, 1], [1, 0.6]] }", "",

@@ -70,12 +70,48 @@ struct SentimentGaugeTests {
         #expect(g.reading(now: start).overall == .suppressed)
         g.record(vote("c", at: 0, valence: -1))
         #expect(g.reading(now: start).overall.value?.score == 67)
-        // Per zone too: two of the three are at the counter.
+        // Per zone too: two of the three have been at the counter.
         g.record(vote("b", at: 1, valence: 1, zone: "counter"))
         g.record(vote("c", at: 1, valence: -1, zone: "counter"))
         let reading = g.reading(now: start.addingTimeInterval(1))
-        #expect(reading.zones["cam"]?["display"] == .suppressed && reading.zones["cam"]?["counter"] == .suppressed)
+        #expect(reading.zones["cam"]?["counter"] == .suppressed)
         #expect(reading.overall.value != nil)
+    }
+
+    @Test(
+        "a zone counts every visitor who was in it during the window, once, with its latest vote there, not only those still in it"
+    )
+    func zoneCountsTheWindow() {
+        var g = gauge(k: 3, window: 60)
+        // Three pass the display one after another and move on to the counter: nobody is ever at the display with
+        // two others, yet three were there within the window.
+        for (i, id) in ["a", "b", "c"].enumerated() {
+            g.record(vote(id, at: Double(i * 10), valence: 0.5, zone: "display"))
+            g.record(vote(id, at: Double(i * 10 + 5), valence: -1, zone: "counter"))
+        }
+        g.record(vote("a", at: 25, valence: 0.2, zone: "display"))
+        let reading = g.reading(now: start.addingTimeInterval(30))
+        // a's latest there (0.2), b's and c's (0.5): weights equal, mean 0.4 -> 70.
+        #expect(reading.zones["cam"]?["display"] == .value(.init(score: 70), visitors: 3))
+        #expect(reading.zones["cam"]?["counter"] == .value(.init(score: 0), visitors: 3))
+        // Beyond the window, a zone's votes go as the visitors' do.
+        #expect(g.reading(now: start.addingTimeInterval(90)).zones["cam"]?["display"] == .suppressed)
+    }
+
+    @Test("a label holds within 3 points past its band: a score hovering at 79-80 does not flap between warm and hot")
+    func labelHysteresis() {
+        var g = gauge(k: 1, every: 1)
+        func score(_ valence: Double, at second: Double) -> GaugeReading.Level? {
+            g.record(vote("a", at: second, valence: valence))
+            return g.tick(now: start.addingTimeInterval(second + 1))?.overall.value
+        }
+        #expect(score(0.6, at: 0) == GaugeReading.Level(score: 80))  // hot
+        #expect(score(0.58, at: 10)?.label == "hot", "79 keeps hot")
+        #expect(score(0.6, at: 20)?.label == "hot")
+        #expect(score(0.54, at: 30)?.label == "hot", "77 keeps hot")
+        #expect(score(0.52, at: 40)?.label == "warm", "76 is warm")
+        #expect(score(0.6, at: 50)?.label == "warm", "80 keeps warm")
+        #expect(score(0.66, at: 60)?.label == "hot", "83 is hot")
     }
 
     @Test("a hidden camera or zone cannot be had by subtracting published figures from the total around them")
@@ -136,15 +172,21 @@ struct SentimentGaugeTests {
         #expect(later.stale && later.overall.value?.score == 100)
     }
 
-    @Test("readings are published when their figures change, and at least every publishEverySeconds")
+    @Test(
+        "a reading is published when it changes meaningfully (a figure shown, a label, a score moved 5 points) and every publishEverySeconds, not on every small move"
+    )
     func publishing() {
         var g = gauge(every: 30)
         #expect(g.tick(now: start) != nil)
         #expect(g.tick(now: start.addingTimeInterval(1)) == nil)
         for id in ["a", "b", "c"] { g.record(vote(id, at: 2, valence: 1)) }
-        #expect(g.tick(now: start.addingTimeInterval(2))?.overall.value?.score == 100)
+        #expect(g.tick(now: start.addingTimeInterval(2))?.overall.value?.score == 100, "shown: at once")
         #expect(g.tick(now: start.addingTimeInterval(31)) == nil)
-        #expect(g.tick(now: start.addingTimeInterval(32)) != nil)
+        #expect(g.tick(now: start.addingTimeInterval(32)) != nil, "30 s on")
+        g.record(vote("d", at: 33, valence: 0.9))  // 100 -> 99: a visitor more, a point less
+        #expect(g.tick(now: start.addingTimeInterval(33)) == nil, "a small move waits")
+        g.record(vote("e", at: 34, valence: 0))  // mean 3.9 / 5 -> 89
+        #expect(g.tick(now: start.addingTimeInterval(34))?.overall.value?.score == 89, "5 points or more: at once")
     }
 
     @Test(

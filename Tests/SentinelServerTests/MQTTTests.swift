@@ -201,10 +201,14 @@ struct MQTTOutputTests {
     func retainedAndDiscovery() async throws {
         let broker = try MQTTBroker()
         defer { broker.stop() }
+        let early = try Subscriber(broker, id: "gauge-consumer", topics: ["sentinel/lab/gauge"])
         let server = try await server(broker, ", homeAssistant: true")
         try server.publish(6, visitors: 3)
         server.service.hub.tick(time: server.origin.addingTimeInterval(6))
         #expect(try await server.wait { try await server.service.store.logBounds().last >= 7 })
+        // The same figures again at the gauge's steady interval: logged, not retained again.
+        server.service.hub.tick(time: server.origin.addingTimeInterval(40))
+        #expect(try await server.wait { try await server.service.store.logBounds().last >= 8 })
         // A consumer that arrives afterwards gets the retained state at once.
         let late = try Subscriber(broker, id: "late-consumer", topics: ["sentinel/lab/+", "homeassistant/#"])
         func latest(_ topic: String) -> [String: Any]? {
@@ -223,6 +227,18 @@ struct MQTTOutputTests {
         #expect(zones["showroom/counter"]?["suppressed"] as? Bool == true, "an empty zone is below k: \(zones)")
         #expect(late.messages.contains { $0.topic == "sentinel/lab/availability" && $0.payload == Data("online".utf8) })
         #expect(latest("sentinel/lab/gauge")?["overall"] != nil, "the gauge reading is retained")
+        let readings = try await server.service.store.events(after: 0, limit: 100).filter {
+            $0.type == EventEnvelope.gaugeType
+        }.map { try JSONDecoder.sentinel().decode(GaugeReading.self, from: $0.payload) }
+        let changes = readings.indices.filter { $0 == 0 || !readings[$0].sameFigures(as: readings[$0 - 1]) }.count
+        #expect(readings.count > changes, "a reading was sent again with the same figures: \(readings.count)")
+        _ = try await server.wait {
+            _ = early.events
+            return early.messages.count >= changes
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        _ = early.events
+        #expect(early.messages.count == changes, "retained only when the figures change")
         // Discovery: one sensor per figure, each naming a state topic the box keeps retained. The retained configs
         // reach a late subscriber in their own time, not with the occupancy.
         let expected: Set<Substring> = [
