@@ -21,7 +21,7 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint bench eval setup deps models recordings references footage debug release clean install install-files screenshot
+.PHONY: demo test lint bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -104,6 +104,11 @@ deps:
 install: release
 	@$(MAKE) --no-print-directory recordings SENTINEL=$(RELEASE)
 	@$(MAKE) --no-print-directory install-files
+	@$(MAKE) --no-print-directory install-models
+
+# The models, obtained and checked once, beside their manifest (the service never downloads at start).
+install-models:
+	STATE_DIRECTORY=$(DESTDIR)$(SHAREDIR) SENTINEL_MODELS= $(DESTDIR)$(PREFIX)/bin/sentinel models setup
 
 # The same from an existing BINARY (the tests install the debug build into a temporary DESTDIR).
 install-files:
@@ -124,7 +129,7 @@ install-files:
 		-e 's|# keyFile: /var/lib/sentinel/pseudonym.key|keyFile: /var/lib/sentinel/pseudonym.key|' \
 		Pipelines/showroom.yml > $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.yml
 	install -d $(DESTDIR)$(UNITDIR)
-	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@SHAREDIR@|$(SHAREDIR)|g' \
 		Pipelines/install/sentinel.service > $(DESTDIR)$(UNITDIR)/sentinel.service
 
 clean:

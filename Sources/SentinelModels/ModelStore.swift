@@ -21,14 +21,15 @@ public struct ModelStore: Sendable {
     }
 
     /// The models of this binary: those in `folder` when one is named (`--models`, `$SENTINEL_MODELS`); an installed
-    /// binary's manifest in `{prefix}/share/sentinel/models` with the files in its state directories' `models`; else
-    /// the checkout's `Models` folder.
+    /// binary's manifest in `{prefix}/share/sentinel/models` with the files in its state directories' `models` or
+    /// beside the manifest (where `make install` puts them); else the checkout's `Models` folder.
     public static func located(folder: String?) throws(ModelError) -> ModelStore {
         if let folder, !folder.isEmpty { return try ModelStore(root: folder) }
         if let share = Installation.shareDirectory {
+            let models = share.appendingPathComponent("models")
             return try ModelStore(
-                root: share.appendingPathComponent("models").path,
-                caches: Installation.stateDirectories().map { $0.appendingPathComponent("models") })
+                root: models.path,
+                caches: Installation.stateDirectories().map { $0.appendingPathComponent("models") } + [models])
         }
         do {
             return try ModelStore(root: "Models")

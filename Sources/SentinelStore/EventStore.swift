@@ -244,12 +244,19 @@ public final class EventStore: Sendable {
                 throw StoreError(
                     .cannotOpen, "database \(database): cannot open \(path): \(String(cString: strerror(errno)))")
             }
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-                let held = errno == EWOULDBLOCK
-                let reason = String(cString: strerror(errno))
-                var bytes = [UInt8](repeating: 0, count: 32)
-                let count = pread(descriptor, &bytes, bytes.count, 0)
-                let pid = count > 0 ? String(decoding: bytes[..<count], as: UTF8.self) : ""
+            // A lock this process let go of can still be held a moment by a child it was forking (the descriptor
+            // is closed only at the child's exec): when the holder named is this process, wait for that.
+            let deadline = ContinuousClock.now + .seconds(2)
+            func lock() -> Int32 { flock(descriptor, LOCK_EX | LOCK_NB) == 0 ? 0 : errno }
+            var failure = lock()
+            while failure == EWOULDBLOCK, Self.holder(descriptor) == "\(getpid())", ContinuousClock.now < deadline {
+                usleep(10_000)
+                failure = lock()
+            }
+            guard failure == 0 else {
+                let held = failure == EWOULDBLOCK
+                let reason = String(cString: strerror(failure))
+                let pid = Self.holder(descriptor)
                 close(descriptor)
                 guard held else {
                     throw StoreError(.cannotOpen, "database \(database): cannot lock \(path): \(reason)")
@@ -263,6 +270,13 @@ public final class EventStore: Sendable {
             ftruncate(descriptor, 0)
             _ = pwrite(descriptor, pid, pid.count, 0)
             self.descriptor = Mutex(descriptor)
+        }
+
+        /// The pid the lock file names.
+        private static func holder(_ descriptor: Int32) -> String {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let count = pread(descriptor, &bytes, bytes.count, 0)
+            return count > 0 ? String(decoding: bytes[..<count], as: UTF8.self) : ""
         }
 
         func release() {

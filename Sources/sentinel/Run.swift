@@ -91,7 +91,9 @@ extension Run {
     }
 }
 
-/// What `run` and `fleet` print once they listen: where, how to follow the events and the REST endpoints.
+/// What `run` and `fleet` print once they listen: where, how to follow the events and the REST endpoints; and
+/// readiness to the service manager (`Type=notify`): by then the store is open, the sources are started (a camera
+/// still connecting says so in /healthz) and the server accepts connections.
 func printBanner(_ title: String, host: String, port: Int, lines: (String) -> [String]) {
     let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     let rest = [
@@ -100,4 +102,5 @@ func printBanner(_ title: String, host: String, port: Int, lines: (String) -> [S
     ]
     let text = ["\(title) on \(base)"] + (lines(base) + rest).map { "  " + $0 } + ["Ctrl-C stops.", "", ""]
     FileHandle.standardOutput.write(Data(text.joined(separator: "\n").utf8))
+    SystemdNotify.send("READY=1\nSTATUS=\(title) on \(base)")
 }

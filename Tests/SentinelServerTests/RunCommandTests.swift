@@ -315,7 +315,8 @@ struct RunCommandTests {
 
     @Test("kill -9: every event a client received is in the store, byte for byte")
     func killNine() async throws {
-        let sentinel = try RunningSentinel(pace: "fastest")
+        // 4x: a loop every 3 s, without taking both cores from the rest of the suite.
+        let sentinel = try RunningSentinel(pace: "4x")
         let received = try await sentinel.events(count: 60)
         kill(sentinel.process.processIdentifier, SIGKILL)
         #expect(try await sentinel.exitStatus(within: 10) != nil)
@@ -389,7 +390,8 @@ struct CounterTests {
         "a looping recording's frame counts only grow across its loops, in /healthz as in /metrics, with the rate beside them"
     )
     func monotonicAcrossLoops() async throws {
-        let sentinel = try RunningSentinel(pace: "fastest")
+        // 4x: a loop every 3 s, without taking both cores from the rest of the suite.
+        let sentinel = try RunningSentinel(pace: "4x")
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         func captured() async throws -> Int? {
             let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]]
@@ -405,17 +407,17 @@ struct CounterTests {
         }
         // The clip is 12 s at 15 fps: 180 frames a playback.
         var seen: [Int] = []
-        for _ in 0..<600 where (seen.last ?? 0) < 3 * 180 {
+        for _ in 0..<300 where (seen.last ?? 0) < 2 * 180 + 20 {
             let before = try await captured() ?? 0
             let exported = try await metric() ?? 0
             let after = try await captured() ?? 0
             #expect(
                 before <= exported && exported <= after, "/healthz \(before), /metrics \(exported), /healthz \(after)")
             seen.append(after)
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(200))
         }
         #expect(seen == seen.sorted(), "captured went backwards: \(seen)")
-        #expect((seen.last ?? 0) >= 3 * 180, "three playbacks counted: \(seen.suffix(5))")
+        #expect((seen.last ?? 0) > 2 * 180, "past a second playback: \(seen.suffix(5))")
         let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]]
         #expect(sources?.first?["fps"] is Double || sources?.first?["fps"] is Int)
     }
