@@ -70,11 +70,14 @@ public struct ZoneList: Sendable, Codable, Equatable {
     public var visitors: Aggregate<Int>
     /// The share of each expression among present visitors whose expression is known.
     public var emotions: Aggregate<[String: Double]>
+    /// k: a figure over fewer visitors is withheld, here and in every aggregate.
+    public var minGroupSize: Int
 
-    public init(zones: [Zone], visitors: Aggregate<Int>, emotions: Aggregate<[String: Double]>) {
+    public init(zones: [Zone], visitors: Aggregate<Int>, emotions: Aggregate<[String: Double]>, minGroupSize: Int) {
         self.zones = zones
         self.visitors = visitors
         self.emotions = emotions
+        self.minGroupSize = minGroupSize
     }
 }
 

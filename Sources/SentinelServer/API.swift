@@ -439,7 +439,10 @@ public struct HTTPAPI: Sendable {
                 units: zone.units, visitors: snapshot.zones[zone.id] ?? .suppressed)
         }
         return
-            (try? APIResponse.encode(ZoneList(zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions)))
+            (try? APIResponse.encode(
+                ZoneList(
+                    zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions,
+                    minGroupSize: live.now.occupancy.minGroupSize)))
             ?? APIResponse.error(.internalServerError, "")
     }
 

@@ -7,19 +7,24 @@ import Testing
 @Suite("Dashboard in headless Chromium", .timeLimit(.minutes(3)))
 struct DashboardTests {
     @Test(
-        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number or 'too few visitors', never NaN), who is here with a pseudonym, zone, dwell and emotion, the camera running, and its three charts drawn from the reports API"
+        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number, 'too few visitors', or 'not measured here' in the staff zone, never NaN), why a zone is withheld while visitors are listed, who is here with a pseudonym, zone, dwell and emotion, the camera running, and its three charts drawn from the reports API; opened with the aggregate token, only aggregates"
     )
     func inChromium() async throws {
         let token = "dashboard-token-0123456789"
+        let aggregateToken = "aggregate-token-0123456789"
         let folder = try Fixtures.temporaryFolder()
         let pipeline = folder.appendingPathComponent("pipeline.yml")
         try RunningSentinel.showroomOnClip().write(to: pipeline, atomically: true, encoding: .utf8)
         let database = folder.appendingPathComponent("sentinel.sqlite").path
         let sentinel = try RunningSentinel(
             arguments: ["run", pipeline.path, "--port", "0", "--database", database, "--pace", "realtime", "--loop"],
-            folder: folder, database: database, environment: ["SENTINEL_TOKEN": token])
+            folder: folder, database: database,
+            environment: ["SENTINEL_TOKEN": token, "SENTINEL_AGGREGATE_TOKEN": aggregateToken])
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         struct Shown: Decodable {
+            var scope: String
+            var why: String
+            var zones: [String]
             var status: String
             var gauges: [String]
             var visitors: [String]
@@ -27,20 +32,31 @@ struct DashboardTests {
             var charts: [String]
             var body: String
         }
+        // For the README's picture (make screenshot), the page is taken once the overall mood shows a number.
+        let picture = ProcessInfo.processInfo.environment["SENTINEL_SCREENSHOT"] != nil
         let shown = try probePage(
-            "dashboard_probe", url: "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)", seconds: 90,
-            folder: folder, keepAs: "SENTINEL_SCREENSHOT", as: Shown.self)
+            "dashboard_probe", url: "http://127.0.0.1:\(sentinel.port)/?access_token=\(token)",
+            seconds: picture ? 150 : 90,
+            folder: folder, keepAs: "SENTINEL_SCREENSHOT", as: Shown.self, extra: picture ? ["mood"] : [])
         #expect(shown.status == "live")
         // Overall, the camera, and each of its three zones.
         #expect(shown.gauges.count == 5, "\(shown.gauges)")
         #expect(
-            shown.gauges.allSatisfy { $0.wholeMatch(of: /.+: (\d{1,3}|too few visitors)/) != nil }, "\(shown.gauges)")
+            shown.gauges.allSatisfy { $0.wholeMatch(of: /.+: (\d{1,3}|too few visitors|not measured here)/) != nil },
+            "\(shown.gauges)")
         #expect(shown.gauges.first?.hasPrefix("overall: ") == true)
+        // The staff counter measures no emotion: said so, not "too few visitors".
+        #expect(shown.gauges.contains("showroom · counter: not measured here"), "\(shown.gauges)")
+        // Why a zone can be withheld while its visitors are listed.
+        #expect(shown.scope == "visitors" && shown.why.contains("visitor token, which may see individuals"))
+        #expect(shown.zones.count == 3, "\(shown.zones)")
         #expect(!shown.visitors.isEmpty)
         #expect(
             shown.visitors.allSatisfy {
                 $0.wholeMatch(
-                    of: /[a-z2-7]{16} showroom (entrance|display|counter|–) .+ s (not sure yet|\w+ \(\d+ %\))/)
+                    of:
+                        /[a-z2-7]{16} showroom (entrance|display|counter|–) .+ s (not sure yet|not measured here|\w+ \(\d+ %\))/
+                )
                     != nil
             }, "\(shown.visitors)")
         // Running, or behind when this machine cannot analyse every frame (dropped frames are counted and shown).
@@ -51,5 +67,18 @@ struct DashboardTests {
         #expect(!shown.body.contains("NaN") && !shown.body.contains("undefined"))
         // The page's own fetches all carried the token: nothing was refused.
         #expect(!sentinel.log.contains("401"))
+
+        // Opened with the aggregate token: aggregates only, no pseudonym, no count below k, nothing refused shown.
+        let aggregates = try probePage(
+            "dashboard_probe", url: "http://127.0.0.1:\(sentinel.port)/?access_token=\(aggregateToken)", seconds: 60,
+            folder: folder, keepAs: "SENTINEL_AGGREGATE_SCREENSHOT", as: Shown.self)
+        #expect(aggregates.scope == "aggregates" && aggregates.status == "aggregates only", "\(aggregates.status)")
+        #expect(aggregates.gauges.first?.hasPrefix("overall: ") == true, "\(aggregates.gauges)")
+        #expect(aggregates.visitors.isEmpty && aggregates.cameras.isEmpty && aggregates.charts.isEmpty)
+        #expect(
+            aggregates.zones.allSatisfy { $0.wholeMatch(of: /showroom \w+ (fewer than 3|\d+)/) != nil },
+            "\(aggregates.zones)")
+        #expect(aggregates.body.firstMatch(of: /[a-z2-7]{16}/) == nil, "no pseudonym: \(aggregates.body)")
+        #expect(!aggregates.body.contains("403") && !aggregates.body.contains("NaN"), "\(aggregates.body)")
     }
 }

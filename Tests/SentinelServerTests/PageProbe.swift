@@ -6,7 +6,7 @@ import Testing
 /// and prints what the page showed as JSON, decoded here; its screenshot must be a real picture, and is kept where
 /// the environment variable `keepAs` names (`make screenshot`, for the README).
 func probePage<Shown: Decodable>(
-    _ script: String, url: String, seconds: Int, folder: URL, keepAs: String, as: Shown.Type
+    _ script: String, url: String, seconds: Int, folder: URL, keepAs: String, as: Shown.Type, extra: [String] = []
 ) throws -> Shown {
     let screenshot = folder.appendingPathComponent("\(script).png")
     let outcome = try Fixtures.run(
@@ -14,7 +14,7 @@ func probePage<Shown: Decodable>(
         [
             Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/\(script).py").path, url,
             screenshot.path, "\(seconds)",
-        ], timeout: Double(seconds) + 60)
+        ] + extra, timeout: Double(seconds) + 60)
     #expect(outcome.status == 0, "\(outcome.errors)")
     let png = try Data(contentsOf: screenshot)
     #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
