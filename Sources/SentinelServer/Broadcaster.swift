@@ -35,6 +35,8 @@ public struct EventFilter: Sendable, Equatable {
 public final class Broadcaster: Sendable {
     private let state = Mutex(State())
     private let telemetry: Telemetry
+    /// Rung after every commit, for what follows the log without a queue of its own (the MQTT output).
+    let commits = Doorbell()
 
     private struct State {
         var subscriptions: [Int: Subscription] = [:]
@@ -118,6 +120,7 @@ public final class Broadcaster: Sendable {
     /// Offers committed events to every client whose filter matches; each message is rendered once.
     public func publish(_ events: [LoggedEvent]) {
         guard !events.isEmpty else { return }
+        commits.ring()
         let messages = events.map { Item.event($0, message: ServerSentEvents.message(for: $0)) }
         let current = state.withLock { Array($0.subscriptions.values) }
         for subscription in current {

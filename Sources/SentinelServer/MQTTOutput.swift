@@ -55,6 +55,7 @@ public final class MQTTOutput: Service, Sendable {
     /// Its `mqtt` allowlist narrows what the log holds.
     let policy: PrivacyPolicy
     let store: EventStore
+    let commits: Doorbell
     let live: LiveState
     let logger: Logger
     let published: CoreMetrics.Counter
@@ -62,11 +63,12 @@ public final class MQTTOutput: Service, Sendable {
     /// The name of this output's position in the store's outbox table.
     static let outbox = "mqtt"
 
-    public init(
-        settings: MQTTSettings, zones: [ZoneID], policy: PrivacyPolicy, store: EventStore, live: LiveState,
-        telemetry: Telemetry, logger: Logger
+    init(
+        settings: MQTTSettings, zones: [ZoneID], policy: PrivacyPolicy, store: EventStore, commits: Doorbell,
+        live: LiveState, telemetry: Telemetry, logger: Logger
     ) {
         self.settings = settings
+        self.commits = commits
         self.zones = zones
         self.policy = policy
         self.store = store
@@ -125,7 +127,8 @@ public final class MQTTOutput: Service, Sendable {
                 failure = message
                 try? await Task.sleep(for: .seconds(1))
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            // Woken by the writer's commit; else 50 ms on, for the broker's acknowledgements and state.
+            await commits.wait(timeout: .milliseconds(50))
         }
         // Shutting down: the writer has stored the last events; send them while the broker acknowledges, briefly.
         let deadline = ContinuousClock.now + .seconds(2)

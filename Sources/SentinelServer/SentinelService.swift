@@ -80,7 +80,8 @@ public struct SentinelService: Sendable {
         var mqtt: MQTTOutput?
         if let settings = service.mqtt {
             mqtt = MQTTOutput(
-                settings: settings, zones: definition.zoneIDs, policy: definition.privacy, store: store, live: live,
+                settings: settings, zones: definition.zoneIDs, policy: definition.privacy, store: store,
+                commits: broadcaster.commits, live: live,
                 telemetry: telemetry, logger: logger)
         }
         let sources = started.map { source in
