@@ -165,7 +165,7 @@ public struct HTTPAPI: Sendable {
                     subscription, resume: resume, filter: filter, store: store, settings: settings, logger: logger,
                     to: &writer)
             } onInboundClosed: {
-                subscription.continuation.finish()
+                subscription.finish()
             }
             try await writer.finish(nil)
         }
@@ -197,15 +197,20 @@ public struct HTTPAPI: Sendable {
                 lastSent = try await replay(after: start, filter: filter, store: store, writer: &writer)
             }
             defer { logger.debug("SSE stream ended", metadata: ["lastEventId": "\(lastSent)"]) }
-            for await item in subscription.items {
-                switch item {
-                case .event(let event, let message):
-                    guard event.id > lastSent else { continue }
-                    try await writer.write(ByteBuffer(string: message))
-                    lastSent = event.id
-                case .heartbeat:
-                    try await writer.write(ByteBuffer(string: ServerSentEvents.heartbeat))
+            // Whatever the client has queued goes in one write.
+            while let items = await subscription.next() {
+                var text = ""
+                for item in items {
+                    switch item {
+                    case .event(let event, let message):
+                        guard event.id > lastSent else { continue }
+                        text += message
+                        lastSent = event.id
+                    case .heartbeat:
+                        text += ServerSentEvents.heartbeat
+                    }
                 }
+                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
             }
             if subscription.droppedMessages > 0 {
                 logger.warning("SSE client cut off: too slow", metadata: ["lastEventId": "\(lastSent)"])

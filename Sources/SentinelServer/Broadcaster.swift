@@ -52,40 +52,104 @@ public final class Broadcaster: Sendable {
         case heartbeat
     }
 
-    /// One client's queue.
+    /// One client's queue. The writer offers each commit's messages at once; the client's stream takes everything
+    /// queued at once and writes it in one go, so a client that is a few messages behind catches up in one write
+    /// instead of one per message. Bounded in events: beyond `capacity` the client is cut off.
     public final class Subscription: Sendable {
         public let id: Int
         public let filter: EventFilter
-        public let items: AsyncStream<Item>
-        let continuation: AsyncStream<Item>.Continuation
+        private let capacity: Int
+        private let queue = Mutex(Queue())
         /// Messages lost since the client was cut off (0 while it keeps up).
         private let cut = Atomic(0)
+
+        private struct Queue {
+            var items: [Item] = []
+            var events = 0
+            var finished = false
+            var waiter: CheckedContinuation<[Item]?, Never>?
+
+            /// What a waiting reader gets now: everything queued, or the end; nil while it must wait.
+            mutating func take() -> [Item]?? {
+                if !items.isEmpty {
+                    defer {
+                        items = []
+                        events = 0
+                    }
+                    return .some(items)
+                }
+                return finished ? .some(nil) : nil
+            }
+        }
 
         init(id: Int, filter: EventFilter, capacity: Int) {
             self.id = id
             self.filter = filter
-            (items, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingOldest(capacity))
+            self.capacity = capacity
         }
 
         /// How many messages were lost when the client was cut off (0 while it keeps up).
         public var droppedMessages: Int { cut.load(ordering: .relaxed) }
 
-        /// Queues a heartbeat; a full queue already has something to send, so nothing is lost by skipping it.
-        public func heartbeat() { continuation.yield(.heartbeat) }
+        /// Queues a heartbeat, unless something is queued already (it keeps the connection alive as well).
+        public func heartbeat() {
+            resume { queue in
+                guard queue.items.isEmpty, !queue.finished else { return }
+                queue.items.append(.heartbeat)
+            }
+        }
 
-        /// Queues a message; false when the queue was full and the client has been cut off. Called by the writer
-        /// alone, one message after another.
-        fileprivate func offer(_ item: Item) -> Bool {
+        /// Everything queued since the last call, at once; nil once the queue has ended and been emptied.
+        public func next() async -> [Item]? {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let ready = queue.withLock { queue -> [Item]?? in
+                        if let taken = queue.take() { return taken }
+                        queue.waiter = continuation
+                        return nil
+                    }
+                    if let ready { continuation.resume(returning: ready) }
+                }
+            } onCancel: {
+                finish()
+            }
+        }
+
+        /// Ends the queue: the reader gets what is queued, then nil.
+        public func finish() { resume { $0.finished = true } }
+
+        /// Queues one commit's messages for this client; false when they do not fit and the client has been cut off.
+        /// Called by the writer alone.
+        fileprivate func offer(_ messages: [Item]) -> Bool {
             if cut.load(ordering: .relaxed) > 0 {
-                cut.add(1, ordering: .relaxed)
+                cut.add(messages.count, ordering: .relaxed)
                 return false
             }
-            if case .dropped = continuation.yield(item) {
-                cut.add(1, ordering: .relaxed)
-                continuation.finish()
-                return false
+            var fits = true
+            resume { queue in
+                guard !queue.finished else { return }
+                guard queue.events + messages.count <= capacity else {
+                    fits = false
+                    queue.finished = true
+                    return
+                }
+                if queue.items.count == 1, case .heartbeat = queue.items[0] { queue.items = [] }
+                queue.items += messages
+                queue.events += messages.count
             }
-            return true
+            if !fits { cut.add(messages.count, ordering: .relaxed) }
+            return fits
+        }
+
+        /// Changes the queue and wakes a waiting reader with what it may take now.
+        private func resume(_ change: (inout Queue) -> Void) {
+            let (waiter, taken) = queue.withLock { queue -> (CheckedContinuation<[Item]?, Never>?, [Item]?) in
+                change(&queue)
+                guard let waiter = queue.waiter, let taken = queue.take() else { return (nil, nil) }
+                queue.waiter = nil
+                return (waiter, taken)
+            }
+            waiter?.resume(returning: taken)
         }
     }
 
@@ -96,7 +160,7 @@ public final class Broadcaster: Sendable {
             state.nextID += 1
             let subscription = Subscription(id: state.nextID, filter: filter, capacity: capacity)
             if state.closed {
-                subscription.continuation.finish()
+                subscription.finish()
             } else {
                 state.subscriptions[state.nextID] = subscription
             }
@@ -107,7 +171,7 @@ public final class Broadcaster: Sendable {
     }
 
     public func unsubscribe(_ subscription: Subscription) {
-        subscription.continuation.finish()
+        subscription.finish()
         let count = state.withLock { state in
             state.subscriptions[subscription.id] = nil
             return state.subscriptions.count
@@ -124,10 +188,12 @@ public final class Broadcaster: Sendable {
         let messages = events.map { Item.event($0, message: ServerSentEvents.message(for: $0)) }
         let current = state.withLock { Array($0.subscriptions.values) }
         for subscription in current {
-            for message in messages {
-                guard case .event(let event, _) = message, subscription.filter.matches(event) else { continue }
-                if !subscription.offer(message) { telemetry.droppedBySlowClient.increment() }
+            let matching = messages.filter { message in
+                guard case .event(let event, _) = message else { return false }
+                return subscription.filter.matches(event)
             }
+            guard !matching.isEmpty else { continue }
+            if !subscription.offer(matching) { telemetry.droppedBySlowClient.increment(by: matching.count) }
         }
     }
 
@@ -137,6 +203,6 @@ public final class Broadcaster: Sendable {
             state.closed = true
             return Array(state.subscriptions.values)
         }
-        for subscription in current { subscription.continuation.finish() }
+        for subscription in current { subscription.finish() }
     }
 }

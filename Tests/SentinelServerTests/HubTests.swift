@@ -1,6 +1,7 @@
 import Foundation
 import SentinelCore
 import SentinelPrivacy
+import SentinelStore
 import Testing
 
 @testable import SentinelServer
@@ -43,5 +44,51 @@ struct HubTests {
         hub.tick(time: Date(timeIntervalSince1970: 8))
         #expect(times(hub.take(limit: 10)) == ["tick 5", "event 6", "event 7", "tick 8"])
         #expect(hub.counts == (waiting: 0, dropped: 2))
+    }
+}
+
+@Suite("SSE fan-out: each client's queue")
+struct FanOutTests {
+    func events(_ ids: ClosedRange<Int64>) -> [LoggedEvent] {
+        ids.map {
+            LoggedEvent(
+                id: $0, sequenceNumber: $0, streamId: "showroom", type: "visitor.updated", time: Date(), zone: nil,
+                payload: Data("{}".utf8))
+        }
+    }
+
+    @Test(
+        "what a client has queued is taken in one go (one write), in log order; beyond its bound it is cut off, gets what was queued, then the end"
+    )
+    func coalesced() async throws {
+        let broadcaster = Broadcaster(telemetry: Telemetry())
+        let subscription = try #require(broadcaster.subscribe(EventFilter(), capacity: 10))
+        // Three commits while the client is busy writing: its next take holds all of them.
+        broadcaster.publish(events(1...2))
+        broadcaster.publish(events(3...3))
+        broadcaster.publish(events(4...6))
+        let taken = try #require(await subscription.next())
+        let ids = taken.compactMap { item -> Int64? in
+            if case .event(let event, _) = item { event.id } else { nil }
+        }
+        #expect(ids == Array(1...6))
+        // A heartbeat while nothing is queued is taken alone; with something queued, the messages are enough.
+        subscription.heartbeat()
+        let beat = try #require(await subscription.next())
+        #expect(beat.count == 1 && { if case .heartbeat = beat[0] { true } else { false } }())
+        // Nine fit; two more do not: cut off, after what was queued.
+        broadcaster.publish(events(7...15))
+        broadcaster.publish(events(16...17))
+        #expect(subscription.droppedMessages == 2)
+        #expect(try #require(await subscription.next()).count == 9)
+        #expect(await subscription.next() == nil)
+        // A reader waiting when a commit lands is woken with it.
+        let other = try #require(broadcaster.subscribe(EventFilter(), capacity: 10))
+        async let woken = other.next()
+        try await Task.sleep(for: .milliseconds(50))
+        broadcaster.publish(events(18...19))
+        #expect(await woken?.count == 2)
+        broadcaster.close()
+        #expect(await other.next() == nil)
     }
 }
