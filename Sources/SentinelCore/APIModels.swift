@@ -139,18 +139,19 @@ public struct StreamNotice: Sendable, Codable, Equatable {
     /// closed the stream.
     public var reason: String
     public var message: String?
-    /// reset: the id the client asked for, and the id the stream continues after.
+    /// reset: the id the client asked for (as it sent it: it may not be a number), and the log id the stream
+    /// continues after.
     public var requestedId: String?
-    public var resumeAfter: String?
-    /// cutoff: the last id sent before the stream was closed.
-    public var lastEventId: String?
+    public var resumeAfter: Int64?
+    /// cutoff: the last log id sent before the stream was closed.
+    public var lastEventId: Int64?
 
     public static let resetType = "stream.reset"
     public static let cutoffType = "stream.cutoff"
 
     public init(
-        reason: String, message: String? = nil, requestedId: String? = nil, resumeAfter: String? = nil,
-        lastEventId: String? = nil
+        reason: String, message: String? = nil, requestedId: String? = nil, resumeAfter: Int64? = nil,
+        lastEventId: Int64? = nil
     ) {
         self.reason = reason
         self.message = message

@@ -220,7 +220,7 @@ public struct HTTPAPI: Sendable {
                             StreamNotice.cutoffType,
                             StreamNotice(
                                 reason: "slow consumer: more than \(settings.clientBufferEvents) messages queued",
-                                lastEventId: "\(lastSent)"))))
+                                lastEventId: lastSent))))
             }
         }
     }
@@ -238,7 +238,7 @@ public struct HTTPAPI: Sendable {
                 message: expired
                     ? "events up to \(bounds.floor) were deleted by retention; continuing from the oldest kept"
                     : "no event \(requested) in this log; continuing with new events",
-                requestedId: requested, resumeAfter: "\(start)"))
+                requestedId: requested, resumeAfter: start))
         return (notice, start)
     }
 

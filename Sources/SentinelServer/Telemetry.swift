@@ -19,7 +19,8 @@ public final class Telemetry: Sendable {
             .milliseconds(25),
             .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5),
         ]
-        factory.valueHistogramBuckets["sentinel_zone_dwell_seconds"] = [1, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600]
+        // The dwell bins are the reports' and the dashboard's: one set of edges everywhere.
+        factory.valueHistogramBuckets["sentinel_zone_dwell_seconds"] = Report.dwellBins
         self.factory = factory
         sseSubscribers = CoreMetrics.Gauge(label: "sentinel_sse_subscribers", factory: factory)
         storeQueueDepth = CoreMetrics.Gauge(

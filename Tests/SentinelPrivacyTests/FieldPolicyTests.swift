@@ -32,6 +32,20 @@ struct FieldPolicyTests {
         }
     }
 
+    @Test("durations are published to the millisecond: float noise beyond is not a measurement")
+    func millisecondDurations() throws {
+        var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
+        var event = visitorEvent(.zoneExited, id: "cam#1#3")
+        event.visitor.dwellSeconds = 12.133334
+        event.visitor.zones = [.init(zone: "display", dwellSeconds: 2.0000004)]
+        event.stay?.dwellSeconds = 1.9999996
+        let masked = try #require(try mask.mask(event)[.events])
+        let text = String(decoding: masked.json, as: UTF8.self)
+        #expect(text.contains("\"dwellSeconds\":12.133") && !text.contains("12.133334"), "\(text)")
+        #expect(!text.contains("2.0000004") && !text.contains("1.9999996"), "\(text)")
+        #expect(masked.event.stay?.dwellSeconds == 2 && masked.event.visitor.zones?.first?.dwellSeconds == 2)
+    }
+
     @Test("a pipeline may allow a sensitive field for one output and deny a default one")
     func allowAndDeny() throws {
         var policy = PrivacyPolicy()

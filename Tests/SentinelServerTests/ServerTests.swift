@@ -255,6 +255,7 @@ struct APITests {
             .filter { $0.event != nil }
         #expect(Set(messages.compactMap(\.event)).isSuperset(of: ["visitor.entered", "sentiment.gauge"]))
         #expect(reset.first?.event == "stream.reset")
+        #expect(reset.first?.data.contains("\"resumeAfter\":13") == true, "ids are numbers: \(reset.first?.data ?? "")")
         for (message, component) in messages.map({ ($0, "Envelope") }) + reset.prefix(1).map({ ($0, "StreamNotice") }) {
             checked.append([
                 "component": component, "body": try JSONSerialization.jsonObject(with: Data(message.data.utf8)),
