@@ -229,9 +229,12 @@ public struct VisitorStage: Sendable {
             zones: visit.presence.dwell(now: now).map { .init(zone: $0.zone, dwellSeconds: $0.seconds) },
             dwellSeconds: (visit.lastSeen - visit.firstSeen).seconds, firstSeen: wall(visit.firstSeen),
             lastSeen: wall(visit.lastSeen),
-            emotion: emotion.map(EmotionLabel.known) ?? .unknown,
-            emotionConfidence: (confidence * 1000).rounded() / 1000,
-            emotionDistribution: distribution, valence: (measured.valence * 1000).rounded() / 1000, box: visit.box,
+            // Not measured (not yet, or not in this zone) is absent: a confidence and valence of 0 would read as
+            // a measurement.
+            emotion: emotion.map(EmotionLabel.known),
+            emotionConfidence: emotion == nil ? nil : (confidence * 1000).rounded() / 1000,
+            emotionDistribution: emotion == nil ? nil : distribution,
+            valence: emotion == nil ? nil : (measured.valence * 1000).rounded() / 1000, box: visit.box,
             detectionScore: (visit.score * 1000).rounded() / 1000)
     }
 

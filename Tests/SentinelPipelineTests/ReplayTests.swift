@@ -131,7 +131,8 @@ struct ReplayTests {
         #expect(counterOnly.count >= 3)
         #expect(
             counterOnly.allSatisfy {
-                $0.visitor.emotion == .unknown && ($0.visitor.emotionDistribution ?? [:]).isEmpty
+                $0.visitor.emotion == nil && $0.visitor.emotionDistribution == nil && $0.visitor.valence == nil
+                    && $0.visitor.emotionConfidence == nil
             })
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SentinelClient
+import SentinelLoopback
 import SentinelTestSupport
 import Synchronization
 import Testing
@@ -37,6 +38,11 @@ struct ClientTests {
         defer { reading.cancel() }
         let started = try await waitFor(seconds: 60) { received.ids.count >= 15 }
         #expect(started, "the service's log ends: \(first.log.suffix(3000))")
+        // A visitor present when the stop comes, so that the stop has a visit to close.
+        _ = try await waitFor(seconds: 30) {
+            String(decoding: try await LoopbackClient.fetch(port: first.port, path: "/api/visitors").1, as: UTF8.self)
+                .contains("\"faceId\"")
+        }
         kill(first.process.processIdentifier, SIGTERM)
         #expect(try await first.exitStatus(within: 10) == 0)
         // What the first run logged, its stop's `visitor.exited` (reason shutdown) among them.

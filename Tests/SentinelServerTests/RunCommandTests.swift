@@ -177,32 +177,43 @@ struct RunCommandTests {
         "SIGTERM: open visits exit with reason shutdown, everything is stored, streams end, exit 0; no output carries an internal id, box, score, media time or image"
     )
     func gracefulShutdown() async throws {
-        // At real time, so that visitors are in the showroom when the signal comes.
-        let sentinel = try RunningSentinel(pace: "realtime")
-        async let streamed = sentinel.events(count: .max)
-        // Wait until visitors are present, then stop it.
-        #expect(
-            try await waitFor {
-                String(
-                    decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/api/visitors").1,
-                    as: UTF8.self
-                ).contains("\"faceId\"")
-            })
-        kill(sentinel.process.processIdentifier, SIGTERM)
-        let status = try await sentinel.exitStatus(within: 60)
-        #expect(status == 0, "\(sentinel.log)")
-        // The stream ended with the process, and had everything stored.
-        let messages = try await streamed
-        let tables = try sentinel.dump()
+        // At real time, so that visitors are in the showroom when the signal comes. Under the full suite's load the
+        // visitors seen present can leave (the clip's end) before the signal is handled: then there was no open visit
+        // to close, and the run is made again (three times at most).
+        var attempt = 0
+        var sentinel: RunningSentinel
+        var messages: [EventStreamParser.Message]
+        var tables: [String: [String]]
+        var visitorEvents: [VisitorEvent]
+        repeat {
+            attempt += 1
+            let current = try RunningSentinel(pace: "realtime")
+            sentinel = current
+            async let streamed = current.events(count: .max)
+            // Wait until visitors are present, then stop it.
+            #expect(
+                try await waitFor {
+                    String(
+                        decoding: try await LoopbackClient.fetch(port: current.port, path: "/api/visitors").1,
+                        as: UTF8.self
+                    ).contains("\"faceId\"")
+                })
+            kill(current.process.processIdentifier, SIGTERM)
+            let status = try await current.exitStatus(within: 60)
+            #expect(status == 0, "\(current.log)")
+            // The stream ended with the process, and had everything stored.
+            messages = try await streamed
+            tables = try current.dump()
+            let decoder = JSONDecoder.sentinel()
+            visitorEvents = try messages.filter { $0.event?.hasPrefix("visitor.") == true }.map { message in
+                try decoder.decode(Envelope.self, from: Data(message.data.utf8)).payload
+            }
+        } while attempt < 3 && !visitorEvents.contains { $0.type == .exited && $0.reason == .shutdown }
         #expect(messages.ids.count == tables["events"]?.count && !messages.ids.isEmpty)
-        let decoder = JSONDecoder.sentinel()
-        let visitorEvents = try messages.filter { $0.event?.hasPrefix("visitor.") == true }.map { message in
-            try decoder.decode(Envelope.self, from: Data(message.data.utf8)).payload
-        }
         let entered = Set(visitorEvents.filter { $0.type == .entered }.map(\.visitor.faceId))
         let exited = visitorEvents.filter { $0.type == .exited }
         #expect(!entered.isEmpty && Set(exited.map(\.visitor.faceId)) == entered)
-        #expect(exited.contains { $0.reason == .shutdown })
+        #expect(exited.contains { $0.reason == .shutdown }, "in \(attempt) runs")
         #expect(tables["visits"]?.allSatisfy { $0.contains("exited") } == true)
         #expect(!(tables["visits"]?.contains { $0.contains("interrupted") } ?? true))
         // The leak scan: store rows, the stream and the logs.
@@ -393,13 +404,19 @@ struct CounterTests {
         // 4x: a loop every 3 s, without taking both cores from the rest of the suite.
         let sentinel = try RunningSentinel(pace: "4x")
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
+        // Under the full suite's load a request can wait past the server's idle timeout and be closed: asked again.
+        func fetch(_ path: String) async throws -> Data {
+            for _ in 0..<2 {
+                if let body = try? await LoopbackClient.fetch(port: sentinel.port, path: path).1 { return body }
+            }
+            return try await LoopbackClient.fetch(port: sentinel.port, path: path).1
+        }
         func captured() async throws -> Int? {
-            let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]]
-            return (sources?.first?["frames"] as? [String: Any])?["captured"] as? Int
+            let health = try JSONSerialization.jsonObject(with: try await fetch("/healthz")) as? [String: Any]
+            return ((health?["sources"] as? [[String: Any]])?.first?["frames"] as? [String: Any])?["captured"] as? Int
         }
         func metric() async throws -> Int? {
-            let text = String(
-                decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/metrics").1, as: UTF8.self)
+            let text = String(decoding: try await fetch("/metrics"), as: UTF8.self)
             let line = text.split(separator: "\n").first {
                 $0.hasPrefix("sentinel_frames_captured_total{source=\"showroom\"}")
             }

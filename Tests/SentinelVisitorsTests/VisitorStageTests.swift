@@ -214,8 +214,9 @@ struct VisitorStageTests {
         let inside = events.filter { $0.visitor.zone == "display" }
         #expect(inside.count >= 3)
         #expect(
-            inside.allSatisfy { $0.visitor.emotion == .unknown && ($0.visitor.emotionDistribution ?? [:]).isEmpty })
-        #expect(inside.allSatisfy { $0.visitor.valence == 0 && $0.visitor.emotionConfidence == 0 })
+            inside.allSatisfy { $0.visitor.emotion == nil && $0.visitor.emotionDistribution == nil })
+        // Not measured is absent, never a zero that reads as a measurement.
+        #expect(inside.allSatisfy { $0.visitor.valence == nil && $0.visitor.emotionConfidence == nil })
         // Measured on the way in, and published again once the visitor has left the zone.
         #expect(
             events.contains { $0.visitor.zone == nil && $0.visitor.emotion == .known(.happy) && $0.type == .updated })
