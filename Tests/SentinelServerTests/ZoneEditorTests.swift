@@ -11,16 +11,24 @@ import Testing
 /// `zone_editor_probe.py`, dragging corners with the mouse and saving into a copy of the demo pipeline.
 @Suite("Zone editor in headless Chromium", .timeLimit(.minutes(3)))
 struct ZoneEditorTests {
+    /// `sentinel zones` on a copy of the demo pipeline (its source the short clip), in a folder of its own: the
+    /// editor, the copy and its text.
+    static func editorOnShowroomCopy() throws -> (editor: RunningSentinel, pipeline: URL, text: String) {
+        let folder = try Fixtures.temporaryFolder()
+        let pipeline = folder.appendingPathComponent("pipeline.yml")
+        let text = try RunningSentinel.showroomOnClip()
+        try text.write(to: pipeline, atomically: true, encoding: .utf8)
+        let editor = try RunningSentinel(
+            arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
+        return (editor, pipeline, text)
+    }
+
     @Test(
         "an operator drags a corner, adds and names a zone and saves: the file has them, every other line as it was, and passes the checks; a twisted zone is refused with its reason and the file is left alone"
     )
     func inChromium() async throws {
-        let folder = try Fixtures.temporaryFolder()
-        let pipeline = folder.appendingPathComponent("pipeline.yml")
-        let original = try RunningSentinel.showroomOnClip()
-        try original.write(to: pipeline, atomically: true, encoding: .utf8)
-        let editor = try RunningSentinel(
-            arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
+        let (editor, pipeline, original) = try Self.editorOnShowroomCopy()
+        let folder = pipeline.deletingLastPathComponent()
         defer { kill(editor.process.processIdentifier, SIGKILL) }
         struct Shown: Decodable {
             var status: String
@@ -161,11 +169,7 @@ struct ZoneEditorTests {
         "/api/frame: a second beyond the recording is 400 at once, frames are taken one at a time (429 meanwhile), and another site's page is refused even for an image"
     )
     func frameBounds() async throws {
-        let folder = try Fixtures.temporaryFolder()
-        let pipeline = folder.appendingPathComponent("pipeline.yml")
-        try RunningSentinel.showroomOnClip().write(to: pipeline, atomically: true, encoding: .utf8)
-        let editor = try RunningSentinel(
-            arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
+        let editor = try Self.editorOnShowroomCopy().editor
         defer { kill(editor.process.processIdentifier, SIGKILL) }
         let (far, body) = try await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=1e300")
         #expect(far.status == 400 && String(decoding: body, as: UTF8.self).contains("is beyond the recording"))
@@ -194,12 +198,7 @@ struct ZoneEditorTests {
     )
     func corpus() async throws {
         let cases = try Corpus.cases("zones")
-        let folder = try Fixtures.temporaryFolder()
-        let pipeline = folder.appendingPathComponent("pipeline.yml")
-        let text = try RunningSentinel.showroomOnClip()
-        try text.write(to: pipeline, atomically: true, encoding: .utf8)
-        let editor = try RunningSentinel(
-            arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
+        let (editor, pipeline, text) = try Self.editorOnShowroomCopy()
         defer { kill(editor.process.processIdentifier, SIGKILL) }
         for item in cases {
             let (_, zones) = try await LoopbackClient.fetch(port: editor.port, path: "/api/zones")
