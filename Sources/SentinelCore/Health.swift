@@ -34,7 +34,13 @@ public struct ServiceHealth: Sendable, Codable, Equatable {
             self.message = message
         }
     }
-    public var status: String
+    /// Up and keeping up; up, but a source cannot keep its rate (200 still); a source or the store is down, or a
+    /// fleet cannot reach its broker (503).
+    public enum Status: String, Sendable, Codable {
+        case ok, behind, degraded
+    }
+
+    public var status: Status
     /// The details, for the visitor scope (or a server without tokens) only: they count frames and events, which
     /// a probe or the aggregate scope has no need of. Absent otherwise.
     public var sources: [Source]?
@@ -43,7 +49,7 @@ public struct ServiceHealth: Sendable, Codable, Equatable {
     public var fleet: FleetHealth?
 
     public init(
-        status: String, sources: [Source]?, database: DatabaseHealth?, mqtt: MQTTHealth?, fleet: FleetHealth?
+        status: Status, sources: [Source]?, database: DatabaseHealth?, mqtt: MQTTHealth?, fleet: FleetHealth?
     ) {
         self.status = status
         self.sources = sources

@@ -42,7 +42,10 @@ public struct Setting<Owner>: Sendable {
             key: key, help: help,
             kind: .choice(
                 Choice.allCases.map(\.rawValue), read: { $0[keyPath: path].rawValue },
-                write: { owner, value in owner[keyPath: path] = Choice(rawValue: value)! }))
+                write: { owner, value in
+                    // The reader checked the value against the choices first.
+                    if let choice = Choice(rawValue: value) { owner[keyPath: path] = choice }
+                }))
     }
 
     /// The value `owner` has, as a pipeline file writes it.

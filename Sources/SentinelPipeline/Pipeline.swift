@@ -88,21 +88,25 @@ public struct Pipeline {
     /// follows), follows them into visitors and masks what that produced.
     public mutating func process(_ frame: Frame) throws -> Step {
         lastTime = frame.time
-        if stage == nil {
-            let zones = source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) }
-            stage = VisitorStage(sourceID: source.id, origin: origin, zones: zones, settings: settings)
-        }
+        // Made at the first frame (zones in pixels need its size); taken out while it works, so it is not copied.
+        var stage =
+            self.stage.take()
+            ?? VisitorStage(
+                sourceID: source.id, origin: origin,
+                zones: source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) },
+                settings: settings)
+        defer { self.stage = stage }
         let clock = ContinuousClock()
         let start = clock.now
-        guard cadence.admits(frame.time, unsure: stage!.needsDetection) else {
-            let carried = stage!.carry(time: frame.time)
+        guard cadence.admits(frame.time, unsure: stage.needsDetection) else {
+            let carried = stage.carry(time: frame.time)
             let timings = StageTimings(detect: .zero, visitors: clock.now - start)
             return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
         }
         let detections = try detector.detect(frame.image)
         let detected = clock.now
         let classifier = classifier
-        let result = try stage!.process(time: frame.time, detections: detections) { box in
+        let result = try stage.process(time: frame.time, detections: detections) { box in
             try classifier?.classify(frame.image, face: box)
         }
         let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)

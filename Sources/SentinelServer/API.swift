@@ -485,7 +485,8 @@ public struct HTTPAPI: Sendable {
             fleet?.sites = sites
         }
         let healthy = database.writable && sources.allSatisfy(\.up) && fleet?.connected != false
-        let status = !healthy ? "degraded" : sources.contains { $0.state == .behind } ? "behind" : "ok"
+        let status: ServiceHealth.Status =
+            !healthy ? .degraded : sources.contains { $0.state == .behind } ? .behind : .ok
         let body =
             detailed
             ? ServiceHealth(status: status, sources: sources, database: database, mqtt: live.mqttHealth, fleet: fleet)
