@@ -770,6 +770,59 @@ struct FleetTests {
     }
 
     @Test(
+        "a box behind its own Mosquitto, bridged to the central one as its site's user (README, Fleets): every event reaches the fleet once, also those sent while the central broker was down"
+    )
+    func bridgedSite() async throws {
+        let acl = Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path
+        let central = try MQTTBroker(users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret")], acl: acl)
+        defer { central.stop() }
+        // The site's broker as the README's bridge.conf has it (without TLS on loopback), retrying every second.
+        let site = try MQTTBroker(config: [
+            "connection head-office", "address 127.0.0.1:\(central.port)", "remote_username lab",
+            "remote_password lab-secret", "remote_clientid lab-bridge", "cleansession false",
+            "bridge_protocol_version mqttv50", "restart_timeout 1", "topic sentinel/# out 1",
+        ])
+        defer { site.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        let credentials = folder.appendingPathComponent("fleet-credentials")
+        try "sentinel-fleet:fleet-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o600)
+        let fleet = try await TestFleet(
+            central, folder: folder, sites: "{ allow: [lab] }", brokerExtra: ", credentialsFile: \(credentials.path)")
+        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        let box = try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(site.url)\", site: lab }")
+        func caughtUp() async throws -> Bool {
+            let last = try await box.service.store.logBounds().last
+            for _ in 0..<1_500 where try await fleet.service.store.received()["lab"] != last {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return try await fleet.service.store.received()["lab"] == last
+        }
+        try box.publish(20, startingAt: 3_560)
+        #expect(try await box.wait { try await box.service.store.logBounds().last >= 20 })
+        #expect(try await caughtUp(), "through the bridge")
+        // The central broker goes away; the box goes on; the site's broker keeps what it was sent.
+        central.stop()
+        try box.publish(10, startingAt: 3_580)
+        #expect(try await box.wait { try await box.service.store.logBounds().last >= 30 })
+        try await Task.sleep(for: .seconds(1))
+        try central.start()
+        #expect(try await caughtUp(), "after the central broker came back")
+        let sent = try await box.service.store.events(after: 0, limit: 1_000).filter { $0.type.hasPrefix("visitor.") }
+        let stored = try await fleet.events().filter { $0.streamId == "lab/showroom" }
+        #expect(stored.count == sent.count && sent.count == 30, "each once: \(stored.count) of \(sent.count)")
+        var health: [String: Any] = [:]
+        #expect(
+            try await Self.poll {
+                health = try await Self.siteHealth(fleet, "lab")
+                return health["lastId"] as? Int == Int(try await box.service.store.logBounds().last)
+            })
+        #expect(health["missing"] as? Int == 0, "\(health)")
+        try await box.stop()
+        try await fleet.stop()
+    }
+
+    @Test(
         "a fleet file's privacy takes lists for its events and store, and refuses one for MQTT: a fleet has no MQTT output"
     )
     func fleetPrivacyOutputs() throws {

@@ -106,15 +106,18 @@ public final class MQTTBroker: @unchecked Sendable {
     public let folder: URL
     private let users: [(name: String, password: String)]
     private let acl: String?
+    private let config: [String]
     private var server: OwnedProcess?
 
     public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/mqtt_broker.py").path
 
-    /// A broker that takes anyone, or only `users`, holding them to the ACL file `acl` if given.
-    public init(users: [(name: String, password: String)] = [], acl: String? = nil) throws {
+    /// A broker that takes anyone, or only `users`, holding them to the ACL file `acl` if given; `config` adds
+    /// lines to its configuration (a bridge, say).
+    public init(users: [(name: String, password: String)] = [], acl: String? = nil, config: [String] = []) throws {
         folder = try Fixtures.temporaryFolder()
         self.users = users
         self.acl = acl
+        self.config = config
         try start()
     }
 
@@ -123,7 +126,7 @@ public final class MQTTBroker: @unchecked Sendable {
         (server, port) = try OwnedProcess.server(
             Self.script,
             ["--port", "\(port)", "--folder", folder.path] + users.flatMap { ["--user", "\($0.name):\($0.password)"] }
-                + (acl.map { ["--acl", $0] } ?? []))
+                + (acl.map { ["--acl", $0] } ?? []) + config.flatMap { ["--config", $0] })
     }
 
     /// Stops the broker as an administrator would: it saves its sessions first.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Debian's mosquitto broker, owned by a test: started on a loopback port (a free one, or --port), with persistence in
 --folder so that sessions survive a restart, and optionally a password file (--user NAME:PASSWORD) and an ACL
-file (--acl PATH). Prints
+file (--acl PATH), and any further configuration lines (--config LINE, e.g. a bridge's). Prints
 "PORT <n>" once the broker accepts connections. Ends the broker gracefully (SIGTERM, so it saves its sessions) when
 standard input closes or on SIGTERM; the broker dies with this process in any case (PR_SET_PDEATHSIG), so none is
 ever left running."""
@@ -19,6 +19,7 @@ parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--folder", required=True)
 parser.add_argument("--user", action="append", default=[])
 parser.add_argument("--acl")
+parser.add_argument("--config", action="append", default=[])
 args = parser.parse_args()
 
 port = args.port
@@ -48,6 +49,7 @@ if args.acl:
     lines.append(f"acl_file {args.acl}")
 else:
     lines.append("allow_anonymous true")
+lines += args.config
 with open(config, "w") as f:
     f.write("\n".join(lines) + "\n")
 
