@@ -612,6 +612,15 @@ struct FleetTests {
         return "abcdefghijklmn" + String(letters[Int(id / 26 % 26)]) + String(letters[Int(id % 26)])
     }
 
+    /// The fleet's login at a broker with users (`sentinel-fleet`, as docs/mosquitto/sentinel.acl names it): a
+    /// credentials file in `folder`, as the `broker:` keys that point at it.
+    static func fleetLogin(in folder: URL) throws -> String {
+        let credentials = folder.appendingPathComponent("fleet-credentials")
+        try "sentinel-fleet:fleet-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o600)
+        return ", credentialsFile: \(credentials.path)"
+    }
+
     /// A site's box as the broker sees it: a client, logged in as `name` if a password is given.
     static func site(_ broker: MQTTBroker, _ name: String, password: String? = nil) async throws -> MQTTClient {
         let client = try MQTTClient(clientID: "site-\(name)", cleanStart: true, sessionExpiry: 0)
@@ -644,12 +653,8 @@ struct FleetTests {
             users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret"), ("ghost", "ghost-secret")], acl: acl)
         defer { broker.stop() }
         let folder = try Fixtures.temporaryFolder()
-        let credentials = folder.appendingPathComponent("fleet-credentials")
-        try "sentinel-fleet:fleet-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
-        chmod(credentials.path, 0o600)
         let fleet = try await TestFleet(
-            broker, folder: folder, sites: "{ allow: [lab, paris] }",
-            brokerExtra: ", credentialsFile: \(credentials.path)")
+            broker, folder: folder, sites: "{ allow: [lab, paris] }", brokerExtra: try Self.fleetLogin(in: folder))
         #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
         let lab = try await Self.site(broker, "lab", password: "lab-secret")
         let ghost = try await Self.site(broker, "ghost", password: "ghost-secret")
@@ -784,11 +789,8 @@ struct FleetTests {
         ])
         defer { site.stop() }
         let folder = try Fixtures.temporaryFolder()
-        let credentials = folder.appendingPathComponent("fleet-credentials")
-        try "sentinel-fleet:fleet-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
-        chmod(credentials.path, 0o600)
         let fleet = try await TestFleet(
-            central, folder: folder, sites: "{ allow: [lab] }", brokerExtra: ", credentialsFile: \(credentials.path)")
+            central, folder: folder, sites: "{ allow: [lab] }", brokerExtra: try Self.fleetLogin(in: folder))
         #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
         let box = try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(site.url)\", site: lab }")
         func caughtUp() async throws -> Bool {
