@@ -74,10 +74,6 @@ extension GaugeReading.Level {
         return level
     }
 
-    /// Each label's scores.
-    static let bands: [(label: String, scores: ClosedRange<Int>)] = [
-        ("cold", 0...19), ("cool", 20...39), ("neutral", 40...59), ("warm", 60...79), ("hot", 80...100),
-    ]
 }
 
 /// The aggregate sentiment gauge: a rolling window of media time with one vote per visitor (its latest

@@ -7,16 +7,14 @@ public struct GaugeReading: Sendable, Equatable, Codable {
         public var score: Int
         public var label: String
 
+        /// Each label's scores, coldest first.
+        public static let bands: [(label: String, scores: ClosedRange<Int>)] = [
+            ("cold", 0...19), ("cool", 20...39), ("neutral", 40...59), ("warm", 60...79), ("hot", 80...100),
+        ]
+
         public init(score: Int) {
             self.score = score
-            label =
-                switch score {
-                case ..<20: "cold"
-                case ..<40: "cool"
-                case ..<60: "neutral"
-                case ..<80: "warm"
-                default: "hot"
-                }
+            label = Self.bands.first { $0.scores.upperBound >= score }?.label ?? "hot"
         }
 
         /// The level of a mean valence (-1 to 1): 0 to 100, clamped; a value that is not a number reads neutral.
