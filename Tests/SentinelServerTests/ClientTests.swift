@@ -39,10 +39,7 @@ struct ClientTests {
         let started = try await waitFor(seconds: 60) { received.ids.count >= 15 }
         #expect(started, "the service's log ends: \(first.log.suffix(3000))")
         // A visitor present when the stop comes, so that the stop has a visit to close.
-        _ = try await waitFor(seconds: 30) {
-            String(decoding: try await LoopbackClient.fetch(port: first.port, path: "/api/visitors").1, as: UTF8.self)
-                .contains("\"faceId\"")
-        }
+        #expect(try await first.waitForVisitorsMidClip())
         kill(first.process.processIdentifier, SIGTERM)
         #expect(try await first.exitStatus(within: 10) == 0)
         // What the first run logged, its stop's `visitor.exited` (reason shutdown) among them.
