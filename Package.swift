@@ -12,11 +12,12 @@ let package = Package(
     name: "Sentinel",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
-        .executable(name: "sentinel", targets: ["sentinel"]),
-        /// For apps and services that read a Sentinel box: the API's types, REST calls and the event stream.
-        .library(name: "SentinelClient", targets: ["SentinelClient"]),
+        .executable(name: "sentinel", targets: ["sentinel"])
     ],
     dependencies: [
+        // The wire types and the client library apps use: a package of its own, so that an app resolves none of the
+        // server's dependencies.
+        .package(path: "Client"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -45,8 +46,8 @@ let package = Package(
         .target(name: "CSentinelMQTT", linkerSettings: [.linkedLibrary("mosquitto")]),
         /// An MQTT 5 client over the bridge: connects and reconnects on its own thread, polled by its owner.
         .target(name: "SentinelMQTT", dependencies: ["CSentinelMQTT", "SentinelCore"]),
-        /// Domain types shared by every layer; depends on nothing.
-        .target(name: "SentinelCore"),
+        /// Domain types shared by every layer, the wire types (SentinelWire) among them.
+        .target(name: "SentinelCore", dependencies: [.product(name: "SentinelWire", package: "Client")]),
         /// The Swift face of the bridge: images, frame sources, detectors, classifier, video writer.
         .target(
             name: "SentinelVision",
@@ -74,13 +75,6 @@ let package = Package(
         /// What is computed over masked events, after the privacy stage: the sentiment gauge, occupancy (both
         /// k-suppressed, with complementary suppression) and the retention schedule.
         .target(name: "SentinelAggregates", dependencies: ["SentinelCore", "SentinelPrivacy"]),
-        /// The client library: Foundation only (URLSession; FoundationNetworking on Linux), so it builds for iOS and
-        /// macOS as for Linux. The wire types are SentinelCore's, the ones the server writes: one definition.
-        /// (mattt/EventSource 1.1.1 was tried first: it does not build on Linux, whose URLSession has no `bytes(for:)`,
-        /// and its parser awaits an actor for every byte.)
-        .target(name: "SentinelClient", dependencies: ["SentinelCore"]),
-        /// The client's example: prints who is here and the mood, live.
-        .executableTarget(name: "sentinel-watch", dependencies: ["SentinelClient"]),
         /// A minimal HTTP/1.1 client over SwiftNIO, for the SSE bench and the tests (raw bytes, exact
         /// timing, streams dropped mid-way): not part of the server.
         .target(
@@ -140,7 +134,7 @@ let package = Package(
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
                 "SentinelTuning",
-                "SentinelMQTT", "SentinelClient",
+                "SentinelMQTT", .product(name: "SentinelClient", package: "Client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -185,7 +179,8 @@ let package = Package(
             dependencies: [
                 "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
-                "SentinelClient", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "SentinelClient", package: "Client"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),

@@ -1,5 +1,5 @@
 import Foundation
-@_exported import SentinelCore
+@_exported import SentinelWire
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -14,12 +14,13 @@ import Foundation
 /// }
 /// ```
 ///
-/// Everything is Foundation's URLSession (FoundationNetworking on Linux), so it builds for iOS, macOS and Linux alike.
+/// Every request goes through one transport, by default one URLSession (FoundationNetworking on Linux), so it builds
+/// for iOS, macOS and Linux alike.
 public struct SentinelClient: Sendable {
     public let url: URL
     public let token: String?
-    public let configuration: URLSessionConfiguration
     public let reconnect: ReconnectPolicy
+    public let transport: any SentinelTransport
 
     /// How the event stream waits before connecting again: the server's `retry:` hint (or `initialDelay` before
     /// one arrives) after a stream that was open, then doubling on each failed attempt up to `maxDelay`, with up to
@@ -44,14 +45,16 @@ public struct SentinelClient: Sendable {
         }
     }
 
+    /// A client of the box at `url`, with the token it was given (sent as `Authorization: Bearer`), through
+    /// `transport` (by default a URLSession of its own; `SessionTransport(configuration:)` takes the app's settings).
     public init(
-        url: URL, token: String? = nil, configuration: URLSessionConfiguration = .default,
-        reconnect: ReconnectPolicy = ReconnectPolicy()
+        url: URL, token: String? = nil, reconnect: ReconnectPolicy = ReconnectPolicy(),
+        transport: any SentinelTransport = SessionTransport()
     ) {
         self.url = url
         self.token = token
-        self.configuration = configuration
         self.reconnect = reconnect
+        self.transport = transport
     }
 
     /// What the API answered instead of the data asked for.
@@ -113,10 +116,14 @@ public struct SentinelClient: Sendable {
     func get<Body: Decodable>(_ path: String, _ query: [(String, String)] = [], accepting: Set<Int> = [200])
         async throws -> Body
     {
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        let (data, response) = try await session.data(for: request(path, query))
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        var status = 0
+        var data = Data()
+        for try await part in transport.send(request(path, query)) {
+            switch part {
+            case .head(let response): status = response.statusCode
+            case .body(let piece): data.append(piece)
+            }
+        }
         guard accepting.contains(status) else { throw Self.failure(status: status, body: data) }
         return try JSONDecoder.sentinel().decode(Body.self, from: data)
     }

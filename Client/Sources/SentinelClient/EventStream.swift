@@ -81,11 +81,9 @@ extension SentinelClient {
                 var parser = EventStreamParser()
                 var status = 0
                 var errorBody = Data()
-                for try await chunk in Self.chunks(
-                    of: request("/events", filter.query, headers: headers), configuration)
-                {
-                    switch chunk {
-                    case .response(let response):
+                for try await part in transport.send(request("/events", filter.query, headers: headers)) {
+                    switch part {
+                    case .head(let response):
                         status = response.statusCode
                         let type = response.value(forHTTPHeaderField: "Content-Type")
                         if status == 200 {
@@ -97,9 +95,9 @@ extension SentinelClient {
                         } else if let seconds = response.value(forHTTPHeaderField: "Retry-After").flatMap(Int.init) {
                             wait = .seconds(seconds)
                         }
-                    case .data(let data) where status != 200:
+                    case .body(let data) where status != 200:
                         errorBody.append(data)
-                    case .data(let data):
+                    case .body(let data):
                         for message in parser.feed(data) {
                             if let retry = message.retry { hint = .milliseconds(retry) }
                             guard let item = try Self.item(message) else { continue }
@@ -143,52 +141,6 @@ extension SentinelClient {
         default:
             guard type == EventEnvelope.gaugeType || VisitorEvent.Kind(rawValue: type) != nil else { return nil }
             return .event(try JSONDecoder.sentinel().decode(EventEnvelope.self, from: data))
-        }
-    }
-
-    enum Chunk: Sendable {
-        case response(HTTPURLResponse)
-        case data(Data)
-    }
-
-    /// One request's response as it arrives: the head, then the body piece by piece (URLSession's data delegate, the
-    /// one streaming API that FoundationNetworking on Linux has as well as Apple's Foundation). Ending the sequence
-    /// cancels the request.
-    static func chunks(of request: URLRequest, _ configuration: URLSessionConfiguration) -> AsyncThrowingStream<
-        Chunk, any Error
-    > {
-        AsyncThrowingStream { continuation in
-            let receiver = Receiver(continuation)
-            let session = URLSession(configuration: configuration, delegate: receiver, delegateQueue: nil)
-            let task = session.dataTask(with: request)
-            continuation.onTermination = { _ in
-                task.cancel()
-                session.invalidateAndCancel()
-            }
-            task.resume()
-        }
-    }
-
-    private final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        let continuation: AsyncThrowingStream<Chunk, any Error>.Continuation
-
-        init(_ continuation: AsyncThrowingStream<Chunk, any Error>.Continuation) { self.continuation = continuation }
-
-        func urlSession(
-            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-        ) {
-            if let response = response as? HTTPURLResponse { continuation.yield(.response(response)) }
-            completionHandler(.allow)
-        }
-
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            continuation.yield(.data(data))
-        }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            continuation.finish(throwing: error)
-            session.finishTasksAndInvalidate()
         }
     }
 }

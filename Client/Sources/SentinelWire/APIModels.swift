@@ -87,8 +87,9 @@ public struct APIErrorBody: Sendable, Codable, Equatable {
     public init(error: String) { self.error = error }
 }
 
-/// One message of `GET /events` (and of a site's MQTT events topic): a logged event in the log's order.
-public struct EventEnvelope: Sendable, Decodable, Equatable {
+/// One message of `GET /events` (and of a site's MQTT events topic): a logged event in the log's order. Encodable as
+/// well, so that an app can keep what it received, or a test or a relay write it, in the same shape.
+public struct EventEnvelope: Sendable, Codable, Equatable {
     /// The log id: strictly increasing, what `Last-Event-ID` resumes after.
     public var id: Int64
     /// The event's number within its stream (`streamId`: a source, or `gauge`).
@@ -109,6 +110,22 @@ public struct EventEnvelope: Sendable, Decodable, Equatable {
 
     public static let gaugeType = "sentiment.gauge"
 
+    /// An envelope; its `payloadType` is the payload's (`sentiment.gauge`, or the visitor event's type).
+    public init(
+        id: Int64, sequenceNumber: Int64, streamId: String, timestamp: Date, site: String? = nil, payload: Payload
+    ) {
+        self.id = id
+        self.sequenceNumber = sequenceNumber
+        self.streamId = streamId
+        self.timestamp = timestamp
+        self.site = site
+        self.payload = payload
+        switch payload {
+        case .visitor(let event): payloadType = event.type.rawValue
+        case .gauge: payloadType = Self.gaugeType
+        }
+    }
+
     private enum Keys: String, CodingKey {
         case id, sequenceNumber, streamId, payloadType, timestamp, site, payload
     }
@@ -128,6 +145,20 @@ public struct EventEnvelope: Sendable, Decodable, Equatable {
         } else {
             throw DecodingError.dataCorruptedError(
                 forKey: .payloadType, in: container, debugDescription: "unknown payloadType \(payloadType)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(sequenceNumber, forKey: .sequenceNumber)
+        try container.encode(streamId, forKey: .streamId)
+        try container.encode(payloadType, forKey: .payloadType)
+        try container.encode(timestamp, forKey: .timestamp)
+        try container.encodeIfPresent(site, forKey: .site)
+        switch payload {
+        case .visitor(let event): try container.encode(event, forKey: .payload)
+        case .gauge(let reading): try container.encode(reading, forKey: .payload)
         }
     }
 }
