@@ -46,3 +46,9 @@ extension Date {
         return Date(timeIntervalSince1970: (timeIntervalSince1970 / step).rounded(.down) * step)
     }
 }
+
+extension Double {
+    /// These seconds to the millisecond, as every published duration is (12.133334 s is 12.133 s: the digits beyond
+    /// are float noise, not a measurement).
+    public var wholeMilliseconds: Double { (self * 1_000).rounded() / 1_000 }
+}

@@ -79,23 +79,21 @@ extension PrivacyPolicy {
     /// A published time: rounded down to the policy's resolution.
     public func coarsen(_ date: Date) -> Date { date.roundedDown(toMultipleOf: timestampResolution) }
 
-    /// Every time of an event, coarsened; every duration to the millisecond (a dwell of 12.133334 s is 12.133 s: the
-    /// digits beyond are float noise, not a measurement).
+    /// Every time of an event, coarsened; every duration to the millisecond.
     func coarsen(_ event: inout VisitorEvent) {
-        func milliseconds(_ seconds: Double) -> Double { (seconds * 1_000).rounded() / 1_000 }
         event.time = coarsen(event.time)
         event.visitor.firstSeen = event.visitor.firstSeen.map(coarsen)
         event.visitor.lastSeen = event.visitor.lastSeen.map(coarsen)
-        event.visitor.dwellSeconds = event.visitor.dwellSeconds.map(milliseconds)
+        event.visitor.dwellSeconds = event.visitor.dwellSeconds.map(\.wholeMilliseconds)
         event.visitor.zones = event.visitor.zones?.map { zone in
             var zone = zone
-            zone.dwellSeconds = milliseconds(zone.dwellSeconds)
+            zone.dwellSeconds = zone.dwellSeconds.wholeMilliseconds
             return zone
         }
         if var stay = event.stay {
             stay.enteredAt = coarsen(stay.enteredAt)
             stay.exitedAt = stay.exitedAt.map(coarsen)
-            stay.dwellSeconds = stay.dwellSeconds.map(milliseconds)
+            stay.dwellSeconds = stay.dwellSeconds.map(\.wholeMilliseconds)
             event.stay = stay
         }
     }

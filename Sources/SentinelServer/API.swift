@@ -107,6 +107,8 @@ public struct HTTPAPI: Sendable {
 
     func events(_ request: Request) throws -> Response {
         let query = request.uri.queryParameters
+        try APIQuery.accept(
+            ["sourceId", "site", "zone", "type", "lastEventId", "access_token"], in: query, of: "/events")
         // A filter value that can never match is a mistake to report, not a stream that stays silent.
         func list(_ name: String, of valid: [String]) throws -> Set<String>? {
             guard let text = query[Substring(name)] else { return nil }
@@ -126,7 +128,7 @@ public struct HTTPAPI: Sendable {
         let zoneNames = Array(Set(zones.map(\.id.name))).sorted() + zones.map { "\($0.id.sourceId)/\($0.id.name)" }
         // A fleet's sources are `site/source`: `site=` keeps every source of those sites.
         let sites = Set(catalogue.sources.filter { $0.contains("/") }.map { String($0.prefix { $0 != "/" }) })
-        var sources = try list("source", of: catalogue.sources)
+        var sources = try list("sourceId", of: catalogue.sources)
         if let wanted = try list("site", of: sites.sorted()) {
             let ofSites = catalogue.sources.filter { wanted.contains(String($0.prefix { $0 != "/" })) }
             sources = Set(ofSites).intersection(sources ?? Set(ofSites))
@@ -328,7 +330,7 @@ public struct HTTPAPI: Sendable {
 
     func reports(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        try APIQuery.accept(["from", "to", "bucket", "source", "zone", "format"], in: query, of: "/api/reports")
+        try APIQuery.accept(["from", "to", "bucket", "sourceId", "zone", "format"], in: query, of: "/api/reports")
         // CSV by `?format=csv` (a link in a browser cannot set Accept) or by `Accept: text/csv`.
         let csv: Bool
         switch query["format"] {
@@ -360,10 +362,10 @@ public struct HTTPAPI: Sendable {
             )
         }
         let catalogue = live.catalogue
-        let source = query["source"].map(String.init)
+        let source = query["sourceId"].map(String.init)
         if let source, !catalogue.sources.contains(source) {
             throw HTTPError(
-                .badRequest, message: "source=\(source) is not one of \(catalogue.sources.joined(separator: ", "))")
+                .badRequest, message: "sourceId=\(source) is not one of \(catalogue.sources.joined(separator: ", "))")
         }
         var zones = catalogue.zones.map(\.id).filter { source == nil || $0.sourceId == source }
         if let zone = query["zone"].map(String.init) {
@@ -469,8 +471,9 @@ public struct HTTPAPI: Sendable {
             let age = health.lastFrameAt.map { now.timeIntervalSince($0) }
             let up = (health.state == .running || health.state == .behind) && (age ?? 0) < 10
             return ServiceHealth.Source(
-                id: id, state: health.state, up: up, lastFrameAgeSeconds: age.map { ($0 * 10).rounded() / 10 },
-                fps: (health.fps * 10).rounded() / 10, frames: health.frames, lagSeconds: health.lagSeconds,
+                sourceId: id, state: health.state, up: up, lastFrameAgeSeconds: age.map { ($0 * 10).rounded() / 10 },
+                fps: (health.fps * 10).rounded() / 10, frames: health.frames,
+                lagSeconds: health.lagSeconds.wholeMilliseconds,
                 reconnectAttempt: health.reconnectAttempt, nextRetryAt: health.nextRetryAt, message: health.message)
         }
         // Behind still serves (200): frames are dropped at the edge, counted, and dwell stays right. A fleet is

@@ -237,7 +237,7 @@ public final class MQTTOutput: Service, Sendable {
                 connected: state.connected, message: state.connected ? nil : state.reason,
                 failedAttempts: state.failures, acknowledged: progress.acknowledged,
                 backlog: Int(last - progress.acknowledged),
-                oldestUnacknowledgedSeconds: oldest.map { max(0, Date().timeIntervalSince($0.time)) },
+                oldestUnacknowledgedSeconds: oldest.map { max(0, Date().timeIntervalSince($0.time)).wholeMilliseconds },
                 rejected: progress.rejected))
     }
 

@@ -227,11 +227,11 @@ public struct ZoneEditor: Sendable {
         let query = request.uri.queryParameters
         let text = try Self.read(file)
         let definition = try Self.parse(text, file: file).pipeline
-        guard let id = query["source"].map(String.init), let source = definition.sources.first(where: { $0.id == id })
+        guard let id = query["sourceId"].map(String.init), let source = definition.sources.first(where: { $0.id == id })
         else {
             throw HTTPError(
                 .badRequest,
-                message: "source= names one of \(definition.sources.map(\.id).joined(separator: ", "))")
+                message: "sourceId= names one of \(definition.sources.map(\.id).joined(separator: ", "))")
         }
         let at = query["at"].map { Double(String($0)) } ?? 0
         guard let at, at >= 0, at.isFinite else { throw HTTPError(.badRequest, message: "at= is seconds, 0 or more") }

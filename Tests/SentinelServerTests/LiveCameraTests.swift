@@ -94,7 +94,7 @@ struct LiveCameraTests {
         #expect(frames["analysed"]! + frames["dropped"]! <= frames["captured"]!, "\(health)")
         let metrics = String(
             decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/metrics").1, as: UTF8.self)
-        #expect(metrics.contains("sentinel_frames_captured_total{source=\"cam\"}"))
+        #expect(metrics.contains("sentinel_frames_captured_total{sourceId=\"cam\"}"))
         #expect(metrics.contains("sentinel_capture_to_publish_seconds_count"))
     }
 
@@ -109,7 +109,7 @@ struct LiveCameraTests {
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         func states() async throws -> [String: String] {
             let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]] ?? []
-            return Dictionary(uniqueKeysWithValues: sources.map { ($0["id"] as! String, $0["state"] as! String) })
+            return Dictionary(uniqueKeysWithValues: sources.map { ($0["sourceId"] as! String, $0["state"] as! String) })
         }
         func visitors() async throws -> [[String: Any]] {
             try await sentinel.json("/api/visitors")["visitors"] as? [[String: Any]] ?? []

@@ -87,7 +87,7 @@ struct ReportTests {
         for (query, message) in [
             ("bucket=week", "bucket=week is not one of 5m, hour, day"),
             ("from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z&bucket=5m", "more than 2016 buckets"),
-            ("zone=kitchen", "zone=kitchen is no zone"), ("source=lobby", "source=lobby is not one of showroom"),
+            ("zone=kitchen", "zone=kitchen is no zone"), ("sourceId=lobby", "sourceId=lobby is not one of showroom"),
             ("from=yesterday", "from=yesterday is not an ISO-8601 date"), ("limit=3", "limit is not a parameter"),
             ("format=xml", "format=xml is not one of csv, json"),
         ] {

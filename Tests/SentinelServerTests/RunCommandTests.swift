@@ -367,7 +367,7 @@ struct RunCommandTests {
             let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]] ?? []
             return Dictionary(
                 uniqueKeysWithValues: sources.map {
-                    ($0["id"] as! String, ($0["state"] as! String, $0["message"] as? String ?? ""))
+                    ($0["sourceId"] as! String, ($0["state"] as! String, $0["message"] as? String ?? ""))
                 })
         }
         // The good recording plays to its end while the others fail, end or retry around it.
@@ -416,7 +416,7 @@ struct CounterTests {
         func metric() async throws -> Int? {
             let text = String(decoding: try await fetch("/metrics"), as: UTF8.self)
             let line = text.split(separator: "\n").first {
-                $0.hasPrefix("sentinel_frames_captured_total{source=\"showroom\"}")
+                $0.hasPrefix("sentinel_frames_captured_total{sourceId=\"showroom\"}")
             }
             return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }.map { Int($0) }
         }

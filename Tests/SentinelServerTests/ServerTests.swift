@@ -157,7 +157,8 @@ struct APITests {
         let cases: [(path: String, status: Int, says: String)] = [
             ("/events?zone=nope", 400, "zone=nope is not one of counter, display, showroom/display, showroom/counter"),
             ("/events?type=bogus", 400, "type=bogus is not one of visitor.entered"),
-            ("/events?source=cam9", 400, "source=cam9 is not one of showroom"),
+            ("/events?sourceId=cam9", 400, "sourceId=cam9 is not one of showroom"),
+            ("/events?source=showroom", 400, "source is not a parameter of /events; it takes sourceId"),
             (
                 "/api/visitors?zone=nope", 400,
                 "zone is not a parameter of /api/visitors; it takes from, to, limit, cursor"
@@ -298,9 +299,9 @@ struct APITests {
         // The showroom's figures, k-suppressed as the API publishes them (nobody in the counter: NaN, not 0).
         for line in [
             "sentinel_visits_started_total 4", "sentinel_visitors_present 4.0",
-            "sentinel_zone_visitors_present{source=\"showroom\",zone=\"display\"} 4.0",
-            "sentinel_zone_visitors_present{source=\"showroom\",zone=\"counter\"} nan",
-            "sentinel_mood_score ", "sentinel_zone_mood_score{source=\"showroom\",zone=\"display\"} ",
+            "sentinel_zone_visitors_present{sourceId=\"showroom\",zone=\"display\"} 4.0",
+            "sentinel_zone_visitors_present{sourceId=\"showroom\",zone=\"counter\"} nan",
+            "sentinel_mood_score ", "sentinel_zone_mood_score{sourceId=\"showroom\",zone=\"display\"} ",
         ] {
             #expect(metrics.contains(line), "\(line) in \(metrics)")
         }

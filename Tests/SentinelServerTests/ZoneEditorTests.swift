@@ -171,12 +171,14 @@ struct ZoneEditorTests {
     func frameBounds() async throws {
         let editor = try Self.editorOnShowroomCopy().editor
         defer { kill(editor.process.processIdentifier, SIGKILL) }
-        let (far, body) = try await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=1e300")
+        let (far, body) = try await LoopbackClient.fetch(
+            port: editor.port, path: "/api/frame?sourceId=showroom&at=1e300")
         #expect(far.status == 400 && String(decoding: body, as: UTF8.self).contains("is beyond the recording"))
         async let statuses = withTaskGroup(of: Int.self) { group in
             for second in 1...4 {
                 group.addTask {
-                    (try? await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=\(second)"))?
+                    (try? await LoopbackClient.fetch(
+                        port: editor.port, path: "/api/frame?sourceId=showroom&at=\(second)"))?
                         .0.status ?? 0
                 }
             }
@@ -188,7 +190,7 @@ struct ZoneEditorTests {
             "\(answered)")
         for header in [("Origin", "http://evil.example"), ("Sec-Fetch-Site", "cross-site")] {
             let (head, _) = try await LoopbackClient.fetch(
-                port: editor.port, path: "/api/frame?source=showroom&at=1", headers: [header])
+                port: editor.port, path: "/api/frame?sourceId=showroom&at=1", headers: [header])
             #expect(head.status == 403, "\(header)")
         }
     }
@@ -227,7 +229,7 @@ struct ZoneEditorTests {
                 "\(item): got \(status) \(answer.prefix(400).debugDescription)")
         }
         #expect(try String(contentsOf: pipeline, encoding: .utf8) == text, "no request of the corpus saved anything")
-        let (head, _) = try await LoopbackClient.fetch(port: editor.port, path: "/api/frame?source=showroom&at=1")
+        let (head, _) = try await LoopbackClient.fetch(port: editor.port, path: "/api/frame?sourceId=showroom&at=1")
         #expect(head.status == 200)
     }
 }

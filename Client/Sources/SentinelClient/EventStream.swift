@@ -38,7 +38,7 @@ extension SentinelClient {
         }
 
         var query: [(String, String)] {
-            [("source", sources), ("zone", zones), ("type", types), ("site", sites)].compactMap { name, values in
+            [("sourceId", sources), ("zone", zones), ("type", types), ("site", sites)].compactMap { name, values in
                 values.map { (name, $0.joined(separator: ",")) }
             }
         }

@@ -105,7 +105,7 @@ public struct SentinelClient: Sendable {
         var query = [
             ("from", ISO8601.string(from: from)), ("to", ISO8601.string(from: to)), ("bucket", bucket.rawValue),
         ]
-        if let source { query.append(("source", source)) }
+        if let source { query.append(("sourceId", source)) }
         if let zone { query.append(("zone", zone)) }
         return try await get("/api/reports", query)
     }

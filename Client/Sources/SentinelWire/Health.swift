@@ -4,7 +4,7 @@ import Foundation
 /// one. `status` is `ok`, `behind` (every source up, one dropping frames at its edge) or `degraded` (answered 503).
 public struct ServiceHealth: Sendable, Codable, Equatable {
     public struct Source: Sendable, Codable, Equatable {
-        public var id: String
+        public var sourceId: String
         public var state: SourceHealth.State
         public var up: Bool
         /// Seconds since its last frame; absent before the first.
@@ -19,10 +19,10 @@ public struct ServiceHealth: Sendable, Codable, Equatable {
         public var message: String?
 
         public init(
-            id: String, state: SourceHealth.State, up: Bool, lastFrameAgeSeconds: Double?, fps: Double,
+            sourceId: String, state: SourceHealth.State, up: Bool, lastFrameAgeSeconds: Double?, fps: Double,
             frames: FrameCounts, lagSeconds: Double, reconnectAttempt: Int?, nextRetryAt: Date?, message: String?
         ) {
-            self.id = id
+            self.sourceId = sourceId
             self.state = state
             self.up = up
             self.lastFrameAgeSeconds = lastFrameAgeSeconds
