@@ -36,13 +36,15 @@ test: debug references footage
 lint:
 	swift format lint --strict -r Sources Tests Package.swift Client/Sources Client/Tests Client/Package.swift
 
+# The benches are an executable of their own (sentinel-bench), beside the release build's sentinel; not installed.
+BENCH := .build/release/sentinel-bench
 bench: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
-	$(RELEASE) bench detect
-	$(RELEASE) bench pipeline
-	$(RELEASE) bench sse
-	$(RELEASE) bench mqtt
-	$(RELEASE) bench fleet
+	$(BENCH) detect
+	$(BENCH) pipeline
+	$(BENCH) sse
+	$(BENCH) mqtt
+	$(BENCH) fleet
 
 eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)

@@ -12,7 +12,8 @@ let package = Package(
     name: "Sentinel",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
-        .executable(name: "sentinel", targets: ["sentinel"])
+        .executable(name: "sentinel", targets: ["sentinel"]),
+        .executable(name: "sentinel-bench", targets: ["sentinel-bench"]),
     ],
     dependencies: [
         // The wire types and the client library apps use: a package of its own, so that an app resolves none of the
@@ -132,9 +133,31 @@ let package = Package(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
-                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelLoopback",
-                "SentinelTuning",
-                "SentinelMQTT", .product(name: "SentinelClient", package: "Client"),
+                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelTuning",
+                "SentinelCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// What both executables share: the command error, range checks, the models option, pipeline loading, the
+        /// logger.
+        .target(
+            name: "SentinelCommandLine",
+            dependencies: [
+                "SentinelCore", "SentinelModels", "SentinelPipeline",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The benchmarks (make bench), out of the installed binary: detection and the pipeline against C++ and
+        /// Python, SSE fan-out through the loopback and Swift clients, the store's soak, MQTT and the fleet.
+        .executableTarget(
+            name: "sentinel-bench",
+            dependencies: [
+                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy", "SentinelPipeline",
+                "SentinelStore", "SentinelServer", "SentinelLoopback", "SentinelMQTT", "SentinelAggregates",
+                "SentinelEval",
+                "SentinelSynth", "SentinelTuning", "SentinelCommandLine",
+                .product(name: "SentinelClient", package: "Client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

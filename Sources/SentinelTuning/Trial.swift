@@ -140,25 +140,12 @@ public enum Trial {
             definition: evaluation, source: definition.sources[0], detector: models,
             classifier: definition.emotionEnabled ? models : nil, keys: try PseudonymKeyRing(), origin: cache.origin)
         let image = try Image(width: cache.width, height: cache.height)
-        var events: [VisitorEvent] = []
+        var recorder = RunRecorder()
         var lines: [Data] = []
-        var tracked: [TrackSet.Entry] = []
-        var observed: [Int: [(faceId: String, box: Box)]] = [:]
-        var stability = Stability.Collector()
-        var analysed = 0
         let start = ContinuousClock.now
         func take(_ step: Pipeline.Step) {
-            for masked in step.events {
-                events.append(masked[.store]!.event)
-                lines.append(masked[.events]!.json)
-            }
-            guard let frame = step.frame else { return }
-            if frame.analysed { analysed += 1 }
-            observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
-            tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
-            stability.add(
-                frame: frame.index, analysed: frame.analysed,
-                detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
+            recorder.record(step)
+            lines += step.events.map { $0[.events]!.json }
         }
         for frame in cache.frames {
             models.frame = frame
@@ -168,13 +155,17 @@ public enum Trial {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let detectCost = cache.seconds / Double(max(cache.frames.count, 1))
-        let tracks = TrackSet(tracked, width: cache.width, height: cache.height, frameCount: cache.frames.count)
+        let tracks = TrackSet(
+            recorder.tracked, width: cache.width, height: cache.height, frameCount: cache.frames.count)
         return TrialOutcome(
             metrics: labels.map { TrackMetrics.evaluate(truth: $0.tracks, tracks: tracks) },
             visitors: labels?.truth.map {
-                TrackingScore.evaluate(truth: $0, observed: observed, events: events, origin: cache.origin)
+                TrackingScore.evaluate(
+                    truth: $0, observed: recorder.observed, events: recorder.events, origin: cache.origin)
             },
-            stability: stability.finish(events: events, origin: cache.origin), frames: cache.frames.count,
-            estimatedFPS: Double(cache.frames.count) / max(Double(analysed) * detectCost + seconds, 1e-9), lines: lines)
+            stability: recorder.stability(origin: cache.origin), frames: cache.frames.count,
+            estimatedFPS: Double(cache.frames.count)
+                / max(Double(recorder.analysedFrames) * detectCost + seconds, 1e-9),
+            lines: lines)
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import SentinelCommandLine
 import SentinelPipeline
 import SentinelServer
 
@@ -35,17 +36,5 @@ struct Check: ParsableCommand {
         for problem in problems { print(problem) }
         if !problems.isEmpty { throw ExitCode(1) }
         print("\(pipeline): ok")
-    }
-}
-
-/// Loads a pipeline and fails with every problem, as `check` prints them.
-func loadPipeline(_ path: String, models: ModelOptions, overrides: [ConfigOverride] = []) throws -> PipelineDefinition {
-    do {
-        let definition = try PipelineDefinition.load(path, overrides: overrides)
-        let problems = definition.environmentProblems(models: try models.store())
-        guard problems.isEmpty else { throw CommandError(problems.map(\.description).joined(separator: "\n")) }
-        return definition
-    } catch let error as ConfigError {
-        throw CommandError(error.description)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelCommandLine
 import SentinelCore
 import SentinelEval
 import SentinelModels
@@ -78,7 +79,7 @@ struct Eval: ParsableCommand {
                                 truth: $0, observed: run.observed, events: run.events, origin: runner.origin)
                         })
                     Self.print(name, sequence)
-                    for line in run.summary.lines { Swift.print("  " + line) }
+                    for line in run.summary(origin: runner.origin).lines { Swift.print("  " + line) }
                     sequences[name] = sequence
                 }
             }
@@ -325,47 +326,6 @@ struct Eval: ParsableCommand {
                 + lpad(String(format: "%.3f", s.recall), 8) + lpad(String(format: "%.3f", s.meanIoU), 10)
                 + lpad(String(format: "%.1f", fps), 6)
         }
-    }
-}
-
-extension SourceRunner {
-    /// Runs to the end, then scores where the pipeline placed each visitor and what it stored against `truth`. The
-    /// pipeline should be made `forEvaluation`, so stored times are exact. Also returns the frames it took.
-    /// Runs to the end, keeping what scoring needs: the store's copy of each event, and each frame's tracked boxes
-    /// (by pseudonym), as a map and as a track set.
-    func evaluationRun() throws -> (
-        events: [VisitorEvent], observed: [Int: [(faceId: String, box: Box)]], tracks: TrackSet, summary: RunSummary
-    ) {
-        var observed: [Int: [(faceId: String, box: Box)]] = [:]
-        var events: [VisitorEvent] = []
-        var size: (width: Int, height: Int)?
-        var stability = Stability.Collector()
-        try run { step in
-            events += step.events.map { $0[.store]!.event }
-            if let frame = step.frame {
-                observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
-                size = size ?? (frame.image.width, frame.image.height)
-                stability.add(
-                    frame: frame.index, analysed: frame.analysed,
-                    detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
-            }
-        }
-        let entries = observed.flatMap { index, boxes in
-            boxes.map { TrackSet.Entry(frame: index, id: $0.faceId, box: $0.box) }
-        }
-        let frames = (observed.keys.max() ?? -1) + 1
-        return (
-            events, observed, TrackSet(entries, width: size?.width, height: size?.height, frameCount: frames),
-            RunSummary(events: events, collector: stability, origin: origin)
-        )
-    }
-
-    func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {
-        let run = try evaluationRun()
-        return (
-            TrackingScore.evaluate(truth: truth, observed: run.observed, events: run.events, origin: origin),
-            run.observed.count
-        )
     }
 }
 

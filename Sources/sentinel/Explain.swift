@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelCommandLine
 import SentinelPipeline
 import SentinelTuning
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelCommandLine
 import SentinelServer
 
 struct Fleet: AsyncParsableCommand {

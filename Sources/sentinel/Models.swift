@@ -1,4 +1,5 @@
 import ArgumentParser
+import SentinelCommandLine
 import SentinelModels
 
 struct Models: ParsableCommand {

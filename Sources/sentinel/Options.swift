@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelCommandLine
 import SentinelCore
 import SentinelModels
 import SentinelPipeline
@@ -13,27 +14,6 @@ let defaultPipeline: String = {
     }
     return share.appendingPathComponent("pipelines/showroom.yml").path
 }()
-
-/// Where the model manifest and cache are.
-struct ModelOptions: ParsableArguments {
-    @Option(
-        name: .customLong("models"),
-        help: ArgumentHelp(
-            "Folder holding models.yml and the model cache (env SENTINEL_MODELS).",
-            discussion: """
-                Default: ./Models in a checkout; installed, the manifest in {prefix}/share/sentinel/models and the \
-                files in the state directory (/var/lib/sentinel/models, or ~/.local/share/sentinel/models).
-                """))
-    var folder: String? = ProcessInfo.processInfo.environment["SENTINEL_MODELS"]
-
-    func store() throws -> ModelStore {
-        do {
-            return try ModelStore.located(folder: folder)
-        } catch {
-            throw CommandError(error.message)
-        }
-    }
-}
 
 /// `--set key=value`: settings over the pipeline file's, checked as if written there.
 struct SettingOverrides: ParsableArguments {

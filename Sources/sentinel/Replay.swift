@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SentinelAggregates
+import SentinelCommandLine
 import SentinelCore
 import SentinelEval
 import SentinelPipeline
@@ -83,13 +84,10 @@ struct Replay: ParsableCommand {
                 path: $0.path, fps: runner.nominalFPS, zones: runner.source.zones, settings: definition.privacy.review)
         }
         var progress = ProgressBar(total: runner.expectedFrames)
-        var tracked: [TrackSet.Entry] = []
-        var size = (width: 0, height: 0, frames: 0)
-        var events: [VisitorEvent] = []
-        var stability = Stability.Collector()
+        var recorder = RunRecorder()
         try runner.run { step in
+            recorder.record(step)
             for masked in step.events {
-                events.append(masked[.store]!.event)
                 let published = masked[.events]!
                 gauge.record(published)
                 sink.handle.write(published.json + Data("\n".utf8))
@@ -98,25 +96,15 @@ struct Replay: ParsableCommand {
                 sink.handle.write(try encoder.encode(TypedReading(reading: reading)) + Data("\n".utf8))
             }
             guard let frame = step.frame else { return }
-            stability.add(
-                frame: frame.index, analysed: frame.analysed,
-                detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
-            if tracks != nil {
-                tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
-                size = (frame.image.width, frame.image.height, frame.index + 1)
-            }
             try review?.write(frame)
             progress.advance(to: frame.index + 1)
         }
         review?.finish()
         progress.finish()
-        if let tracks {
-            try TrackFile.write(
-                TrackSet(tracked, width: size.width, height: size.height, frameCount: size.frames), to: tracks)
-        }
+        if let tracks { try TrackFile.write(recorder.tracks, to: tracks) }
         try sink.commit()
         // A summary on standard error: standard output may be the events.
-        for line in RunSummary(events: events, collector: stability, origin: runner.origin).lines {
+        for line in recorder.summary(origin: runner.origin).lines {
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
         try video?.commit()

@@ -12,7 +12,7 @@ struct Sentinel: AsyncParsableCommand {
         version: versions,
         subcommands: [
             Run.self, Fleet.self, Detect.self, Replay.self, Check.self, Zones.self, Models.self, Synth.self, Eval.self,
-            Tune.self, Diff.self, Explain.self, Bench.self,
+            Tune.self, Diff.self, Explain.self,
         ]
     )
 
@@ -40,11 +40,4 @@ struct Sentinel: AsyncParsableCommand {
             \(models.joined(separator: "\n"))
             """
     }
-}
-
-/// Logs to standard error so that standard output carries only data.
-func makeLogger(_ label: String, verbose: Bool = false) -> Logger {
-    var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
-    logger.logLevel = verbose ? .debug : .info
-    return logger
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SentinelCommandLine
 import SentinelSynth
 
 struct Synth: ParsableCommand {

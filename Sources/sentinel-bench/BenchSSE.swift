@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SentinelClient
+import SentinelCommandLine
 import SentinelCore
 import SentinelLoopback
 import SentinelServer
@@ -58,7 +59,7 @@ struct BenchSSE: AsyncParsableCommand {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         child.arguments = [
-            "bench", "sse", "--clients-of", "\(port)", "--subscribers", "\(count)", "--rate", "\(rate)", "--seconds",
+            "sse", "--clients-of", "\(port)", "--subscribers", "\(count)", "--rate", "\(rate)", "--seconds",
             "\(seconds)",
         ]
         let input = Pipe()

@@ -1,10 +1,12 @@
 import ArgumentParser
 import Foundation
+import SentinelCommandLine
 import SentinelCore
 import SentinelEval
 import SentinelModels
 import SentinelPipeline
 import SentinelSynth
+import SentinelTuning
 import SentinelVision
 
 struct BenchPipeline: ParsableCommand {

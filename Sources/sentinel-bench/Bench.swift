@@ -1,13 +1,18 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SentinelCommandLine
 import SentinelModels
 import SentinelPrivacy
 import SentinelServer
 import SentinelVision
 
-struct Bench: ParsableCommand {
+/// The benchmarks, an executable of their own so that the installed `sentinel` carries none of them (nor the loopback
+/// and Swift clients they drive the service with).
+@main
+struct SentinelBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sentinel-bench",
         abstract:
             "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, SSE fan-out, and the store after 30 days.",
         subcommands: [

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SentinelCommandLine
 import SentinelCore
 import SentinelMQTT
 import SentinelServer

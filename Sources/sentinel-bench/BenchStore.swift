@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SentinelAggregates
 import SentinelClient
+import SentinelCommandLine
 import SentinelCore
 import SentinelLoopback
 import SentinelModels

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SentinelModels
+import SentinelPipeline
+
+/// Where the model manifest and cache are.
+package struct ModelOptions: ParsableArguments {
+    @Option(
+        name: .customLong("models"),
+        help: ArgumentHelp(
+            "Folder holding models.yml and the model cache (env SENTINEL_MODELS).",
+            discussion: """
+                Default: ./Models in a checkout; installed, the manifest in {prefix}/share/sentinel/models and the \
+                files in the state directory (/var/lib/sentinel/models, or ~/.local/share/sentinel/models).
+                """))
+    package var folder: String? = ProcessInfo.processInfo.environment["SENTINEL_MODELS"]
+
+    package init() {}
+
+    package func store() throws -> ModelStore {
+        do {
+            return try ModelStore.located(folder: folder)
+        } catch {
+            throw CommandError(error.message)
+        }
+    }
+}
+
+/// Loads a pipeline and fails with every problem, as `check` prints them.
+package func loadPipeline(_ path: String, models: ModelOptions, overrides: [ConfigOverride] = []) throws
+    -> PipelineDefinition
+{
+    do {
+        let definition = try PipelineDefinition.load(path, overrides: overrides)
+        let problems = definition.environmentProblems(models: try models.store())
+        guard problems.isEmpty else { throw CommandError(problems.map(\.description).joined(separator: "\n")) }
+        return definition
+    } catch let error as ConfigError {
+        throw CommandError(error.description)
+    }
+}
+
+/// Logs to standard error so that standard output carries only data.
+package func makeLogger(_ label: String, verbose: Bool = false) -> Logger {
+    var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = verbose ? .debug : .info
+    return logger
+}

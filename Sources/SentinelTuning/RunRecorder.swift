@@ -1,0 +1,62 @@
+import Foundation
+import SentinelCore
+import SentinelEval
+import SentinelPipeline
+
+/// What a run leaves for its summary and its scoring, taken step by step from the pipeline: the store's copy of each
+/// event (exact times), each frame's tracked boxes by pseudonym, and the detections the stability measures count.
+/// Replay, evaluation and every tuning trial record their runs through it.
+public struct RunRecorder {
+    public private(set) var events: [VisitorEvent] = []
+    /// Every tracked box, by frame and pseudonym.
+    public private(set) var tracked: [TrackSet.Entry] = []
+    /// Each frame's tracked boxes (frames with none included), as scoring against visits reads them.
+    public private(set) var observed: [Int: [(faceId: String, box: Box)]] = [:]
+    /// Frames the detector ran on.
+    public private(set) var analysedFrames = 0
+    private var size: (width: Int, height: Int, frames: Int)?
+    private var stability = Stability.Collector()
+
+    public init() {}
+
+    public mutating func record(_ step: Pipeline.Step) {
+        events += step.events.map { $0[.store]!.event }
+        guard let frame = step.frame else { return }
+        if frame.analysed { analysedFrames += 1 }
+        size = (frame.image.width, frame.image.height, frame.index + 1)
+        observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
+        tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
+        stability.add(
+            frame: frame.index, analysed: frame.analysed,
+            detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
+    }
+
+    /// The tracks, sized as the frames were (the last frame's index + 1 frames).
+    public var tracks: TrackSet {
+        TrackSet(tracked, width: size?.width, height: size?.height, frameCount: size?.frames ?? 0)
+    }
+
+    public func stability(origin: Date) -> Stability { stability.finish(events: events, origin: origin) }
+
+    public func summary(origin: Date) -> RunSummary { RunSummary(events: events, collector: stability, origin: origin) }
+}
+
+extension SourceRunner {
+    /// Runs to the end, recording what scoring needs. The pipeline should be made `forEvaluation`, so stored times
+    /// are exact.
+    public func evaluationRun() throws -> RunRecorder {
+        var recorder = RunRecorder()
+        try run { recorder.record($0) }
+        return recorder
+    }
+
+    /// Runs to the end, then scores where the pipeline placed each visitor and what it stored against `truth`; also
+    /// returns the frames it took.
+    public func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {
+        let run = try evaluationRun()
+        return (
+            TrackingScore.evaluate(truth: truth, observed: run.observed, events: run.events, origin: origin),
+            run.observed.count
+        )
+    }
+}
