@@ -9,8 +9,8 @@ public struct ModelManifest: Codable, Sendable, Equatable {
     /// One model file.
     public struct Entry: Codable, Sendable, Equatable {
         public var name: String
-        /// `cascade`, `centerface`, `yunet` or `classifier`: what reads the file.
-        public var kind: String
+        /// What reads the file.
+        public var kind: Kind
         /// An absolute path for system files, else a name inside the cache folder.
         public var file: String
         public var sha256: String
@@ -18,6 +18,11 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var source: String
         public var licence: String
         public var obtain: Obtain
+    }
+
+    /// What reads a model file: one of the face detectors, or the emotion classifier.
+    public enum Kind: String, Codable, Sendable, Equatable, CaseIterable {
+        case cascade, centerface, yunet, retinaface, classifier
     }
 
     /// How a fresh machine gets the file. Exactly one of `debian`, `pypi` or `manual` is set.

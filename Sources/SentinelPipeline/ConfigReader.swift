@@ -249,4 +249,9 @@ public final class ConfigReader {
         }
         return value
     }
+
+    /// One of an enumeration's cases, by its raw value.
+    public func choice<Choice: CaseIterable & RawRepresentable<String>>(_ field: Field, _: Choice.Type) -> Choice? {
+        choice(field, Choice.allCases.map(\.rawValue)).flatMap(Choice.init(rawValue:))
+    }
 }

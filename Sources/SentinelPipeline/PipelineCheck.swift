@@ -34,7 +34,7 @@ extension PipelineDefinition {
                 }
                 do {
                     let video = try VideoFileSource(path: path)
-                    for zone in source.zones where !zone.normalized {
+                    for zone in source.zones where zone.units == .pixels {
                         let outside = zone.polygon.vertices.filter {
                             $0.x > Double(video.width) || $0.y > Double(video.height)
                         }

@@ -43,11 +43,11 @@ public struct PipelineDefinition: Sendable {
         public var zones: [ZoneSpec]
     }
 
-    /// A zone as written. `normalized` coordinates are fractions of the frame; otherwise pixels.
+    /// A zone as written, its polygon in `units`.
     public struct ZoneSpec: Sendable {
         public var name: String
         public var polygon: Polygon
-        public var normalized: Bool
+        public var units: PolygonUnits
         public var inertia: Hysteresis
         public var grace: Hysteresis
         public var emotion: Bool
@@ -56,7 +56,7 @@ public struct PipelineDefinition: Sendable {
         public func definition(width: Int, height: Int) -> ZoneDefinition {
             ZoneDefinition(
                 name: name,
-                polygon: normalized ? polygon.scaled(width: Double(width), height: Double(height)) : polygon,
+                polygon: units == .normalized ? polygon.scaled(width: Double(width), height: Double(height)) : polygon,
                 inertia: inertia, grace: grace, emotion: emotion)
         }
     }
@@ -305,7 +305,7 @@ private struct PipelineParser {
         let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
         let resolved = isPath ? reader.resolve(input) : input
         definition.locations["source.\(id).input"] = reader.location(of: inputField)
-        for (i, zone) in zones.enumerated() where !zone.normalized {
+        for (i, zone) in zones.enumerated() where zone.units == .pixels {
             let item = Field(node: fields["zones"]!.node.sequence![i], path: "\(fields["zones"]!.path)[\(i)]")
             definition.locations["source.\(id).zone.\(zone.name)"] = reader.location(
                 of: item, path: item.child("polygon"))
@@ -320,8 +320,7 @@ private struct PipelineParser {
         guard let fields = reader.mapping(field, keys: ["name", "units", "polygon", "inertia", "grace", "emotion"])
         else { return nil }
         let name = reader.required(fields, "name", in: field).flatMap { reader.name($0, of: "a zone name") }
-        let normalized =
-            (fields["units"].flatMap { reader.choice($0, ["normalized", "pixels"]) } ?? "normalized") == "normalized"
+        let units = fields["units"].flatMap { reader.choice($0, PolygonUnits.self) } ?? .normalized
         var polygon: Polygon?
         if let f = reader.required(fields, "polygon", in: field), let points = reader.sequence(f) {
             let vertices: [Point] = points.compactMap { p in
@@ -331,10 +330,10 @@ private struct PipelineParser {
                     return nil
                 }
                 guard let x = reader.number(pair[0]), let y = reader.number(pair[1]) else { return nil }
-                if normalized, !(0...1).contains(x) || !(0...1).contains(y) {
+                if units == .normalized, !(0...1).contains(x) || !(0...1).contains(y) {
                     reader.report(p, "point [\(x), \(y)] is outside the frame (normalized coordinates run from 0 to 1)")
                 }
-                if !normalized, x < 0 || y < 0 {
+                if units == .pixels, x < 0 || y < 0 {
                     reader.report(p, "point [\(x), \(y)] is outside the frame (negative pixels)")
                 }
                 return Point(x: x, y: y)
@@ -349,7 +348,7 @@ private struct PipelineParser {
         let emotion = fields["emotion"].flatMap(reader.bool) ?? true
         guard let name, let polygon else { return nil }
         return .init(
-            name: name, polygon: polygon, normalized: normalized, inertia: inertia, grace: grace, emotion: emotion)
+            name: name, polygon: polygon, units: units, inertia: inertia, grace: grace, emotion: emotion)
     }
 
     /// `{seconds: 0.3}` or `{frames: 5}`.
@@ -368,8 +367,8 @@ private struct PipelineParser {
         let keys = Set(DetectorSettings.settings.map(\.key)).union(["kind", "model", "maxFps"])
         guard let fields = reader.mapping(field, keys: keys) else { return }
         // The kind first: the other settings start from its defaults.
-        if let f = fields["kind"], let value = reader.choice(f, DetectorKind.allCases.map(\.rawValue)) {
-            definition.detector = DetectorKind(rawValue: value)!
+        if let f = fields["kind"], let kind = reader.choice(f, DetectorKind.self) {
+            definition.detector = kind
             definition.detectorSettings = .defaults(for: definition.detector)
         }
         reader.apply(DetectorSettings.settings, from: fields, to: &definition.detectorSettings)

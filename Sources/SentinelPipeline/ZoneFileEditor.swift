@@ -256,7 +256,7 @@ private struct Document {
         throws(ConfigError)
     {
         guard let mapping = item.mapping else { return }
-        let pixels = mapping["units"]?.string == "pixels"
+        let pixels = mapping["units"]?.string == PolygonUnits.pixels.rawValue
         if let nameNode = mapping["name"], nameNode.string != zone.name, let mark = nameNode.mark {
             var line = scalars(mark.line)
             let start = mark.column - 1

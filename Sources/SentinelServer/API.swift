@@ -44,13 +44,13 @@ public struct HTTPAPI: Sendable {
         /// The polygon as the pipeline file writes it, `[x, y]` points in `units` (`normalized` fractions of the frame
         /// or `pixels`); nil where it is not known (a fleet learns zones from events).
         public var polygon: [[Double]]?
-        public var units: String?
+        public var units: PolygonUnits?
 
-        public init(id: ZoneID, emotion: Bool, polygon: Polygon? = nil, normalized: Bool = true) {
+        public init(id: ZoneID, emotion: Bool, polygon: Polygon? = nil, units: PolygonUnits = .normalized) {
             self.id = id
             self.emotion = emotion
             self.polygon = polygon?.vertices.map { [$0.x, $0.y] }
-            units = polygon == nil ? nil : normalized ? "normalized" : "pixels"
+            self.units = polygon == nil ? nil : units
         }
     }
 

@@ -83,9 +83,18 @@ public struct MQTTConnection: Sendable, Equatable {
         if let credentials = try credentials(section: section) {
             try client.credentials(username: credentials.username, password: credentials.password)
         }
-        if endpoint.tls, let ca = caFile { try client.tls(caFile: ca) }
+        if try endpoint.tls, let ca = caFile { try client.tls(caFile: ca) }
         return client
     }
 
-    var endpoint: MQTTClient.Endpoint { MQTTClient.Endpoint(url: url)! }
+    /// Where the broker listens (`read` refused a URL that names none, so this throws only for a connection made in
+    /// code with a bad URL).
+    var endpoint: MQTTClient.Endpoint {
+        get throws {
+            guard let endpoint = MQTTClient.Endpoint(url: url) else {
+                throw ServiceError("\"\(url)\" is not a broker URL such as mqtt://broker.local:1883")
+            }
+            return endpoint
+        }
+    }
 }

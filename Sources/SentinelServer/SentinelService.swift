@@ -59,7 +59,7 @@ public struct SentinelService: Sendable {
                     source.zones.map {
                         HTTPAPI.Zone(
                             id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion, polygon: $0.polygon,
-                            normalized: $0.normalized)
+                            units: $0.units)
                     }
                 }), minGroupSize: definition.privacy.minGroupSize)
         self.telemetry = telemetry

@@ -94,7 +94,7 @@ public struct ZoneEditor: Sendable {
         }
         struct Zone: Codable {
             var name: String
-            var units: String
+            var units: PolygonUnits
             var polygon: [[Double]]
             var emotion: Bool
         }
@@ -186,7 +186,7 @@ public struct ZoneEditor: Sendable {
                     id: source.id, duration: Self.duration(of: source),
                     zones: source.zones.map {
                         Zones.Zone(
-                            name: $0.name, units: $0.normalized ? "normalized" : "pixels",
+                            name: $0.name, units: $0.units,
                             polygon: $0.polygon.vertices.map { [$0.x, $0.y] }, emotion: $0.emotion)
                     })
             })

@@ -74,12 +74,8 @@ public struct SearchSpace: Sendable {
             return nil
         }
         var space = SearchSpace()
-        if let f = top["search"], let v = reader.choice(f, Search.allCases.map(\.rawValue)) {
-            space.search = Search(rawValue: v)!
-        }
-        if let f = top["objective"], let v = reader.choice(f, Objective.allCases.map(\.rawValue)) {
-            space.objective = Objective(rawValue: v)!
-        }
+        if let f = top["search"], let v = reader.choice(f, Search.self) { space.search = v }
+        if let f = top["objective"], let v = reader.choice(f, Objective.self) { space.objective = v }
         if let f = top["trials"], let v = reader.integer(f, in: 1...100_000) { space.trials = v }
         if let f = top["seed"], let v = reader.integer(f, in: 0...Int.max) { space.seed = UInt64(v) }
         guard let settings = top["settings"].flatMap({ reader.entries($0) }), !settings.isEmpty else {

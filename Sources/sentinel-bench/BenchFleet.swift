@@ -54,7 +54,7 @@ struct BenchFleet: AsyncParsableCommand {
         let task = Task { try await fleet.run() }
         let publishers = try (0..<sites).map { i in
             let client = try MQTTClient(clientID: "bench-site-\(i)")
-            try client.start(MQTTClient.Endpoint(url: url)!)
+            try client.start(try BenchMQTT.endpoint(url))
             return client
         }
         try await Task.sleep(for: .seconds(1))

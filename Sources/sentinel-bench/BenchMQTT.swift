@@ -87,12 +87,18 @@ struct BenchMQTT: AsyncParsableCommand {
 
     /// Receives the bench's log events until `count` distinct ids have come or `within` seconds pass: when each id
     /// first arrived, and how many came again.
+    /// The broker at `url` (the started mosquitto's, or `--broker`, which `validate` checked).
+    static func endpoint(_ url: String) throws -> MQTTClient.Endpoint {
+        guard let endpoint = MQTTClient.Endpoint(url: url) else { throw CommandError("\(url) is not a broker URL") }
+        return endpoint
+    }
+
     private static func consume(url: String, count: Int, within seconds: Double) async throws -> (
         first: [Int64: ContinuousClock.Instant], duplicates: Int
     ) {
         let client = try MQTTClient(clientID: "sentinel-bench-consumer")
         try client.subscribe("sentinel/bench/#")
-        try client.start(MQTTClient.Endpoint(url: url)!)
+        try client.start(try endpoint(url))
         var first: [Int64: ContinuousClock.Instant] = [:]
         var duplicates = 0
         let deadline = ContinuousClock.now + .seconds(seconds)

@@ -86,7 +86,7 @@ struct ZoneFileEditorTests {
                 """)
         let definition = try ServiceDefinition.parse(result, file: "shop.yml").pipeline
         #expect(definition.zoneIDs.map(\.description) == ["door/way-in", "door/counter", "hall/sofa"])
-        #expect(definition.sources[0].zones[1].normalized == false)
+        #expect(definition.sources[0].zones[1].units == .pixels)
         #expect(definition.sources[0].zones[1].emotion == false)
     }
 

@@ -336,7 +336,8 @@ struct RunCommandTests {
                     ($0["id"] as Int64, $0["payload"] as String)
                 })
         }
-        #expect(received.ids.count == 60)
+        // At least 60: one chunk may carry several events (queued messages go out in one write).
+        #expect(received.ids.count >= 60)
         for message in received where message.id != nil {
             let id = try #require(Int64(message.id!))
             let row = try #require(stored[id], "event \(id) was sent but is not in the store")

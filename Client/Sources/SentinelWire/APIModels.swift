@@ -51,11 +51,11 @@ public struct ZoneList: Sendable, Codable, Equatable {
         /// The polygon as the pipeline file writes it, `[x, y]` points in `units` (`normalized` fractions of the frame
         /// or `pixels`); absent where it is not known (a fleet learns zones from events).
         public var polygon: [[Double]]?
-        public var units: String?
+        public var units: PolygonUnits?
         public var visitors: Aggregate<Int>
 
         public init(
-            name: String, sourceId: String, emotion: Bool, polygon: [[Double]]?, units: String?,
+            name: String, sourceId: String, emotion: Bool, polygon: [[Double]]?, units: PolygonUnits?,
             visitors: Aggregate<Int>
         ) {
             self.name = name

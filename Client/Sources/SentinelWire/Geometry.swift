@@ -8,6 +8,11 @@ public struct Point: Hashable, Sendable, Codable {
     }
 }
 
+/// What a zone's polygon is measured in: `normalized` fractions of the frame (0-1) or `pixels` of it.
+public enum PolygonUnits: String, Hashable, Sendable, Codable, CaseIterable {
+    case normalized, pixels
+}
+
 /// An axis-aligned rectangle, top-left origin, in pixels of the frame it belongs to.
 public struct Box: Hashable, Sendable, Codable {
     public var x: Double
