@@ -170,11 +170,26 @@ let package = Package(
         ),
         /// Paths to the repository's models, photos and recordings, and to ../shared when it is there.
         .target(
-            name: "SentinelTestSupport", dependencies: ["SentinelModels", "SentinelSynth", "SentinelVision"],
+            name: "SentinelTestSupport",
+            dependencies: [
+                "SentinelModels", "SentinelSynth", "SentinelVision", "SentinelLoopback",
+                .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Tests/SentinelTestSupport",
             exclude: [
                 "rtsp_camera.py", "mqtt_broker.py", "dashboard_probe.py", "chromium.py", "zone_editor_probe.py",
             ]),
+        /// The real binary as a user runs it: its commands, `sentinel run` (signals, crashes, bad sources), the
+        /// installation, live cameras and the dashboard in a browser.
+        .testTarget(
+            name: "SentinelEndToEndTests",
+            dependencies: [
+                "SentinelTestSupport", "SentinelCore", "SentinelServer", "SentinelSynth", "SentinelLoopback",
+                .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]

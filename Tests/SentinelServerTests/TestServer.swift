@@ -154,7 +154,3 @@ final class TestServer: @unchecked Sendable {
         try await task.value
     }
 }
-
-extension Array where Element == EventStreamParser.Message {
-    var ids: [Int64] { compactMap { $0.id.flatMap { Int64($0) } } }
-}

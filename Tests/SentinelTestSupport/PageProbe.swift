@@ -1,11 +1,9 @@
 import Foundation
-import SentinelTestSupport
-import Testing
 
 /// A page test's browser half: a probe script of Tests/SentinelTestSupport drives Debian's headless Chromium at `url`
 /// and prints what the page showed as JSON, decoded here; its screenshot must be a real picture, and is kept where
 /// the environment variable `keepAs` names (`make screenshot`, for the README).
-func probePage<Shown: Decodable>(
+public func probePage<Shown: Decodable>(
     _ script: String, url: String, seconds: Int, folder: URL, keepAs: String, as: Shown.Type, extra: [String] = []
 ) throws -> Shown {
     let screenshot = folder.appendingPathComponent("\(script).png")
@@ -15,9 +13,11 @@ func probePage<Shown: Decodable>(
             Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/\(script).py").path, url,
             screenshot.path, "\(seconds)",
         ] + extra, timeout: Double(seconds) + 60)
-    #expect(outcome.status == 0, "\(outcome.errors)")
+    guard outcome.status == 0 else { throw TestSupportError("\(script).py failed: \(outcome.errors)") }
     let png = try Data(contentsOf: screenshot)
-    #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
+    guard png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000 else {
+        throw TestSupportError("\(script).py's screenshot is not a real picture (\(png.count) bytes)")
+    }
     if let keep = ProcessInfo.processInfo.environment[keepAs] {
         try? FileManager.default.removeItem(atPath: keep)
         try FileManager.default.copyItem(at: screenshot, to: URL(fileURLWithPath: keep))

@@ -1,0 +1,192 @@
+import Foundation
+import GRDB
+import NIOCore
+import SentinelClient
+import SentinelLoopback
+
+/// `sentinel run` as a user starts it: the real binary on a short rendered clip, looping, with the showroom pipeline's
+/// zones and the default privacy policy.
+public final class RunningSentinel: @unchecked Sendable {
+    public let process = Process()
+    public let folder: URL
+    public let database: String
+    public let logFile: URL
+    public let port: Int
+
+    public static let clip: Result<URL, any Error> = Result { try Fixtures.showroomClip(seconds: 12) }
+
+    /// The showroom pipeline's text, its source reading the short rendered clip.
+    public static func showroomOnClip() throws -> String {
+        let showroom = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
+        return showroom.replacingOccurrences(
+            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try clip.get().path)")
+    }
+
+    /// The showroom pipeline on a short rendered clip, looping, at `pace`.
+    public convenience init(pace: String) throws {
+        try self.init(pipeline: try Self.showroomOnClip(), arguments: ["--pace", pace, "--loop", "--verbose"])
+    }
+
+    /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database (or `database`, as a
+    /// restart would).
+    public convenience init(pipeline text: String, arguments: [String], database: String? = nil) throws {
+        let folder = try Fixtures.temporaryFolder()
+        let database = database ?? folder.appendingPathComponent("sentinel.sqlite").path
+        let pipeline = folder.appendingPathComponent("pipeline.yml")
+        try text.write(to: pipeline, atomically: true, encoding: .utf8)
+        try self.init(
+            arguments: ["run", pipeline.path, "--port", "0", "--database", database] + arguments, folder: folder,
+            database: database)
+    }
+
+    /// `executable` (the build's sentinel by default) with these arguments, in `directory` (the checkout), with
+    /// `environment` added to the test's; `folder` holds its log.
+    public init(
+        executable: URL = Fixtures.sentinel, arguments: [String], folder: URL, database: String,
+        directory: URL = Fixtures.root, environment: [String: String] = [:]
+    ) throws {
+        self.folder = folder
+        self.database = database
+        logFile = folder.appendingPathComponent("log.txt")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logFile)
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        // The banner names the port it bound.
+        let deadline = Date().addingTimeInterval(60)
+        var found: Int?
+        while found == nil, Date() < deadline, process.isRunning {
+            Thread.sleep(forTimeInterval: 0.1)
+            let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            found = text.firstMatch(of: /on http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
+        }
+        guard let found else {
+            process.terminate()
+            throw TestSupportError(
+                "sentinel run did not start: \((try? String(contentsOf: logFile, encoding: .utf8)) ?? "")")
+        }
+        port = found
+    }
+
+    public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Reads `/events` from the start until `count` events have arrived (or the stream ends).
+    public func events(count: Int) async throws -> [EventStreamParser.Message] {
+        try await events { $0.ids.count >= count }
+    }
+
+    /// Reads `/events` from the start until `enough` says so (or the stream ends, or `timeout` passes: a camera
+    /// played in real time on a loaded machine needs more than a recording's length). A connection that fails is
+    /// resumed with the last id received, as EventSource does (at most three times, each one printed): the SSE
+    /// guarantee under test is that no event is lost or repeated across a reconnect.
+    public func events(
+        timeout: TimeAmount = .seconds(60), until enough: @escaping ([EventStreamParser.Message]) -> Bool
+    ) async throws -> [EventStreamParser.Message] {
+        var messages: [EventStreamParser.Message] = []
+        for attempt in 0...3 {
+            var parser = EventStreamParser()
+            let resume = messages.ids.last ?? 0
+            let started = ContinuousClock.now
+            do {
+                try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(resume)", timeout: timeout) {
+                    chunk in
+                    messages += parser.feed(chunk.readableBytesView)
+                    return !enough(messages)
+                }
+                return messages
+            } catch  where attempt < 3 {
+                // What the service said about its SSE streams (at debug level, with --verbose), for the next look.
+                let said = log.split(separator: "\n").filter { $0.contains("SSE") }.suffix(6).joined(separator: "\n")
+                print(
+                    "SSE stream to sentinel run from id \(resume) failed after \(ContinuousClock.now - started) and "
+                        + "id \(messages.ids.last ?? 0), \(messages.count) messages in all (\(error)); resuming. "
+                        + "The service's log on SSE:\n\(said)")
+            }
+        }
+        return messages
+    }
+
+    /// Runs `body`; an error it throws comes back with the end of the service's log, so a failure says what the
+    /// service saw.
+    public func explained<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw TestSupportError(
+                "\(error); running: \(process.isRunning); the service's log ends: \(log.suffix(4000))")
+        }
+    }
+
+    /// A JSON document the running service answers at `path`.
+    public func json(_ path: String) async throws -> [String: Any] {
+        let body = try await LoopbackClient.fetch(port: port, path: path).1
+        guard let object = try JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            throw TestSupportError("\(path) did not answer a JSON object: \(String(decoding: body, as: UTF8.self))")
+        }
+        return object
+    }
+
+    /// Waits until a visitor is present with the clip at least 5 s from the end of its playback (its visitors stay to
+    /// the end), so that a stop then has an open visit to close; false if that does not come within `seconds`. A
+    /// visitor merely present is not enough: on a loaded machine the clip's end can close it before a signal is
+    /// handled.
+    public func waitForVisitorsMidClip(seconds: Double = 60) async throws -> Bool {
+        try await waitFor(seconds: seconds) {
+            let health = try JSONDecoder.sentinel().decode(
+                ServiceHealth.self, from: try await LoopbackClient.fetch(port: port, path: "/healthz").1)
+            guard let frames = health.sources?.first?.frames else { return false }
+            // The clip is 12 s at 15 fps (180 frames a playback); a frame is analysed or dropped once.
+            guard (30..<105).contains((frames.analysed + frames.dropped) % 180) else { return false }
+            return String(decoding: try await LoopbackClient.fetch(port: port, path: "/api/visitors").1, as: UTF8.self)
+                .contains("\"faceId\"")
+        }
+    }
+
+    /// Waits for the process to end; its exit status, or nil after `seconds`.
+    public func exitStatus(within seconds: Double) async throws -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// Every row of every table, as text.
+    public func dump() throws -> [String: [String]] {
+        let queue = try DatabaseQueue(path: database)
+        return try queue.read { db in
+            var tables: [String: [String]] = [:]
+            for table in try String.fetchAll(
+                db,
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'"
+            ) {
+                tables[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(table)").map { row in
+                    row.databaseValues.map { "\($0)" }.joined(separator: " | ")
+                }
+            }
+            return tables
+        }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// Polls `condition` until it holds (true) or `seconds` pass (false); errors count as not yet.
+public func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if (try? await condition()) == true { return true }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    return false
+}
+
+extension Array where Element == EventStreamParser.Message {
+    /// The messages' ids, as numbers.
+    public var ids: [Int64] { compactMap { $0.id.flatMap { Int64($0) } } }
+}
