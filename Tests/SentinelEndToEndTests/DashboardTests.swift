@@ -7,7 +7,7 @@ import Testing
 @Suite("Dashboard in headless Chromium", .timeLimit(.minutes(3)))
 struct DashboardTests {
     @Test(
-        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number, 'too few visitors', or 'not measured here' in the staff zone, never NaN), why a zone is withheld while visitors are listed, who is here with a pseudonym, zone, dwell and emotion, the camera running, and its three charts drawn from the reports API; opened with the aggregate token, only aggregates"
+        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number, 'too few visitors', or 'not measured here' in the staff zone, never NaN), why a zone is withheld while visitors are listed, who is here with a pseudonym, zone, dwell and emotion, one visit's zones on a click, the camera running, and its three charts drawn from the reports API, the visits one over a chosen range of days; opened with the aggregate token, only aggregates"
     )
     func inChromium() async throws {
         let token = "dashboard-token-0123456789"
@@ -30,6 +30,10 @@ struct DashboardTests {
             var visitors: [String]
             var cameras: [String]
             var charts: [String]
+            var clicked: String?
+            var visit: String?
+            var stays: [String]?
+            var rangeBucket: String?
             var body: String
         }
         // For the README's picture (make screenshot), the page is taken once the overall mood shows a number.
@@ -64,6 +68,29 @@ struct DashboardTests {
             shown.cameras.first?.wholeMatch(of: /showroom (running|behind) [\d.]+ \d+ \d+ [\d.]+ s/) != nil,
             "\(shown.cameras)")
         #expect(shown.charts.map { String($0.prefix { $0 != ":" }) } == ["occupancy", "dwell", "today"])
+        // A visitor in a zone, clicked: their visit from /api/visitors/{faceId}, each zone with its times and dwell.
+        let clicked = try #require(shown.clicked)
+        #expect(
+            shown.visit?.wholeMatch(of: /(\w+) at showroom: (here|left), .+ s in all since \d\d:\d\d:\d\d.*/)?.1
+                == clicked[...],
+            "\(clicked): \(shown.visit ?? "")")
+        let stays = shown.stays ?? []
+        #expect(!stays.isEmpty)
+        #expect(
+            stays.allSatisfy {
+                $0.wholeMatch(
+                    of: /(entrance|display|counter) \d\d:\d\d:\d\d (\d\d:\d\d:\d\d .+ s|still there .+ s so far)/)
+                    != nil
+            }, "\(stays)")
+        // Yesterday and today: the visits chart redrawn per hour, its label naming the range.
+        let yesterday = ISO8601DateFormatter.string(
+            from: Date().addingTimeInterval(-86_400), timeZone: .current, formatOptions: [.withFullDate])
+        #expect(shown.rangeBucket == "per hour", "\(shown.rangeBucket ?? "")")
+        #expect(
+            shown.charts.contains {
+                $0.hasPrefix("today: visits \(yesterday) to ") && $0.hasSuffix("in whole hour buckets")
+            },
+            "\(shown.charts)")
         #expect(!shown.body.contains("NaN") && !shown.body.contains("undefined"))
         // The page's own fetches all carried the token: nothing was refused.
         #expect(!sentinel.log.contains("401"))

@@ -5,15 +5,31 @@ usage: dashboard_probe.py URL SCREENSHOT.png SECONDS [mood]
 
 Drives Chromium over the DevTools protocol (python3-websocket): navigates to URL, waits until the dashboard shows a
 visitor, a mood gauge, its three charts drawn and a camera (opened with the aggregate token: a mood gauge and the
-zones), and with "mood" until the overall mood shows a number (for the README's picture), or SECONDS pass, saves a screenshot, and prints one line
-of JSON: what the page displays (text of the gauges, visitor rows, camera rows, status, charts drawn). The Swift test
-judges it. Chromium is killed on every exit path.
+zones), and with "mood" until the overall mood shows a number (for the README's picture), or SECONDS pass. With the
+visitor token it then clicks the first visitor (the visit's zones must show) and widens the date range to yesterday
+and today (the visits chart must be redrawn per hour). It saves a screenshot and prints one line of JSON: what the
+page displays (text of the gauges, visitor rows, the visit, camera rows, status, charts drawn). The Swift test judges
+it. Chromium is killed on every exit path.
 """
 import json
 import sys
 import time
 
 from chromium import Chromium
+
+CLICK_VISITOR = """(() => {
+  const rows = [...document.querySelectorAll('#visitors tr')];
+  const row = rows.find(r => r.cells[2].innerText !== '\u2013') || rows[0];
+  row.querySelector('button[data-visit]').click();
+  return row.cells[0].innerText;
+})()"""
+WIDEN_RANGE = """(() => {
+  const from = document.getElementById('range-from');
+  const day = new Date(new Date(from.value + 'T12:00') - 86400e3);
+  from.value = day.toISOString().slice(0, 10);
+  from.dispatchEvent(new Event('change', { bubbles: true }));
+  return from.value;
+})()"""
 
 STATE = """(() => { try {
   const text = sel => [...document.querySelectorAll(sel)].map(e => e.innerText.replace(/\\s+/g, ' ').trim());
@@ -27,6 +43,9 @@ STATE = """(() => { try {
     visitors: text('#visitors tr'),
     cameras: text('#cameras tr'),
     charts: [...document.querySelectorAll('canvas[data-drawn]')].map(e => e.id + ': ' + e.getAttribute('aria-label')),
+    visit: document.getElementById('visit').innerText,
+    stays: text('#visit-stays tr'),
+    rangeBucket: document.getElementById('range-bucket').innerText,
     body: document.body.innerText,
   });
 } catch (error) {
@@ -51,6 +70,20 @@ def main():
             if ready or time.time() > deadline:
                 break
             time.sleep(0.5)
+        if state.get("scope") == "visitors" and state.get("visitors"):
+            # A person's next steps: one visit, then a wider range of days.
+            # A visitor in a zone (one just seen may not have entered any yet).
+            while not any(row.split(" ")[2] != "\u2013" for row in state.get("visitors", [])) and time.time() < deadline + 20:
+                time.sleep(0.5)
+                state = json.loads(browser.evaluate(STATE))
+            state["clicked"] = browser.evaluate(CLICK_VISITOR)
+            while not state.get("stays") and time.time() < deadline + 20:
+                time.sleep(0.5)
+                state = {**json.loads(browser.evaluate(STATE)), "clicked": state["clicked"]}
+            browser.evaluate(WIDEN_RANGE)
+            while state.get("rangeBucket") != "per hour" and time.time() < deadline + 40:
+                time.sleep(0.5)
+                state = {**json.loads(browser.evaluate(STATE)), "clicked": state["clicked"]}
         browser.screenshot(screenshot)
         print(json.dumps(state))
 
