@@ -50,7 +50,7 @@ public struct Pipeline {
         self.detector = detector
         self.classifier = classifier
         settings = definition.visitors
-        cadence = DetectionCadence(maxFPS: definition.detectionMaxFPS)
+        cadence = DetectionCadence(maxFPS: definition.detection.maxFps)
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
     }
 
@@ -72,8 +72,8 @@ public struct Pipeline {
         detector: OpenCVFaceDetector, classifier: FaceClassifier?
     ) {
         let detector = try OpenCVFaceDetector(
-            kind: definition.detector,
-            modelPath: try models.path(of: definition.detectorModel ?? definition.detector.defaultModel),
+            kind: definition.detection.kind,
+            modelPath: try models.path(of: definition.detectorModel ?? definition.detection.kind.defaultModel),
             settings: definition.detectorSettings)
         let classifier =
             definition.emotionEnabled

@@ -11,7 +11,7 @@ extension PipelineDefinition {
             problem.message = message
             return problem
         }
-        let detectorModel = detectorModel ?? detector.defaultModel
+        let detectorModel = detectorModel ?? detection.kind.defaultModel
         do { _ = try models.path(of: detectorModel) } catch {
             problems.append(at("detector.model", "detector", error.message))
         }

@@ -10,13 +10,11 @@ import Yams
 public struct PipelineDefinition: Sendable {
     public var file: String
     public var sources: [SourceDefinition]
-    public var detector: DetectorKind
+    /// Which detector runs, and on how many frames.
+    public var detection = DetectorChoice()
     /// A model name from Models/models.yml; nil for the detector's default.
     public var detectorModel: String?
     public var detectorSettings: DetectorSettings
-    /// Frames per second of media time each source detects faces on at most (0: every frame). Frames in between
-    /// are not analysed: the tracker carries every visitor across them.
-    public var detectionMaxFPS: Double = 0
     public var visitors: VisitorSettings
     public var emotionEnabled: Bool
     public var emotionModel: String
@@ -237,7 +235,7 @@ private struct PipelineParser {
             reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
         }
         var definition = PipelineDefinition(
-            file: reader.file, sources: [], detector: .retinaface, detectorModel: nil,
+            file: reader.file, sources: [], detectorModel: nil,
             detectorSettings: .defaults(for: .retinaface),
             visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy())
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
@@ -364,19 +362,16 @@ private struct PipelineParser {
     }
 
     func detector(_ field: Field, _ definition: inout PipelineDefinition) {
-        let keys = Set(DetectorSettings.settings.map(\.key)).union(["kind", "model", "maxFps"])
+        let keys = Set((DetectorChoice.settings.map(\.key) + DetectorSettings.settings.map(\.key))).union(["model"])
         guard let fields = reader.mapping(field, keys: keys) else { return }
         // The kind first: the other settings start from its defaults.
-        if let f = fields["kind"], let kind = reader.choice(f, DetectorKind.self) {
-            definition.detector = kind
-            definition.detectorSettings = .defaults(for: definition.detector)
-        }
+        reader.apply(DetectorChoice.settings, from: fields, to: &definition.detection)
+        definition.detectorSettings = .defaults(for: definition.detection.kind)
         reader.apply(DetectorSettings.settings, from: fields, to: &definition.detectorSettings)
         if let f = fields["model"], let value = reader.string(f) {
             definition.detectorModel = value
             definition.locations["detector.model"] = reader.location(of: f)
         }
-        if let f = fields["maxFps"], let v = reader.number(f, in: 0...1000) { definition.detectionMaxFPS = v }
     }
 
     func tracker(_ field: Field, _ t: inout TrackerSettings) {
@@ -507,4 +502,23 @@ enum PolygonCheck {
         let d4 = orientation(p1, p2, q2)
         return ((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0))
     }
+}
+
+/// The `detector:` keys that choose the detector and how often it runs (its tuning is `DetectorSettings`'; `model`,
+/// a name the model manifest must know, is read by hand and checked against it).
+public struct DetectorChoice: Sendable {
+    public var kind = DetectorKind.retinaface
+    /// Frames per second of media time each source detects faces on at most (0: every frame). Frames in between
+    /// are not analysed: the tracker carries every visitor across them.
+    public var maxFps = 0.0
+
+    public init() {}
+
+    public static let settings: [Setting<DetectorChoice>] = [
+        .choice("kind", \.kind, "the face detector; the settings below start from its defaults"),
+        .number(
+            "maxFps", \.maxFps, in: 0...1000,
+            "analysed frames per media second at most, evenly spread; the tracker carries visitors between them (0: every frame)"
+        ),
+    ]
 }

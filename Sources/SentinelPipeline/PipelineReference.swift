@@ -12,11 +12,12 @@ public enum PipelineReference {
         var lines = [
             "# Every tunable setting of a pipeline file beyond its sources and zones, at its default, with what it",
             "# may be and what it means. Generated from the settings' declarations: sentinel check --reference.",
-            "# Sources, zones, detector.kind/model/maxFps, emotion.enabled/model, the privacy section's pseudonyms",
+            "# Sources, zones, detector.model, emotion.enabled/model, the privacy section's pseudonyms",
             "# and outputs, store.path/group and the server's token files and CORS origins: see README.md.",
             "version: 1",
         ]
-        lines += section("detector", DetectorSettings.settings, .defaults(for: .retinaface))
+        lines += section("detector", DetectorChoice.settings, DetectorChoice())
+        lines += section("detector", DetectorSettings.settings, .defaults(for: .retinaface)).dropFirst()
         lines += section("tracker", TrackerSettings.settings, TrackerSettings())
         lines += section("emotion", EmotionSettings.settings, EmotionSettings())
         lines += section("events", VisitorSettings.settings, VisitorSettings())

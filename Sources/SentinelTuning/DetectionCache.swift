@@ -29,7 +29,7 @@ public struct DetectionCache: Sendable {
 
     /// The cache's key for a definition: what decides the detections.
     public static func key(_ definition: PipelineDefinition) -> String {
-        ([definition.detector.rawValue, definition.detectorModel ?? "default"]
+        ([definition.detection.kind.rawValue, definition.detectorModel ?? "default"]
             + DetectorSettings.settings.map { "\($0.key)=\($0.value(in: definition.detectorSettings))" }
             + [definition.emotionEnabled ? definition.emotionModel : "no-emotion"]).joined(separator: "|")
     }

@@ -60,7 +60,7 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
     public static let thresholdRange = 0.0...1.0
     public static let minFaceSizeRange = 0.0...4096.0
 
-    /// A pipeline file's `detector:` section (`kind`, `model` and `maxFps` are the pipeline's); defaults depend on
+    /// A pipeline file's `detector:` section (`kind`, `maxFps` and `model` are the pipeline's); defaults depend on
     /// the kind.
     public static let settings: [Setting<DetectorSettings>] = [
         .integer(

@@ -42,8 +42,8 @@ struct BenchPipeline: ParsableCommand {
     func run() throws {
         let base = try loadPipeline(pipeline, models: models)
         let store = try models.store()
-        var pairs: [(DetectorKind, Int)] = [(base.detector, base.detectorSettings.longestSide)]
-        if base.detector != .centerface { pairs.append((.centerface, 640)) }
+        var pairs: [(DetectorKind, Int)] = [(base.detection.kind, base.detectorSettings.longestSide)]
+        if base.detection.kind != .centerface { pairs.append((.centerface, 640)) }
         if !configs.isEmpty {
             pairs = try configs.map { text in
                 let parts = text.split(separator: ":")
@@ -66,8 +66,8 @@ struct BenchPipeline: ParsableCommand {
             let name = URL(fileURLWithPath: recording).lastPathComponent
             for (kind, scale) in pairs {
                 var definition = base
-                if kind != base.detector {
-                    definition.detector = kind
+                if kind != base.detection.kind {
+                    definition.detection.kind = kind
                     definition.detectorModel = nil
                     definition.detectorSettings = .defaults(for: kind)
                 }
@@ -217,7 +217,7 @@ struct BenchPipeline: ParsableCommand {
         print(
             String(
                 format: "live: camera stand-in at %.0f fps (RTSP, 640x480), %@ at %d px", liveFps,
-                definition.detector.rawValue,
+                definition.detection.kind.rawValue,
                 definition.detectorSettings.longestSide))
         print(
             String(

@@ -61,9 +61,9 @@ struct Eval: ParsableCommand {
                 let labels = try RecordingLabels.read(
                     try truth ?? Labels.beside(recording),
                     derive: .of(recording, definition, logger: makeLogger("sentinel.eval")))
-                for kind in detectors.isEmpty ? [definition.detector] : detectors {
-                    if kind != definition.detector {
-                        definition.detector = kind
+                for kind in detectors.isEmpty ? [definition.detection.kind] : detectors {
+                    if kind != definition.detection.kind {
+                        definition.detection.kind = kind
                         definition.detectorModel = nil
                         definition.detectorSettings = .defaults(for: kind)
                     }

@@ -41,7 +41,7 @@ struct ConfigOverrideTests {
         #expect(definition.visitors.tracker.minIoU == 0.35)
         #expect(definition.visitors.referencePoint == .bottom)
         #expect(definition.sources[0].zones.map(\.grace) == [.seconds(1.5), .seconds(1.5)])
-        #expect(definition.detectionMaxFPS == 5)
+        #expect(definition.detection.maxFps == 5)
         // The last of two for one key wins, as on any command line.
         #expect(try load("tracker.minIoU=0.1", "tracker.minIoU=0.4").visitors.tracker.minIoU == 0.4)
     }

@@ -83,7 +83,7 @@ struct PipelineTests {
         let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
         let detector = ScriptedDetector(images, failAt: failAt)
         var definition = try Self.definition.get().forEvaluation
-        definition.detectionMaxFPS = maxFPS
+        definition.detection.maxFps = maxFPS
         let pipeline = Pipeline(
             definition: definition, source: definition.sources[0], detector: detector, classifier: nil,
             keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))

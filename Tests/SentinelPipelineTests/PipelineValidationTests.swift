@@ -95,7 +95,7 @@ struct PipelineValidationTests {
     func defaults() throws {
         let definition = try PipelineDefinition.parse(pipeline(), file: "p.yml")
         #expect(
-            definition.detector == .retinaface && definition.detectorSettings.longestSide == 320
+            definition.detection.kind == .retinaface && definition.detectorSettings.longestSide == 320
                 && definition.emotionEnabled)
         #expect(
             definition.sources[0].zones[0].inertia == .seconds(0.3)

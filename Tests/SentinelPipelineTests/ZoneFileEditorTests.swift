@@ -201,7 +201,7 @@ struct SourceSnapshotTests {
         let shown = try Image(contentsOf: file.path)
         #expect(shown.width == original.image.width && shown.height == original.image.height)
         let detector = try OpenCVFaceDetector(
-            kind: definition.detector, modelPath: try Fixtures.model(definition.detector.defaultModel),
+            kind: definition.detection.kind, modelPath: try Fixtures.model(definition.detection.kind.defaultModel),
             settings: definition.detectorSettings)
         let faces = try detector.detect(original.image)
         #expect(!faces.isEmpty, "the frame at 8 s has a visitor in it")
