@@ -10,8 +10,8 @@ public struct RunRecorder {
     public private(set) var events: [VisitorEvent] = []
     /// Every tracked box, by frame and pseudonym.
     public private(set) var tracked: [TrackSet.Entry] = []
-    /// Each frame's tracked boxes (frames with none included), as scoring against visits reads them.
-    public private(set) var observed: [Int: [(faceId: String, box: Box)]] = [:]
+    /// The frames seen, in order.
+    public private(set) var frames: [Int] = []
     /// Frames the detector ran on.
     public private(set) var analysedFrames = 0
     private var size: (width: Int, height: Int, frames: Int)?
@@ -24,11 +24,18 @@ public struct RunRecorder {
         guard let frame = step.frame else { return }
         if frame.analysed { analysedFrames += 1 }
         size = (frame.image.width, frame.image.height, frame.index + 1)
-        observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
+        frames.append(frame.index)
         tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
         stability.add(
             frame: frame.index, analysed: frame.analysed,
             detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
+    }
+
+    /// Each frame's tracked boxes (frames with none included), as scoring against visits reads them.
+    public var observed: [Int: [(faceId: String, box: Box)]] {
+        var observed = Dictionary(uniqueKeysWithValues: frames.map { ($0, [(faceId: String, box: Box)]()) })
+        for entry in tracked { observed[entry.frame, default: []].append((entry.id, entry.box)) }
+        return observed
     }
 
     /// The tracks, sized as the frames were (the last frame's index + 1 frames).
@@ -56,7 +63,7 @@ extension SourceRunner {
         let run = try evaluationRun()
         return (
             TrackingScore.evaluate(truth: truth, observed: run.observed, events: run.events, origin: origin),
-            run.observed.count
+            run.frames.count
         )
     }
 }
