@@ -236,7 +236,7 @@ private struct PipelineParser {
         }
         var definition = PipelineDefinition(
             file: reader.file, sources: [], detectorModel: nil,
-            detectorSettings: .defaults(for: .retinaface),
+            detectorSettings: .defaults(for: DetectorChoice().kind),
             visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy())
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
             if list.isEmpty { reader.report(field, "at least one source is needed") }

@@ -17,7 +17,7 @@ public enum PipelineReference {
             "version: 1",
         ]
         lines += section("detector", DetectorChoice.settings, DetectorChoice())
-        lines += section("detector", DetectorSettings.settings, .defaults(for: .retinaface)).dropFirst()
+        lines += section("detector", DetectorSettings.settings, .defaults(for: DetectorChoice().kind)).dropFirst()
         lines += section("tracker", TrackerSettings.settings, TrackerSettings())
         lines += section("emotion", EmotionSettings.settings, EmotionSettings())
         lines += section("events", VisitorSettings.settings, VisitorSettings())
