@@ -217,6 +217,7 @@ let package = Package(
             dependencies: [
                 "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
+                "SentinelVision",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),

@@ -4,9 +4,10 @@ import SentinelModels
 import SentinelVision
 import SentinelVisitors
 
-/// A frame of a source to draw zones on, with every face hidden as the review video hides it.
+/// A frame of a source with every face hidden as the review video hides it: the zone editor's frame to draw zones on
+/// (`take`), and the dashboard's still of a running camera (`Stills`).
 ///
-/// The pipeline runs on the source up to the moment asked for (a recording's media time; a camera's seconds after
+/// `take` runs the pipeline runs on the source up to the moment asked for (a recording's media time; a camera's seconds after
 /// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
 /// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
 /// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the masks are
@@ -45,11 +46,15 @@ public struct SourceSnapshot: Sendable {
         // Stopped from outside (the editor shutting down) before the frame was due.
         guard due || !stop.isSet else { throw CancellationError() }
         guard let taken else { throw VisionError(.emptyFrame, "\(runner.sourceName) gave no frame") }
-        let image = try taken.image.clone()
-        try masks.hide(in: image, taken)
-        return SourceSnapshot(
-            jpeg: try image.jpeg(), width: image.width, height: image.height, time: taken.time.seconds,
-            masked: masks.regions(taken).count)
+        return try SourceSnapshot(taken, masks: masks)
+    }
+
+    /// A frame the pipeline gave, as a JPEG with every face `masks` hides hidden (the frame itself is left as it is).
+    public init(_ frame: MaskedFrame, masks: FaceMasks) throws(VisionError) {
+        let image = try frame.image.clone()
+        try masks.hide(in: image, frame)
+        jpeg = try image.jpeg()
+        (width, height, time, masked) = (image.width, image.height, frame.time.seconds, masks.regions(frame).count)
     }
 
     /// How long before the frame a recording is entered: a visit unseen for the visit timeout has ended, so the

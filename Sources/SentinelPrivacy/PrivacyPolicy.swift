@@ -109,7 +109,8 @@ public struct RetentionPolicy: Sendable, Equatable {
     ]
 }
 
-/// How faces are hidden in a review video.
+/// How faces are hidden wherever Sentinel shows a frame (a review video, the zone editor's frame, the dashboard's
+/// camera stills), and whether `sentinel run` shows any.
 public struct ReviewSettings: Sendable, Equatable {
     public var mask: MaskStyle = .blur
     /// The masked rectangle's side relative to the face box (margin for hair, ears and box jitter).
@@ -119,6 +120,9 @@ public struct ReviewSettings: Sendable, Equatable {
     /// Face sides a predicted mask grows by per second its face has gone unseen: 2 covers a face that moves up
     /// to one side per second (a brisk walk at showroom distances) in any direction the prediction did not expect.
     public var growthPerSecond = 2.0
+    /// Serve each running camera's latest frame, every face masked, to the visitor token (`/api/still`, the
+    /// dashboard). Off by default: a face the detector never found is not masked.
+    public var stills = false
 
     public init() {}
 
@@ -130,5 +134,8 @@ public struct ReviewSettings: Sendable, Equatable {
         .number(
             "growthPerSecond", \.growthPerSecond, in: 0...10,
             "face sides a predicted mask grows by per second its face has gone unseen"),
+        .flag(
+            "stills", \.stills,
+            "serve each camera's latest frame, faces masked, to the visitor token (/api/still, the dashboard)"),
     ]
 }

@@ -84,6 +84,7 @@ public struct HTTPAPI: Sendable {
         router.get("/api/sentiment") { request, _ in try await sentiment(request) }
         router.get("/api/zones") { _, _ in zoneCounts() }
         router.get("/api/reports") { request, _ in try await reports(request) }
+        router.get("/api/still") { request, _ in try await still(request) }
         router.get("/javascript/{package}/{file}") { _, context in
             try WebLibrary.file(
                 package: context.parameters.require("package"), name: context.parameters.require("file"))
@@ -308,6 +309,36 @@ public struct HTTPAPI: Sendable {
             VisitorDetail(
                 visitor: try JSONDecoder.sentinel().decode(VisitorRecord.self, from: visit.record),
                 exitReason: visit.exitReason, stays: visit.stays))
+    }
+
+    /// A running camera's latest frame, every face masked (`Stills`); visitor scope, never cached.
+    func still(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        try APIQuery.accept(["sourceId"], in: query, of: "/api/still")
+        let sources = live.catalogue.sources
+        guard let id = query["sourceId"].map(String.init), sources.contains(id) else {
+            throw HTTPError(.badRequest, message: "sourceId= names one of \(sources.joined(separator: ", "))")
+        }
+        let stills = live.stills
+        guard stills.allowed else {
+            throw HTTPError(
+                .notFound,
+                message:
+                    "camera stills are off in this pipeline (privacy.review.stills: true turns them on; PRIVACY.md)")
+        }
+        guard stills.runs(id) else { throw HTTPError(.notFound, message: "source \(id) does not run in this process") }
+        guard let still = await stills.still(of: id, timeout: .seconds(3)) else {
+            let state = live.sourceHealth[id].map { " (\($0.state.rawValue))" } ?? ""
+            throw HTTPError(.serviceUnavailable, message: "no frame from source \(id) in 3 s\(state)")
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "image/jpeg", .cacheControl: "no-store",
+                .lastModified: Stills.httpDate(still.takenAt),
+                HTTPField.Name("X-Faces-Masked")!: "\(still.snapshot.masked)",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: still.snapshot.jpeg)))
     }
 
     func sentiment(_ request: Request) async throws -> Response {

@@ -11,6 +11,8 @@ import Synchronization
 /// and zones known and each site's state by the fleet's ingest.
 public final class LiveState: Sendable {
     private let state: Mutex<State>
+    /// Each running camera's masked still, made by that source when asked.
+    public let stills: Stills
 
     private struct State {
         var now: Now
@@ -34,9 +36,10 @@ public final class LiveState: Sendable {
         public var gauge: GaugeReading?
     }
 
-    /// `running` are the sources this process runs (their health is reported); `catalogue` every source and zone the
-    /// API knows.
-    public init(running: [String], catalogue: Catalogue, minGroupSize: Int) {
+    /// `running` are the sources this process runs (their health is reported, and their stills shown where `stills`
+    /// allows); `catalogue` every source and zone the API knows.
+    public init(running: [String], catalogue: Catalogue, minGroupSize: Int, stills: Bool = false) {
+        self.stills = Stills(sources: running, allowed: stills)
         state = Mutex(
             State(
                 now: Now(occupancy: Occupancy(minGroupSize: minGroupSize)),

@@ -61,7 +61,7 @@ public struct SentinelService: Sendable {
                             id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion, polygon: $0.polygon,
                             units: $0.units)
                     }
-                }), minGroupSize: definition.privacy.minGroupSize)
+                }), minGroupSize: definition.privacy.minGroupSize, stills: definition.privacy.review.stills)
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)

@@ -76,6 +76,17 @@ public final class SourceService: Service, Sendable {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
+    /// Masks and encodes `frame` for those waiting for a still of this source (on this thread: the frame is in hand).
+    private func deliverStill(_ frame: MaskedFrame, at date: Date) {
+        do {
+            live.stills.deliver(
+                try SourceSnapshot(frame, masks: FaceMasks(settings: definition.privacy.review)), at: date,
+                for: source.id)
+        } catch {
+            logger.warning("no still", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Runs the source until it ends (or forever, looping a recording) or until shutdown.
     private func runSource() {
         var metrics = SourceMetrics(telemetry: telemetry, source: source.id)
@@ -114,6 +125,7 @@ public final class SourceService: Service, Sendable {
                     for masked in step.events { hub.submit(masked, capturedAt: capturedAt) }
                     hub.tick(time: step.date)
                     guard let frame = step.frame else { return }
+                    if live.stills.wanted(source.id) { deliverStill(frame, at: step.date) }
                     let lag =
                         capturedAt.map {
                             (ContinuousClock.now - $0).seconds - frame.timings.detect.seconds

@@ -12,7 +12,7 @@ struct Run: AsyncParsableCommand {
         discussion: """
             Events pass the privacy mask, are stored, then streamed at GET /events (SSE, resumable with \
             Last-Event-ID). REST: /api/visitors, /api/visitors/{faceId}, /api/sentiment, /api/zones, /api/reports, \
-            /healthz, /metrics, /openapi.json; the dashboard at /. SIGTERM or Ctrl-C stops intake, ends open visits (reason shutdown), flushes the \
+            /api/still (a camera's frame, faces masked, where privacy.review.stills allows), /healthz, /metrics, /openapi.json; the dashboard at /. SIGTERM or Ctrl-C stops intake, ends open visits (reason shutdown), flushes the \
             store, ends the streams and exits 0. A recording is played as if live: its events are placed on the wall \
             clock when playback starts.
             """)
@@ -99,7 +99,7 @@ func printBanner(_ title: String, host: String, port: Int, lines: (String) -> [S
     let base = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     let rest = [
         "REST:         \(base)/api/visitors  \(base)/api/sentiment  \(base)/api/zones  \(base)/api/reports",
-        "              \(base)/healthz  \(base)/metrics  \(base)/openapi.json",
+        "              \(base)/api/still?sourceId=  \(base)/healthz  \(base)/metrics  \(base)/openapi.json",
     ]
     let text = ["\(title) on \(base)"] + (lines(base) + rest).map { "  " + $0 } + ["Ctrl-C stops.", "", ""]
     FileHandle.standardOutput.write(Data(text.joined(separator: "\n").utf8))

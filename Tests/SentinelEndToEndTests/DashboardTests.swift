@@ -7,7 +7,7 @@ import Testing
 @Suite("Dashboard in headless Chromium", .timeLimit(.minutes(3)))
 struct DashboardTests {
     @Test(
-        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number, 'too few visitors', or 'not measured here' in the staff zone, never NaN), why a zone is withheld while visitors are listed, who is here with a pseudonym, zone, dwell and emotion, one visit's zones on a click, the camera running, and its three charts drawn from the reports API, the visits one over a chosen range of days; opened with the aggregate token, only aggregates"
+        "opened from a link with ?access_token=, the page shows the mood as thermometers (a number, 'too few visitors', or 'not measured here' in the staff zone, never NaN), why a zone is withheld while visitors are listed, who is here with a pseudonym, zone, dwell and emotion, one visit's zones on a click, the camera running and what it sees with every face masked, and its three charts drawn from the reports API, the visits one over a chosen range of days; opened with the aggregate token, only aggregates"
     )
     func inChromium() async throws {
         let token = "dashboard-token-0123456789"
@@ -34,7 +34,13 @@ struct DashboardTests {
             var visit: String?
             var stays: [String]?
             var rangeBucket: String?
+            var stills: [Still]
             var body: String
+        }
+        struct Still: Decodable {
+            var caption: String
+            var width: Int
+            var zones: [String]
         }
         // For the README's picture (make screenshot), the page is taken once the overall mood shows a number.
         let picture = ProcessInfo.processInfo.environment["SENTINEL_SCREENSHOT"] != nil
@@ -68,6 +74,11 @@ struct DashboardTests {
             shown.cameras.first?.wholeMatch(of: /showroom (running|behind) [\d.]+ \d+ \d+ [\d.]+ s/) != nil,
             "\(shown.cameras)")
         #expect(shown.charts.map { String($0.prefix { $0 != ":" }) } == ["occupancy", "dwell", "today"])
+        // What the camera sees, faces masked (the demo pipeline allows stills), its three zones drawn over it.
+        let still = try #require(shown.stills.first, "\(shown.stills)")
+        #expect(shown.stills.count == 1 && still.width > 0 && still.zones == ["entrance", "display", "counter"])
+        #expect(
+            still.caption.wholeMatch(of: /showroom at \d\d:\d\d:\d\d · \d+ faces? masked/) != nil, "\(still.caption)")
         // A visitor in a zone, clicked: their visit from /api/visitors/{faceId}, each zone with its times and dwell.
         let clicked = try #require(shown.clicked)
         #expect(
@@ -101,7 +112,9 @@ struct DashboardTests {
             folder: folder, keepAs: "SENTINEL_AGGREGATE_SCREENSHOT", as: Shown.self)
         #expect(aggregates.scope == "aggregates" && aggregates.status == "aggregates only", "\(aggregates.status)")
         #expect(aggregates.gauges.first?.hasPrefix("overall: ") == true, "\(aggregates.gauges)")
-        #expect(aggregates.visitors.isEmpty && aggregates.cameras.isEmpty && aggregates.charts.isEmpty)
+        #expect(
+            aggregates.visitors.isEmpty && aggregates.cameras.isEmpty && aggregates.charts.isEmpty
+                && aggregates.stills.isEmpty)
         #expect(
             aggregates.zones.allSatisfy { $0.wholeMatch(of: /showroom \w+ (fewer than 3|\d+)/) != nil },
             "\(aggregates.zones)")

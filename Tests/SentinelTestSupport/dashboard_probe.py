@@ -4,11 +4,11 @@
 usage: dashboard_probe.py URL SCREENSHOT.png SECONDS [mood]
 
 Drives Chromium over the DevTools protocol (python3-websocket): navigates to URL, waits until the dashboard shows a
-visitor, a mood gauge, its three charts drawn and a camera (opened with the aggregate token: a mood gauge and the
+visitor, a mood gauge, its three charts drawn and a camera with its still (opened with the aggregate token: a mood gauge and the
 zones), and with "mood" until the overall mood shows a number (for the README's picture), or SECONDS pass. With the
 visitor token it then clicks the first visitor (the visit's zones must show) and widens the date range to yesterday
 and today (the visits chart must be redrawn per hour). It saves a screenshot and prints one line of JSON: what the
-page displays (text of the gauges, visitor rows, the visit, camera rows, status, charts drawn). The Swift test judges
+page displays (text of the gauges, visitor rows, the visit, camera rows and stills, status, charts drawn). The Swift test judges
 it. Chromium is killed on every exit path.
 """
 import json
@@ -46,6 +46,11 @@ STATE = """(() => { try {
     visit: document.getElementById('visit').innerText,
     stays: text('#visit-stays tr'),
     rangeBucket: document.getElementById('range-bucket').innerText,
+    stills: [...document.querySelectorAll('#stills figure')].map(f => ({
+      caption: f.querySelector('figcaption').innerText,
+      width: f.querySelector('img') ? f.querySelector('img').naturalWidth : 0,
+      zones: [...f.querySelectorAll('text')].map(t => t.textContent),
+    })),
     body: document.body.innerText,
   });
 } catch (error) {
@@ -64,7 +69,8 @@ def main():
             if state.get("scope") == "aggregates":
                 ready = state.get("gauges") and state.get("zones") and state.get("why")
             else:
-                ready = state.get("visitors") and state.get("gauges") and len(state.get("charts", [])) == 3 and state.get("cameras")
+                ready = (state.get("visitors") and state.get("gauges") and len(state.get("charts", [])) == 3 and state.get("cameras")
+                         and any(still["width"] for still in state.get("stills", [])))
             if mood:
                 ready = ready and any(g.startswith("overall: ") and g[9:].isdigit() for g in state.get("gauges", []))
             if ready or time.time() > deadline:

@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import SentinelLoopback
+import SentinelServer
+import SentinelTestSupport
+import SentinelVision
+import Testing
+
+@Suite("Camera stills", .timeLimit(.minutes(3)))
+struct StillTests {
+    @Test(
+        "/api/still gives the running camera's latest frame as the visitor token's JPEG, with people in it and no face left for the detector to find; the aggregate token is refused, an unknown camera named, and a pipeline that does not allow stills says so"
+    )
+    func masked() async throws {
+        let file = Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path
+        var definition = try ServiceDefinition.load(file)
+        #expect(definition.pipeline.privacy.review.stills, "the demo pipeline shows its camera")
+        let folder = try Fixtures.temporaryFolder()
+        for (name, token) in [("visitors", TestServer.tokens.visitors), ("aggregates", TestServer.tokens.aggregates)] {
+            try (token + "\n").write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            chmod(folder.appendingPathComponent(name).path, 0o600)
+        }
+        definition.server.tokenFile = folder.appendingPathComponent("visitors").path
+        definition.server.aggregateTokenFile = folder.appendingPathComponent("aggregates").path
+        var options = SentinelService.Options()
+        options.port = 0
+        options.pace = .realTime
+        options.loop = true
+        options.databasePath = folder.appendingPathComponent("still.sqlite").path
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let (service, port, task) = try await SentinelService.start(
+            definition: definition, models: Fixtures.store, options: options, logger: logger)
+        defer { task.cancel() }
+        let visitorToken = [("Authorization", "Bearer \(TestServer.tokens.visitors)")]
+        func still() async throws -> (LoopbackClient.Head, Data) {
+            try await LoopbackClient.fetch(port: port, path: "/api/still?sourceId=showroom", headers: visitorToken)
+        }
+
+        // A frame with a visitor in it: the recording's first visitor comes within seconds.
+        var taken: (head: LoopbackClient.Head, jpeg: Data)?
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let (head, body) = try await still()
+            #expect(head.status == 200, "\(String(decoding: body, as: UTF8.self))")
+            if head.status == 200, Int(head.header("X-Faces-Masked") ?? "") ?? 0 > 0,
+                !service.live.now.occupancy.visitors.isEmpty
+            {
+                taken = (head, body)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        let (head, jpeg) = try #require(taken, "no still with a visitor in 60 s")
+        #expect(head.header("Content-Type") == "image/jpeg" && head.header("Cache-Control") == "no-store")
+        #expect(head.header("Last-Modified")?.hasSuffix(" GMT") == true)
+        let image = folder.appendingPathComponent("still.jpg")
+        try jpeg.write(to: image)
+        let shown = try Image(contentsOf: image.path)
+        #expect(shown.width == 640 && shown.height == 480)
+        let pipeline = definition.pipeline
+        let detector = try OpenCVFaceDetector(
+            kind: pipeline.detection.kind, modelPath: try Fixtures.model(pipeline.detection.kind.defaultModel),
+            settings: pipeline.detectorSettings)
+        #expect(try detector.detect(shown).isEmpty, "a face the detector finds in the still")
+
+        // Only the visitor token sees the camera; a wrong name is answered with the right ones.
+        let (aggregate, _) = try await LoopbackClient.fetch(
+            port: port, path: "/api/still?sourceId=showroom",
+            headers: [("Authorization", "Bearer \(TestServer.tokens.aggregates)")])
+        #expect(aggregate.status == 403)
+        let (unknown, answer) = try await LoopbackClient.fetch(
+            port: port, path: "/api/still?sourceId=hall", headers: visitorToken)
+        #expect(unknown.status == 400 && String(decoding: answer, as: UTF8.self).contains("names one of showroom"))
+        await service.group.triggerGracefulShutdown()
+        try await task.value
+
+        // The code's default: no stills.
+        let server = try await TestServer()
+        let (off, body) = try await server.get("/api/still?sourceId=showroom")
+        #expect(off.status == 404 && String(decoding: body, as: UTF8.self).contains("privacy.review.stills"))
+        try await server.stop()
+    }
+}
