@@ -8,8 +8,9 @@ public final class OwnedProcess: @unchecked Sendable {
     /// The first line the child printed on standard output.
     public let firstLine: String
 
-    /// Starts `executable` and waits for its first line of output (the child prints one once it is ready).
-    public init(_ executable: String, _ arguments: [String]) throws {
+    /// Starts `executable` and waits for its first line of output (the child prints one once it is ready), unless
+    /// `waitForOutput` is false.
+    public init(_ executable: String, _ arguments: [String], waitForOutput: Bool = true) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardInput = input
@@ -18,7 +19,7 @@ public final class OwnedProcess: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         var text = ""
-        while !text.contains("\n") {
+        while waitForOutput && !text.contains("\n") {
             let chunk = output.fileHandleForReading.availableData
             guard !chunk.isEmpty else { break }
             text += String(decoding: chunk, as: UTF8.self)
@@ -42,6 +43,14 @@ public final class OwnedProcess: @unchecked Sendable {
     public func finish() {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
+    }
+
+    /// Closes the child's standard input and waits at most `seconds` for it to end; false if it is still running.
+    public func finish(within seconds: Double) -> Bool {
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        return !process.isRunning
     }
 
     /// Kills the child (SIGKILL, as a crash or a pulled cable would) and waits for it.
