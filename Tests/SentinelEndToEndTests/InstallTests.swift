@@ -19,13 +19,15 @@ struct InstallTests {
                 try? FileManager.default.removeItem(at: folder)
             }
         }
-        let make = try Fixtures.run(
-            URL(fileURLWithPath: "/usr/bin/make"),
-            [
-                "--no-print-directory", "install-files", "install-models", "DESTDIR=\(destdir.path)",
-                "BINARY=\(Fixtures.sentinel.path)",
-            ],
-            timeout: 300)
+        let make = try await Fixtures.onOwnThread {
+            try Fixtures.run(
+                URL(fileURLWithPath: "/usr/bin/make"),
+                [
+                    "--no-print-directory", "install-files", "install-models", "DESTDIR=\(destdir.path)",
+                    "BINARY=\(Fixtures.sentinel.path)",
+                ],
+                timeout: 300)
+        }
         try #require(make.status == 0, "make install-files install-models: \(make.errors)")
         let prefix = destdir.appendingPathComponent("usr/local")
         let binary = prefix.appendingPathComponent("bin/sentinel")
@@ -42,16 +44,18 @@ struct InstallTests {
         let environment = [
             "STATE_DIRECTORY": state.path, "SENTINEL_MODELS": "", "NOTIFY_SOCKET": notifications.path,
         ]
-        func sentinel(_ arguments: [String]) throws -> Fixtures.Outcome {
-            try Fixtures.run(binary, arguments, timeout: 120, in: elsewhere, environment: environment)
+        func sentinel(_ arguments: [String]) async throws -> Fixtures.Outcome {
+            try await Fixtures.onOwnThread {
+                try Fixtures.run(binary, arguments, timeout: 120, in: elsewhere, environment: environment)
+            }
         }
         let models = prefix.appendingPathComponent("share/sentinel/models")
-        let listed = try sentinel(["models"])
+        let listed = try await sentinel(["models"])
         #expect(listed.output.contains("retinaface") && listed.output.contains(models.path), "\(listed.output)")
         #expect(
             FileManager.default.fileExists(atPath: models.appendingPathComponent("retinaface_mobilenet025.onnx").path))
         #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("models").path))
-        let version = try sentinel(["--version"])
+        let version = try await sentinel(["--version"])
         #expect(
             version.output.contains(prefix.appendingPathComponent("share/sentinel/models/models.yml").path),
             "\(version.output)")
@@ -85,10 +89,14 @@ struct InstallTests {
             let staged = elsewhere.appendingPathComponent("sentinel.service")
             try unit.replacingOccurrences(of: "/usr/local/bin/sentinel", with: binary.path).write(
                 to: staged, atomically: true, encoding: .utf8)
-            let verified = try Fixtures.run(analyze, ["verify", staged.path], timeout: 60)
+            let verified = try await Fixtures.onOwnThread {
+                try Fixtures.run(analyze, ["verify", staged.path], timeout: 60)
+            }
             #expect(verified.status == 0, "\(verified.output) \(verified.errors)")
             // Its exposure as systemd rates it: 2.0 at most (the unit before this check rated 8.3, EXPOSED).
-            let security = try Fixtures.run(analyze, ["security", "--offline=true", staged.path], timeout: 60)
+            let security = try await Fixtures.onOwnThread {
+                try Fixtures.run(analyze, ["security", "--offline=true", staged.path], timeout: 60)
+            }
             let overall = security.output.split(separator: "\n").first { $0.contains("Overall exposure level") }
             let score = overall.flatMap { line in
                 line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }

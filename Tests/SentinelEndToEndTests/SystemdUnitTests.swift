@@ -15,18 +15,20 @@ struct SystemdUnitTests {
         // Not under /tmp (the unit's PrivateTmp hides it) nor /root (ProtectHome): beside the build.
         let prefix = Fixtures.root.appendingPathComponent(".build/unit-tests/\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: prefix) }
-        let make = try Fixtures.run(
-            URL(fileURLWithPath: "/usr/bin/make"),
-            [
-                "--no-print-directory", "install-files", "install-models", "PREFIX=\(prefix.path)",
-                "SYSCONFDIR=\(prefix.path)/etc", "UNITDIR=\(prefix.path)/lib/systemd/system",
-                "BINARY=\(Fixtures.sentinel.path)",
-            ],
-            timeout: 300)
+        let make = try await Fixtures.onOwnThread {
+            try Fixtures.run(
+                URL(fileURLWithPath: "/usr/bin/make"),
+                [
+                    "--no-print-directory", "install-files", "install-models", "PREFIX=\(prefix.path)",
+                    "SYSCONFDIR=\(prefix.path)/etc", "UNITDIR=\(prefix.path)/lib/systemd/system",
+                    "BINARY=\(Fixtures.sentinel.path)",
+                ],
+                timeout: 300)
+        }
         try #require(make.status == 0, "make install-files install-models: \(make.errors)")
         // The operator's one edit: a port of their choosing (a free one here).
         let pipeline = prefix.appendingPathComponent("etc/sentinel/sentinel.yml")
-        let port = try Self.freePort()
+        let port = try await Fixtures.onOwnThread { try Self.freePort() }
         let text = try String(contentsOf: pipeline, encoding: .utf8)
         try #require(text.contains("\n  port: 8080\n"))
         try text.replacingOccurrences(of: "\n  port: 8080\n", with: "\n  port: \(port)\n").write(
@@ -38,37 +40,41 @@ struct SystemdUnitTests {
                 "--pid", "--fork", "--mount", "--mount-proc",
                 Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/systemd_boot.sh").path,
             ], waitForOutput: false)
-        guard let pid1 = try Self.child(of: boot.process.processIdentifier) else {
+        let unshare = boot.process.processIdentifier
+        guard let pid1 = try await Fixtures.onOwnThread({ Self.child(of: unshare) }) else {
             boot.kill()
             Issue.record("systemd did not start")
             return
         }
-        // Powered off gracefully, else killed: SIGKILL to a namespace's init ends every process in it.
-        defer { if !boot.finish(within: 20) { kill(pid1, SIGKILL) } }
-        func inside(_ arguments: [String]) throws -> Fixtures.Outcome {
-            try Fixtures.run(
-                URL(fileURLWithPath: "/usr/bin/nsenter"), ["-t", "\(pid1)", "-m", "-p"] + arguments, timeout: 60)
+        // Should the test stop early: SIGKILL to a namespace's init ends every process in it.
+        defer { if boot.process.isRunning { kill(pid1, SIGKILL) } }
+        func inside(_ arguments: [String]) async throws -> Fixtures.Outcome {
+            try await Fixtures.onOwnThread {
+                try Fixtures.run(
+                    URL(fileURLWithPath: "/usr/bin/nsenter"), ["-t", "\(pid1)", "-m", "-p"] + arguments, timeout: 60)
+            }
         }
         // Booted: systemctl answers once its socket is there, and then waits for the start-up to finish.
-        var booted = try inside(["systemctl", "is-system-running", "--wait"])
+        var booted = try await inside(["systemctl", "is-system-running", "--wait"])
         let bootDeadline = Date().addingTimeInterval(30)
         while booted.output.isEmpty && Date() < bootDeadline {
             try await Task.sleep(for: .milliseconds(200))
-            booted = try inside(["systemctl", "is-system-running", "--wait"])
+            booted = try await inside(["systemctl", "is-system-running", "--wait"])
         }
         try #require(booted.output.hasPrefix("running"), "\(booted.output) \(booted.errors)")
         let unit = prefix.appendingPathComponent("lib/systemd/system/sentinel.service").path
-        let linked = try inside(["systemctl", "link", "--runtime", unit])
+        let linked = try await inside(["systemctl", "link", "--runtime", unit])
         try #require(linked.status == 0, "\(linked.errors)")
-        func journal() -> String {
-            (try? inside(["journalctl", "-u", "sentinel", "--no-pager", "-o", "cat"]))?.output ?? "no journal"
+        func journal() async -> String {
+            (try? await inside(["journalctl", "-u", "sentinel", "--no-pager", "-o", "cat"]))?.output ?? "no journal"
         }
 
         // Type=notify: start returns once the service said READY=1, so it serves at once.
-        let started = try inside(["systemctl", "start", "sentinel.service"])
-        #expect(started.status == 0, "\(started.errors)\n\(journal())")
-        let state = try Self.properties(
-            inside(["systemctl", "show", "sentinel", "-p", "ActiveState,SubState,MainPID"]))
+        let started = try await inside(["systemctl", "start", "sentinel.service"])
+        let startLog = started.status == 0 ? "" : await journal()
+        #expect(started.status == 0, "\(started.errors)\n\(startLog)")
+        let state = Self.properties(
+            try await inside(["systemctl", "show", "sentinel", "-p", "ActiveState,SubState,MainPID"]))
         #expect(state["ActiveState"] == "active" && state["SubState"] == "running", "\(state)")
         let (health, _) = try await LoopbackClient.fetch(port: port, path: "/healthz")
         #expect(health.status != 0, "nothing listens on \(port) once the unit is started")
@@ -80,21 +86,25 @@ struct SystemdUnitTests {
             present = head.status == 200 && String(decoding: body, as: UTF8.self).contains("\"faceId\"")
             if !present { try await Task.sleep(for: .milliseconds(500)) }
         }
-        #expect(present, "no visitor in 60 s: \(try journal().suffix(3000))")
+        let visitorLog = present ? "" : await journal()
+        #expect(present, "no visitor in 60 s: \(visitorLog.suffix(3000))")
         // A dynamic user, not root; its store in the state directory, readable by it alone.
-        let owner = try inside(["stat", "-c", "%U", "/proc/\(state["MainPID"] ?? "0")"]).output
+        let owner = try await inside(["stat", "-c", "%U", "/proc/\(state["MainPID"] ?? "0")"]).output
         #expect(owner.hasPrefix("sentinel"), "\(owner)")
-        let store = try inside(["stat", "-c", "%U %a", "/var/lib/private/sentinel/sentinel.sqlite"]).output
+        let store = try await inside(["stat", "-c", "%U %a", "/var/lib/private/sentinel/sentinel.sqlite"]).output
         #expect(store.hasPrefix("sentinel 600"), "\(store)")
 
         // SIGTERM: visits ended, the store flushed, status 0.
-        let stopped = try inside(["systemctl", "stop", "sentinel.service"])
+        let stopped = try await inside(["systemctl", "stop", "sentinel.service"])
         #expect(stopped.status == 0, "\(stopped.errors)")
-        let ended = try Self.properties(inside(["systemctl", "show", "sentinel", "-p", "Result,ExecMainStatus"]))
-        #expect(ended["Result"] == "success" && ended["ExecMainStatus"] == "0", "\(ended)\n\(journal())")
-        let log = journal()
+        let ended = Self.properties(try await inside(["systemctl", "show", "sentinel", "-p", "Result,ExecMainStatus"]))
+        let log = await journal()
+        #expect(ended["Result"] == "success" && ended["ExecMainStatus"] == "0", "\(ended)\n\(log)")
         #expect(log.contains("Sentinel is serving \(pipeline.path) on http://127.0.0.1:\(port)"), "\(log)")
         #expect(!log.contains(" error "), "\(log)")
+        // Standard input closed: the namespace powers off, systemd and everything in it end.
+        let poweredOff = try await Fixtures.onOwnThread { boot.finish(within: 20) }
+        #expect(poweredOff, "the namespace did not power off in 20 s")
     }
 
     /// `systemctl show`'s `Key=value` lines.
@@ -106,7 +116,7 @@ struct SystemdUnitTests {
     }
 
     /// The process `unshare --fork` started: PID 1 of the new namespace.
-    static func child(of pid: Int32) throws -> Int32? {
+    static func child(of pid: Int32) -> Int32? {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""

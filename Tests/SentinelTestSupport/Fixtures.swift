@@ -45,6 +45,14 @@ public enum Fixtures {
 }
 
 extension Fixtures {
+    /// Runs `body` on a thread of its own: a test that waits for a process or sleeps must not hold one of the test
+    /// run's few task threads (two on a 2-core machine), or every other test waits with it.
+    public static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
     /// Runs a program from the repository's root to its end; returns its exit status, standard output and error.
     public static func run(_ executable: URL, _ arguments: [String]) throws -> (
         status: Int32, output: String, errors: String

@@ -1,0 +1,127 @@
+import Foundation
+import Hummingbird
+import SentinelCore
+import SentinelRuntime
+
+/// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only the live
+/// figures that k-suppression protects (`/api/zones`, `/api/sentiment`) and what tells nothing of visitors
+/// (`/healthz`'s status, the OpenAPI document, the page); every other path answers 403. `/events` is not among them:
+/// its ids number every logged event, so their gaps would count visitor events; nor is `/metrics`, which counts them
+/// too; nor `/api/reports`, whose windows are the caller's to choose, so two of them a second apart would isolate the
+/// one visit between them (PRIVACY.md). A request to `/healthz` without the visitor token has the aggregate scope.
+public enum AccessScope: String, Sendable {
+    case visitors, aggregates
+
+    static let aggregatePaths: Set<String> = [
+        "/api/zones", "/api/sentiment", "/healthz", "/openapi.json", "/",
+    ]
+}
+
+/// The request context of the API: the scope the presented token grants.
+public struct APIContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var scope = AccessScope.visitors
+    public init(source: Source) { coreContext = .init(source: source) }
+}
+
+/// The bearer tokens a server accepts, one per scope; with none configured (loopback only) every request has the
+/// visitor scope.
+public struct AccessTokens: Sendable {
+    public var visitors: String?
+    public var aggregates: String?
+    public init(visitors: String? = nil, aggregates: String? = nil) {
+        self.visitors = visitors
+        self.aggregates = aggregates
+    }
+    package var isEmpty: Bool { visitors == nil && aggregates == nil }
+}
+
+/// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` and Debian's web
+/// libraries (`/javascript/`, public files that tell nothing of the box) needs a token, in an
+/// `Authorization: Bearer` header or, where a browser cannot set one, an `access_token` query parameter: `/events`
+/// (EventSource sends no headers) and the dashboard page `/` (opened from a link; its script then sends the header).
+/// The token presented sets the request's scope; with no token configured every request passes.
+struct BearerAuthentication: RouterMiddleware {
+    let tokens: AccessTokens
+
+    func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response)
+        async throws -> Response
+    {
+        guard !tokens.isEmpty, !request.uri.path.hasPrefix("/javascript/"), request.method != .options else {
+            return try await next(request, context)
+        }
+        var presented: Substring?
+        if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
+            presented = header.dropFirst("Bearer ".count)
+        } else if Self.queryTokenPaths.contains(request.uri.path) {
+            presented = request.uri.queryParameters["access_token"]
+        }
+        var context = context
+        // A probe needs no token and learns up or down; the details count frames and events: visitor scope only.
+        if request.uri.path == "/healthz" {
+            let visitors = presented.flatMap { presented in
+                tokens.visitors.map { constantTimeEqual(Array(presented.utf8), Array($0.utf8)) }
+            }
+            context.scope = visitors == true ? .visitors : .aggregates
+            return try await next(request, context)
+        }
+        if let presented, let token = tokens.visitors, constantTimeEqual(Array(presented.utf8), Array(token.utf8)) {
+            context.scope = .visitors
+        } else if let presented, let token = tokens.aggregates,
+            constantTimeEqual(Array(presented.utf8), Array(token.utf8))
+        {
+            context.scope = .aggregates
+            guard AccessScope.aggregatePaths.contains(request.uri.path) else {
+                throw HTTPError(
+                    .forbidden,
+                    message:
+                        "this token may read aggregates only (\(AccessScope.aggregatePaths.sorted().joined(separator: ", "))); "
+                        + "per-visitor records, the event stream, reports (their windows are the caller's: two could "
+                        + "isolate one visit) and the metrics need the visitor token (server.tokenFile)"
+                )
+            }
+        } else {
+            throw HTTPError(
+                .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"sentinel\""],
+                message: presented == nil
+                    ? "a bearer token is required (Authorization: Bearer ...)" : "the bearer token is not valid")
+        }
+        return try await next(request, context)
+    }
+
+    /// Where a token may come in the query string instead of the header.
+    static let queryTokenPaths: Set<String> = ["/events", "/"]
+
+    /// Compares without returning early, so the time taken does not tell how much of a guess was right.
+    private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<a.count { difference |= a[i] ^ (i < b.count ? b[i] : 0) }
+        return difference == 0
+    }
+}
+
+/// CORS for an allowlist of dashboard origins: a request from a listed origin gets it echoed back (and preflight
+/// requests an answer); any other origin gets no CORS headers, so browsers keep its pages out.
+struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
+    let origins: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let origin = request.headers[.origin], origins.contains(origin) else {
+            return try await next(request, context)
+        }
+        var response: Response
+        if request.method == .options {
+            response = Response(status: .noContent)
+            response.headers[.accessControlAllowMethods] = ReadOnlyRequests<Context>.allowed
+            response.headers[.accessControlAllowHeaders] = "Authorization, Last-Event-ID, Content-Type"
+            response.headers[.accessControlMaxAge] = "600"
+        } else {
+            response = try await next(request, context)
+        }
+        response.headers[.accessControlAllowOrigin] = origin
+        response.headers[.vary] = "Origin"
+        return response
+    }
+}

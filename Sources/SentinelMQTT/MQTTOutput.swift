@@ -1,0 +1,324 @@
+import CoreMetrics
+import Foundation
+import Logging
+import SentinelAggregates
+import SentinelCore
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelRuntime
+import SentinelStore
+import ServiceLifecycle
+
+/// The `outputs.mqtt:` section: the broker the event log is forwarded to (`connection`), under which site name, and
+/// how.
+public struct MQTTSettings: Sendable, Equatable {
+    public var connection: MQTTConnection
+    /// This box's name in topics and messages: `{topicPrefix}/{site}/...`.
+    public var site: String
+    /// Messages sent and not yet acknowledged at most.
+    public var inFlight = 100
+    /// Announce the gauge and the occupancy sensors to Home Assistant (MQTT discovery).
+    public var homeAssistant = false
+    public var discoveryPrefix = "homeassistant"
+
+    /// The client id is `sentinel-{site}` unless set.
+    public init(url: String, site: String) {
+        connection = MQTTConnection(url: url, clientId: "sentinel-\(site)")
+        self.site = site
+    }
+
+    /// The section's own declared settings, beside the connection's (`site` is read by hand).
+    public static let settings: [Setting<MQTTSettings>] = [
+        .integer("inFlight", \.inFlight, in: 1...1_000, "messages sent and not yet acknowledged at most"),
+        .flag("homeAssistant", \.homeAssistant, "announce the gauge and occupancy sensors to Home Assistant"),
+        .text("discoveryPrefix", \.discoveryPrefix, "Home Assistant's discovery prefix"),
+    ]
+
+    package static let section = "outputs.mqtt"
+    var topicPrefix: String { connection.topicPrefix }
+    var availabilityTopic: String { "\(topicPrefix)/\(site)/availability" }
+    var gaugeTopic: String { "\(topicPrefix)/\(site)/gauge" }
+    var occupancyTopic: String { "\(topicPrefix)/\(site)/occupancy" }
+}
+
+/// Forwards the event log to an MQTT broker, the log being the outbox: every event, in id order, as its SSE envelope
+/// with the site added, under `{prefix}/{site}/{stream}/{type}` at QoS 1, its log id and site also in MQTT 5 user
+/// properties so a consumer drops duplicates. A durable position advances only on PUBACK; while the broker is down
+/// or unreachable the box keeps recording and the client reconnects with backoff, then the backlog goes in order;
+/// after a restart (even kill -9) forwarding resumes after the last acknowledged id. Duplicates happen only across a
+/// crash, and carry the same id. Retained topics: the latest gauge reading (`{prefix}/{site}/gauge`), who is present
+/// by zone (`{prefix}/{site}/occupancy`, k-suppressed as `/api/zones`), and `{prefix}/{site}/availability`: `online`,
+/// or `offline` (the last will) when the box is gone. With `homeAssistant`, discovery messages announce them as
+/// sensors.
+public final class MQTTOutput: Service, Sendable {
+    let settings: MQTTSettings
+    let zones: [ZoneID]
+    /// Its `mqtt` allowlist narrows what the log holds.
+    let policy: PrivacyPolicy
+    let store: EventStore
+    let commits: Doorbell
+    let live: LiveState
+    let logger: Logger
+    let published: CoreMetrics.Counter
+    let backlog: CoreMetrics.Gauge
+    /// The name of this output's position in the store's outbox table.
+    static let outbox = "mqtt"
+
+    package init(
+        settings: MQTTSettings, zones: [ZoneID], policy: PrivacyPolicy, store: EventStore, commits: Doorbell,
+        live: LiveState, telemetry: Telemetry, logger: Logger
+    ) {
+        self.settings = settings
+        self.commits = commits
+        self.zones = zones
+        self.policy = policy
+        self.store = store
+        self.live = live
+        self.logger = logger
+        published = telemetry.mqttPublished
+        backlog = telemetry.mqttBacklog
+    }
+
+    /// What the owner of the connection keeps between rounds.
+    struct Progress {
+        /// Every id up to this one is acknowledged (and stored as such).
+        var acknowledged: Int64
+        /// Sent and waiting for PUBACK, in id order.
+        var inFlight: [(id: Int64, mid: Int32)] = []
+        var acked: Set<Int32> = []
+        /// Messages besides the log (availability, the retained gauge): their PUBACKs are not the log's.
+        var untracked: Set<Int32> = []
+        var connects = 0
+        /// Failed attempts already logged.
+        var failures = 0
+        var rejected = 0
+        /// The occupancy and the gauge reading last published (retained), to retain only changes.
+        var occupancy: Data?
+        var gauge: GaugeReading?
+        var sent: Int64 { inFlight.last?.id ?? acknowledged }
+    }
+
+    public func run() async throws {
+        let client: MQTTClient
+        do {
+            client = try connect()
+        } catch {
+            // The rest of the box goes on; /healthz says why nothing is forwarded.
+            logger.error("cannot start MQTT forwarding", metadata: ["error": "\(error)"])
+            live.updateMQTT(
+                MQTTHealth(
+                    connected: false, message: "\(error)", failedAttempts: 0, acknowledged: 0, backlog: 0,
+                    rejected: 0))
+            throw error
+        }
+        var progress = Progress(acknowledged: try await store.acknowledged(by: Self.outbox))
+        logger.info(
+            "forwarding the event log by MQTT",
+            metadata: ["broker": "\(settings.connection.url)", "after": "\(progress.acknowledged)"])
+        var failure: String?
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            // A round that fails (the store locked, a message the library refuses) is logged once and tried again:
+            // forwarding never stops the box.
+            do {
+                try await round(client, &progress)
+                failure = nil
+            } catch {
+                let message = "\(error)"
+                if message != failure { logger.error("MQTT forwarding failed", metadata: ["error": "\(message)"]) }
+                failure = message
+                try? await Task.sleep(for: .seconds(1))
+            }
+            // Woken by the writer's commit; else 50 ms on, for the broker's acknowledgements and state.
+            await commits.wait(timeout: .milliseconds(50))
+        }
+        // Shutting down: the writer has stored the last events; send them while the broker acknowledges, briefly.
+        let deadline = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < deadline, client.state.connected {
+            guard (try? await round(client, &progress)) != nil else { break }
+            if progress.inFlight.isEmpty, try await store.logBounds().last <= progress.acknowledged { break }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if client.state.connected {
+            progress.untracked.insert(
+                try client.publish(topic: settings.availabilityTopic, payload: Data("offline".utf8), retain: true))
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    /// A client set up from the settings, connecting.
+    private func connect() throws -> MQTTClient {
+        let client = try settings.connection.client(section: MQTTSettings.section)
+        try client.will(topic: settings.availabilityTopic, payload: "offline", retain: true)
+        try client.start(settings.connection.endpoint)
+        return client
+    }
+
+    /// Takes the acknowledgements, moves the durable position, sends what the window allows, and reports.
+    private func round(_ client: MQTTClient, _ progress: inout Progress) async throws {
+        let state = client.state
+        if state.failures > progress.failures {
+            logger.warning(
+                "cannot connect to the MQTT broker; trying again",
+                metadata: [
+                    "broker": "\(settings.connection.url)", "reason": "\(state.reason)", "attempt": "\(state.failures)",
+                ])
+        }
+        progress.failures = state.failures
+        if state.connected, state.connects != progress.connects {
+            progress.connects = state.connects
+            progress.untracked.insert(
+                try client.publish(topic: settings.availabilityTopic, payload: Data("online".utf8), retain: true))
+            if settings.homeAssistant {
+                for (topic, config) in discovery() {
+                    progress.untracked.insert(try client.publish(topic: topic, payload: config, retain: true))
+                }
+            }
+            progress.occupancy = nil
+            logger.notice("connected to the MQTT broker", metadata: ["broker": "\(settings.connection.url)"])
+        }
+        if state.connected {
+            let snapshot = live.now.occupancy.snapshot(zones: zones)
+            let occupancy = try JSONEncoder.sentinel().encode(
+                OccupancyMessage(
+                    visitors: snapshot.visitors,
+                    zones: Dictionary(uniqueKeysWithValues: snapshot.zones.map { ($0.key.description, $0.value) })))
+            if occupancy != progress.occupancy {
+                progress.untracked.insert(
+                    try client.publish(topic: settings.occupancyTopic, payload: occupancy, retain: true))
+                progress.occupancy = occupancy
+            }
+        }
+        for ack in client.takeAcks() where progress.untracked.remove(ack.mid) == nil {
+            if !ack.accepted {
+                // Refused for good (not authorised for the topic, say): sending it again cannot help.
+                progress.rejected += 1
+                logger.error(
+                    "the MQTT broker refused a message",
+                    metadata: ["mid": "\(ack.mid)", "reason": "\(String(ack.reason, radix: 16))"])
+            }
+            progress.acked.insert(ack.mid)
+        }
+        var advanced = false
+        while let first = progress.inFlight.first, progress.acked.remove(first.mid) != nil {
+            progress.acknowledged = first.id
+            progress.inFlight.removeFirst()
+            advanced = true
+        }
+        // An acknowledgement for no message in flight (one the library sent again) must not linger: message ids wrap
+        // at 65,535 and it would later acknowledge another message before the broker did.
+        progress.acked.formIntersection(progress.inFlight.map(\.mid))
+        if advanced { try await store.acknowledge(progress.acknowledged, by: Self.outbox) }
+        if state.connected, progress.inFlight.count < settings.inFlight {
+            for event in try await store.events(
+                after: progress.sent, limit: settings.inFlight - progress.inFlight.count)
+            {
+                let mid = try client.publish(
+                    topic: "\(settings.topicPrefix)/\(settings.site)/\(event.streamId)/\(event.type)",
+                    payload: Data(try envelope(event).utf8),
+                    properties: [("id", "\(event.id)"), ("site", settings.site)])
+                progress.inFlight.append((event.id, mid))
+                published.increment()
+                // The retained reading changes only when its figures do: a reading sent again at the gauge's steady
+                // interval is in the log (and on its topic), not retained again for every subscriber to re-record.
+                if event.type == EventEnvelope.gaugeType,
+                    let reading = try? JSONDecoder.sentinel().decode(GaugeReading.self, from: event.payload),
+                    progress.gauge.map({ !reading.sameFigures(as: $0) }) ?? true
+                {
+                    progress.gauge = reading
+                    progress.untracked.insert(
+                        try client.publish(topic: settings.gaugeTopic, payload: event.payload, retain: true))
+                }
+            }
+        }
+        let last = try await store.logBounds().last
+        backlog.record(Int(last - progress.acknowledged))
+        let oldest = try await store.events(after: progress.acknowledged, limit: 1).first
+        live.updateMQTT(
+            MQTTHealth(
+                connected: state.connected, message: state.connected ? nil : state.reason,
+                failedAttempts: state.failures, acknowledged: progress.acknowledged,
+                backlog: Int(last - progress.acknowledged),
+                oldestUnacknowledgedSeconds: oldest.map { max(0, Date().timeIntervalSince($0.time)).wholeMilliseconds },
+                rejected: progress.rejected))
+    }
+
+    /// Who is present, as the retained occupancy topic carries it: the total and each zone (`source/zone`), each
+    /// `{"value": n, "visitors": n}` or `{"suppressed": true}` below the group size.
+    struct OccupancyMessage: Encodable {
+        var visitors: Aggregate<Int>
+        var zones: [String: Aggregate<Int>]
+    }
+
+    /// Home Assistant MQTT discovery: one retained config per sensor (the mood's score and label, visitors present,
+    /// and each zone's count), all on this box's device and availability topic. A suppressed figure has no value,
+    /// which Home Assistant shows as unknown.
+    func discovery() -> [(topic: String, config: Data)] {
+        let node = "sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
+        let nodeID = String(node)
+        func sensor(_ object: String, _ name: String, _ topic: String, _ template: String, unit: String? = nil)
+            -> (String, Data)
+        {
+            var config: [String: Any] = [
+                "name": name, "unique_id": "\(nodeID)_\(object)", "object_id": "\(nodeID)_\(object)",
+                "state_topic": topic, "value_template": template,
+                "availability_topic": settings.availabilityTopic, "payload_available": "online",
+                "payload_not_available": "offline",
+                "device": [
+                    "identifiers": [nodeID], "name": "Sentinel \(settings.site)", "manufacturer": "Sentinel",
+                    "model": "visitor telemetry",
+                ],
+            ]
+            if let unit { config["unit_of_measurement"] = unit }
+            let data =
+                (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes]))
+                ?? Data()
+            return ("\(settings.discoveryPrefix)/sensor/\(nodeID)/\(object)/config", data)
+        }
+        var sensors = [
+            sensor(
+                "mood", "Mood", settings.gaugeTopic,
+                "{{ value_json.overall.value.score if value_json.overall.value is defined else None }}"),
+            sensor(
+                "mood_label", "Mood label", settings.gaugeTopic,
+                "{{ value_json.overall.value.label if value_json.overall.value is defined else None }}"),
+            sensor(
+                "visitors", "Visitors present", settings.occupancyTopic,
+                "{{ value_json.visitors.value if value_json.visitors.value is defined else None }}", unit: "visitors"),
+        ]
+        for zone in zones {
+            let key = zone.description
+            let object = "zone_\(zone.sourceId)_\(zone.name)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
+            sensors.append(
+                sensor(
+                    String(object), "Visitors in \(zone.name) (\(zone.sourceId))", settings.occupancyTopic,
+                    "{{ value_json.zones['\(key)'].value if value_json.zones['\(key)'].value is defined else None }}",
+                    unit: "visitors"))
+        }
+        return sensors
+    }
+
+    /// The SSE envelope with the site: `{"id", "site", "streamId", "sequenceNumber", "payloadType", "payload",
+    /// "timestamp"}`, a visitor event's payload narrowed to the `mqtt` allowlist.
+    func envelope(_ event: LoggedEvent) throws -> String {
+        var event = event
+        if event.type != EventEnvelope.gaugeType { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
+        let data = ServerSentEvents.envelope(for: event)
+        return "{\"site\":\(ServerSentEvents.quoted(settings.site)),\(data.dropFirst())"
+    }
+}
+
+extension MQTTSettings {
+    /// Reads the `outputs.mqtt:` section; nil when it has problems (reported).
+    package static func read(_ field: Field, _ reader: ConfigReader) -> MQTTSettings? {
+        var settings = MQTTSettings(url: "", site: "")
+        let keys = Set((MQTTConnection.settings.map(\.key) + Self.settings.map(\.key) + ["site"]))
+        guard let fields = reader.mapping(field, keys: keys.union(MQTTConnection.handRead)) else { return nil }
+        let before = reader.problems.count
+        if let f = reader.required(fields, "site", in: field), let site = reader.name(f, of: "a site id") {
+            settings = MQTTSettings(url: "", site: site)
+        }
+        reader.apply(Self.settings, from: fields, to: &settings)
+        settings.connection.read(fields, in: field, reader)
+        return reader.problems.count == before ? settings : nil
+    }
+}

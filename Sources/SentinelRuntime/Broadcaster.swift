@@ -1,0 +1,208 @@
+import Foundation
+import SentinelCore
+import SentinelStore
+import Synchronization
+
+/// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.
+/// The zone filter applies to visitor events; gauge readings have no zone and pass it. A zone is written `name` (that
+/// zone at every camera) or `source/name` (at one camera).
+public struct EventFilter: Sendable, Equatable {
+    public var sources: Set<String>?
+    public var zones: Set<String>?
+    public var types: Set<String>?
+
+    public init(sources: Set<String>? = nil, zones: Set<String>? = nil, types: Set<String>? = nil) {
+        self.sources = sources
+        self.zones = zones
+        self.types = types
+    }
+
+    public func matches(_ event: LoggedEvent) -> Bool {
+        if let types, !types.contains(event.type) { return false }
+        if event.type == EventEnvelope.gaugeType { return true }
+        if let sources, !sources.contains(event.streamId) { return false }
+        if let zones {
+            guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+/// Fans committed events out to SSE clients. Each client has a bounded queue: one that falls behind by more than
+/// its bound is cut off (and told why) instead of slowing the pipeline or the other clients.
+public final class Broadcaster: Sendable {
+    private let state = Mutex(State())
+    private let telemetry: Telemetry
+    /// Rung after every commit, for what follows the log without a queue of its own (the MQTT output).
+    package let commits = Doorbell()
+
+    private struct State {
+        var subscriptions: [Int: Subscription] = [:]
+        var nextID = 0
+        var closed = false
+    }
+
+    public init(telemetry: Telemetry) { self.telemetry = telemetry }
+
+    /// What a client's queue holds.
+    public enum Item: Sendable {
+        case event(LoggedEvent, message: String)
+        case heartbeat
+    }
+
+    /// One client's queue. The writer offers each commit's messages at once; the client's stream takes everything
+    /// queued at once and writes it in one go, so a client that is a few messages behind catches up in one write
+    /// instead of one per message. Bounded in events: beyond `capacity` the client is cut off.
+    public final class Subscription: Sendable {
+        public let id: Int
+        public let filter: EventFilter
+        private let capacity: Int
+        private let queue = Mutex(Queue())
+        /// Messages lost since the client was cut off (0 while it keeps up).
+        private let cut = Atomic(0)
+
+        private struct Queue {
+            var items: [Item] = []
+            var events = 0
+            var finished = false
+            var waiter: CheckedContinuation<[Item]?, Never>?
+
+            /// What a waiting reader gets now: everything queued, or the end; nil while it must wait.
+            mutating func take() -> [Item]?? {
+                if !items.isEmpty {
+                    defer {
+                        items = []
+                        events = 0
+                    }
+                    return .some(items)
+                }
+                return finished ? .some(nil) : nil
+            }
+        }
+
+        init(id: Int, filter: EventFilter, capacity: Int) {
+            self.id = id
+            self.filter = filter
+            self.capacity = capacity
+        }
+
+        /// How many messages were lost when the client was cut off (0 while it keeps up).
+        public var droppedMessages: Int { cut.load(ordering: .relaxed) }
+
+        /// Queues a heartbeat, unless something is queued already (it keeps the connection alive as well).
+        public func heartbeat() {
+            resume { queue in
+                guard queue.items.isEmpty, !queue.finished else { return }
+                queue.items.append(.heartbeat)
+            }
+        }
+
+        /// Everything queued since the last call, at once; nil once the queue has ended and been emptied.
+        public func next() async -> [Item]? {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let ready = queue.withLock { queue -> [Item]?? in
+                        if let taken = queue.take() { return taken }
+                        queue.waiter = continuation
+                        return nil
+                    }
+                    if let ready { continuation.resume(returning: ready) }
+                }
+            } onCancel: {
+                finish()
+            }
+        }
+
+        /// Ends the queue: the reader gets what is queued, then nil.
+        public func finish() { resume { $0.finished = true } }
+
+        /// Queues one commit's messages for this client; false when they do not fit and the client has been cut off.
+        /// Called by the writer alone.
+        fileprivate func offer(_ messages: [Item]) -> Bool {
+            if cut.load(ordering: .relaxed) > 0 {
+                cut.add(messages.count, ordering: .relaxed)
+                return false
+            }
+            var fits = true
+            resume { queue in
+                guard !queue.finished else { return }
+                guard queue.events + messages.count <= capacity else {
+                    fits = false
+                    queue.finished = true
+                    return
+                }
+                if queue.items.count == 1, case .heartbeat = queue.items[0] { queue.items = [] }
+                queue.items += messages
+                queue.events += messages.count
+            }
+            if !fits { cut.add(messages.count, ordering: .relaxed) }
+            return fits
+        }
+
+        /// Changes the queue and wakes a waiting reader with what it may take now.
+        private func resume(_ change: (inout Queue) -> Void) {
+            let (waiter, taken) = queue.withLock { queue -> (CheckedContinuation<[Item]?, Never>?, [Item]?) in
+                change(&queue)
+                guard let waiter = queue.waiter, let taken = queue.take() else { return (nil, nil) }
+                queue.waiter = nil
+                return (waiter, taken)
+            }
+            waiter?.resume(returning: taken)
+        }
+    }
+
+    /// A new client's queue, or nil when `limit` clients are already subscribed.
+    public func subscribe(_ filter: EventFilter, capacity: Int, limit: Int = .max) -> Subscription? {
+        let (subscription, count): (Subscription?, Int) = state.withLock { state in
+            guard state.subscriptions.count < limit else { return (nil, state.subscriptions.count) }
+            state.nextID += 1
+            let subscription = Subscription(id: state.nextID, filter: filter, capacity: capacity)
+            if state.closed {
+                subscription.finish()
+            } else {
+                state.subscriptions[state.nextID] = subscription
+            }
+            return (subscription, state.subscriptions.count)
+        }
+        telemetry.sseSubscribers.record(count)
+        return subscription
+    }
+
+    public func unsubscribe(_ subscription: Subscription) {
+        subscription.finish()
+        let count = state.withLock { state in
+            state.subscriptions[subscription.id] = nil
+            return state.subscriptions.count
+        }
+        telemetry.sseSubscribers.record(count)
+    }
+
+    public var subscriberCount: Int { state.withLock { $0.subscriptions.count } }
+
+    /// Offers committed events to every client whose filter matches; each message is rendered once.
+    public func publish(_ events: [LoggedEvent]) {
+        guard !events.isEmpty else { return }
+        commits.ring()
+        let messages = events.map { Item.event($0, message: ServerSentEvents.message(for: $0)) }
+        let current = state.withLock { Array($0.subscriptions.values) }
+        for subscription in current {
+            let matching = messages.filter { message in
+                guard case .event(let event, _) = message else { return false }
+                return subscription.filter.matches(event)
+            }
+            guard !matching.isEmpty else { continue }
+            if !subscription.offer(matching) { telemetry.droppedBySlowClient.increment(by: matching.count) }
+        }
+    }
+
+    /// Ends every stream (at shutdown): clients get what is queued, then the end of the response.
+    public func close() {
+        let current = state.withLock { state in
+            state.closed = true
+            return Array(state.subscriptions.values)
+        }
+        for subscription in current { subscription.finish() }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import SentinelAggregates
+import SentinelCore
+import SentinelPrivacy
+import SentinelStore
+import Synchronization
+
+/// Where the sources hand over what the mask let through, for the store writer: a bounded queue and nothing else.
+/// Sources never block here: when the database cannot keep up or is down, the oldest waiting entries are dropped
+/// beyond the bound, and counted.
+public final class Hub: Sendable {
+    private let queue: Mutex<Queue>
+    private let bound: Int
+    private let telemetry: Telemetry
+    private let wake: AsyncStream<Void>.Continuation
+    /// Ticks whenever something is waiting.
+    let wakeups: AsyncStream<Void>
+
+    /// What waits, in the order the sources handed it over.
+    enum Entry: Sendable {
+        /// A visitor event as the mask made it for the store; `capturedAt` is when its frame was captured, if known
+        /// (for the latency metric); `origin` where it was logged first, if another box forwarded it.
+        case event(MaskedEvent, capturedAt: ContinuousClock.Instant?, origin: Publication.Origin? = nil)
+        /// A frame was processed at this time (media time on the wall clock): the gauge may publish a reading.
+        case tick(Date)
+        /// What the writer made of an event or a tick and the store refused: put back to be written as it is.
+        case publication(Publication, capturedAt: ContinuousClock.Instant?)
+    }
+
+    private struct Queue {
+        var pending: [Entry] = []
+        var dropped = 0
+
+        /// Drops the oldest beyond `bound`; returns how many went.
+        mutating func trim(to bound: Int) -> Int {
+            let excess = max(pending.count - bound, 0)
+            pending.removeFirst(excess)
+            dropped += excess
+            return excess
+        }
+    }
+
+    public init(bound: Int, telemetry: Telemetry) {
+        queue = Mutex(Queue())
+        self.bound = bound
+        self.telemetry = telemetry
+        (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// A visitor event as the mask gave it (the writer derives the published copy from the store's).
+    public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent], capturedAt: ContinuousClock.Instant? = nil) {
+        guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
+        append(.event(stored, capturedAt: capturedAt))
+    }
+
+    /// What another box logged and forwarded (`sentinel fleet`): a visitor event as this box's policy stores it.
+    public func forward(_ stored: MaskedEvent, origin: Publication.Origin) {
+        append(.event(stored, capturedAt: nil, origin: origin))
+    }
+
+    /// A gauge reading another box logged and forwarded: logged as it is, in that site's gauge stream.
+    public func forward(_ reading: GaugeReading, origin: Publication.Origin) {
+        append(.publication(.gauge(reading, origin: origin), capturedAt: nil))
+    }
+
+    /// A frame was processed at `time`. Ticks with nothing between them are one: only the latest counts, so a
+    /// writer that is behind finds one tick per run of frames without events, not one per frame.
+    public func tick(time: Date) {
+        append(.tick(time))
+    }
+
+    private func append(_ entry: Entry) {
+        let (dropped, depth) = queue.withLock { queue in
+            if case .tick = entry, case .tick = queue.pending.last {
+                queue.pending[queue.pending.count - 1] = entry
+            } else {
+                queue.pending.append(entry)
+            }
+            return (queue.trim(to: bound), queue.pending.count)
+        }
+        report(dropped: dropped, depth: depth)
+        wake.yield()
+    }
+
+    /// Takes up to `limit` waiting entries, oldest first.
+    func take(limit: Int) -> [Entry] {
+        let (batch, depth) = queue.withLock { queue in
+            let batch = Array(queue.pending.prefix(limit))
+            queue.pending.removeFirst(batch.count)
+            return (batch, queue.pending.count)
+        }
+        report(dropped: 0, depth: depth)
+        return batch
+    }
+
+    /// Puts back a batch the store could not take, ahead of what arrived since (still within the bound).
+    func putBack(_ batch: [Entry]) {
+        let (dropped, depth) = queue.withLock { queue in
+            queue.pending.insert(contentsOf: batch, at: 0)
+            return (queue.trim(to: bound), queue.pending.count)
+        }
+        report(dropped: dropped, depth: depth)
+    }
+
+    /// Metrics are reported once the queue's lock is released: no other lock is ever taken while it is held.
+    private func report(dropped: Int, depth: Int) {
+        if dropped > 0 { telemetry.droppedByStoreBuffer.increment(by: dropped) }
+        telemetry.storeQueueDepth.record(depth)
+    }
+
+    /// Entries waiting, and entries dropped by the bound since start.
+    package var counts: (waiting: Int, dropped: Int) { queue.withLock { ($0.pending.count, $0.dropped) } }
+
+    func wakeUp() { wake.yield() }
+}

@@ -1,0 +1,224 @@
+import CoreMetrics
+import Foundation
+import Logging
+import Metrics
+import SentinelAggregates
+import SentinelCore
+import SentinelPrivacy
+import SentinelStore
+import ServiceLifecycle
+
+/// The one owner of everything after the mask: takes what the sources handed to the hub, in order, derives what
+/// each output may show, feeds the gauge, writes the store in batches (one transaction each), then hands what was
+/// committed to the SSE clients and to who-is-present: nothing is published before it is durable, so a client that
+/// resumes from the store never misses or repeats an event. While the database cannot be written, what the writer
+/// made of its batch goes back to the hub (bounded) and the writer retries with backoff. Retention runs when it is
+/// due, between batches.
+public final class StoreWriter: Service, Sendable {
+    let store: EventStore
+    let hub: Hub
+    let broadcaster: Broadcaster
+    let live: LiveState
+    let telemetry: Telemetry
+    let logger: Logger
+    let policy: PrivacyPolicy
+    let gauge: SentimentGauge
+    /// Publications per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
+    /// the smallest queue: a client that keeps up is never cut off by one batch.
+    let batchLimit: Int
+
+    /// What the writing task alone holds between batches.
+    struct Progress {
+        var gauge: SentimentGauge
+        /// Who is present and the latest reading, from committed publications.
+        var now: LiveState.Now
+        var retention: RetentionJob
+        /// The store's last failure, to log a change of state once, not every retry.
+        var failure: StoreError?
+    }
+
+    public init(
+        store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
+        gauge: SentimentGauge, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
+    ) {
+        batchLimit = min(500, max(1, clientBufferEvents / 2))
+        self.store = store
+        self.hub = hub
+        self.broadcaster = broadcaster
+        self.live = live
+        self.policy = policy
+        self.gauge = gauge
+        self.telemetry = telemetry
+        self.logger = logger
+    }
+
+    /// After a crash: the gauge's window comes back from the log, and the visits the crash left open end, published
+    /// like any exit, so no client keeps showing a visitor who is gone. Visits beyond retention are about to be
+    /// deleted, not announced. What the log holds is checked as if it came from outside (`EventCheck`): a store
+    /// written before events were checked may hold what would now be refused, and that is skipped, not voted with.
+    private func recover(_ gauge: inout SentimentGauge) async {
+        let decoder = JSONDecoder.sentinel()
+        let check = EventCheck(timeResolution: policy.timestampResolution)
+        var skipped = 0
+        func passes(_ event: VisitorEvent) -> Bool {
+            if (try? check.validate(event)) != nil { return true }
+            skipped += 1
+            return false
+        }
+        do {
+            let window = try await store.visitorEvents(since: Date().addingTimeInterval(-gauge.settings.windowSeconds))
+            for case let event? in window.map({ try? decoder.decode(VisitorEvent.self, from: $0) }) where passes(event)
+            {
+                gauge.record(event)
+            }
+        } catch {
+            logger.error("cannot read the gauge's window from the store", metadata: ["error": "\(error.message)"])
+        }
+        let kept = Date().addingTimeInterval(-policy.retention.maxAgeSeconds)
+        for record in store.interrupted {
+            guard let visitor = try? decoder.decode(VisitorRecord.self, from: record),
+                (visitor.lastSeen ?? .distantPast) >= kept
+            else { continue }
+            let exit = policy.interruptedExit(of: visitor)
+            if passes(exit.event) { hub.submit([.store: exit]) }
+        }
+        if skipped > 0 {
+            logger.warning(
+                "skipped stored events that fail the event checks (written before they existed?)",
+                metadata: ["count": "\(skipped)"])
+        }
+    }
+
+    public func run() async throws {
+        var progress = Progress(
+            gauge: gauge, now: live.now, retention: RetentionJob(policy: policy.retention))
+        await recover(&progress.gauge)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
+            // forgets on time.
+            group.addTask { [hub, interval = policy.retention.intervalSeconds] in
+                while true {
+                    hub.wakeUp()
+                    try await Task.sleep(for: .seconds(interval))
+                }
+            }
+            var backoff = Duration.milliseconds(250)
+            for await _ in hub.wakeups.cancelOnGracefulShutdown() {
+                if await flush(&progress) {
+                    backoff = .milliseconds(250)
+                } else {
+                    try? await Task.sleep(for: backoff)
+                    backoff = min(backoff * 2, .seconds(8))
+                    hub.wakeUp()
+                }
+            }
+            group.cancelAll()
+        }
+        // Shutting down: the sources have stopped; write what they left, trying a little longer if the database is down.
+        for attempt in 0..<5 where !(await flush(&progress)) {
+            try? await Task.sleep(for: .milliseconds(200 << attempt))
+        }
+        let left = hub.counts.waiting
+        if left > 0 {
+            logger.error(
+                "events not stored at shutdown",
+                metadata: ["count": "\(left)", "reason": "\(progress.failure.map(\.message) ?? "")"])
+        }
+        broadcaster.close()
+    }
+
+    /// The publications a batch of the hub's entries makes, in order: each event's store copy and published copy
+    /// (the gauge votes with the latter), and the gauge's readings as the ticks make them due.
+    private func publications(_ entries: [Hub.Entry], gauge: inout SentimentGauge)
+        -> [(publication: Publication, capturedAt: ContinuousClock.Instant?)]
+    {
+        entries.compactMap { entry in
+            switch entry {
+            case .event(let stored, let capturedAt, let origin):
+                let published = policy.published(stored)
+                gauge.record(published)
+                return (.visitor(stored: stored, published: published, origin: origin), capturedAt)
+            case .tick(let time):
+                return gauge.tick(now: time).map { (.gauge($0), nil) }
+            case .publication(let publication, let capturedAt):
+                return (publication, capturedAt)
+            }
+        }
+    }
+
+    /// Writes everything waiting; false when the database refused (what the writer made of the batch is back in
+    /// the hub).
+    func flush(_ progress: inout Progress) async -> Bool {
+        while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
+            let made = publications(entries, gauge: &progress.gauge)
+            guard !made.isEmpty else { continue }
+            let batch = made.map(\.publication)
+            let start = ContinuousClock.now
+            let logged: [LoggedEvent]
+            do {
+                logged = try await store.append(batch)
+            } catch {
+                hub.putBack(made.map { .publication($0.publication, capturedAt: $0.capturedAt) })
+                if progress.failure?.code != error.code {
+                    logger.error(
+                        "cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
+                }
+                progress.failure = error
+                live.updateDatabase {
+                    $0.writable = false
+                    $0.message = error.message
+                }
+                return false
+            }
+            telemetry.storeLatency.recordInterval(since: start)
+            if progress.failure != nil {
+                logger.notice(
+                    "the store is writable again; flushing the events kept in memory",
+                    metadata: ["waiting": "\(hub.counts.waiting + batch.count)"])
+                progress.failure = nil
+            }
+            live.updateDatabase {
+                $0.writable = true
+                $0.message = nil
+            }
+            var visitorEvents: [MaskedEvent] = []
+            for publication in batch {
+                switch publication {
+                case .visitor(_, let published, _):
+                    progress.now.occupancy.process(published)
+                    visitorEvents.append(published)
+                case .gauge(let reading, nil): progress.now.gauge = reading
+                case .gauge: break
+                }
+            }
+            live.publish(progress.now)
+            telemetry.record(visitorEvents)
+            telemetry.record(
+                progress.now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), progress.now.gauge)
+            let published = ContinuousClock.now
+            broadcaster.publish(logged)
+            telemetry.publishLatency.recordInterval(since: published)
+            for case let captured? in made.map(\.capturedAt) {
+                telemetry.captureToPublish.recordInterval(since: captured)
+            }
+            telemetry.eventsPublished.increment(by: logged.count)
+        }
+        runRetention(&progress.retention)
+        return true
+    }
+
+    private func runRetention(_ retention: inout RetentionJob) {
+        var target = store
+        do {
+            if let deleted = try retention.runIfDue(now: Date(), on: &target), deleted > 0 {
+                logger.info("retention deleted old records", metadata: ["count": "\(deleted)"])
+            }
+        } catch {
+            logger.error("retention failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension CoreMetrics.Timer {
+    func recordInterval(since start: ContinuousClock.Instant) { record(duration: ContinuousClock.now - start) }
+}

@@ -1,0 +1,207 @@
+import CoreMetrics
+import Foundation
+import Metrics
+import Prometheus
+import SentinelAggregates
+import SentinelCore
+import SentinelPrivacy
+
+/// Every metric `/metrics` shows, made through swift-metrics on a registry of this server's own (no global
+/// bootstrap, so several servers can live in one process, as in tests).
+public final class Telemetry: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5),
+        ]
+        // The dwell bins are the reports' and the dashboard's: one set of edges everywhere.
+        factory.valueHistogramBuckets["sentinel_zone_dwell_seconds"] = Report.dwellBins
+        self.factory = factory
+        sseSubscribers = CoreMetrics.Gauge(label: "sentinel_sse_subscribers", factory: factory)
+        storeQueueDepth = CoreMetrics.Gauge(
+            label: "sentinel_queue_depth", dimensions: [("queue", "store")], factory: factory)
+        eventsPublished = CoreMetrics.Counter(label: "sentinel_events_published_total", factory: factory)
+        droppedByStoreBuffer = CoreMetrics.Counter(
+            label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
+        droppedBySlowClient = CoreMetrics.Counter(
+            label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
+        mqttPublished = CoreMetrics.Counter(label: "sentinel_mqtt_published_total", factory: factory)
+        mqttBacklog = CoreMetrics.Gauge(label: "sentinel_mqtt_backlog_events", factory: factory)
+        fleetReceived = CoreMetrics.Counter(
+            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "stored")], factory: factory)
+        fleetDuplicates = CoreMetrics.Counter(
+            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "duplicate")], factory: factory)
+        fleetRejected = CoreMetrics.Counter(
+            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "rejected")], factory: factory)
+        fleetMissing = CoreMetrics.Counter(label: "sentinel_fleet_missing_events_total", factory: factory)
+        storeLatency = CoreMetrics.Timer(
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
+            factory: factory)
+        publishLatency = CoreMetrics.Timer(
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "publish")],
+            preferredDisplayUnit: .seconds, factory: factory)
+        captureToPublish = CoreMetrics.Timer(
+            label: "sentinel_capture_to_publish_seconds", preferredDisplayUnit: .seconds, factory: factory)
+    }
+
+    /// SSE clients connected now.
+    public let sseSubscribers: CoreMetrics.Gauge
+    /// Publications waiting to be written to the store.
+    public let storeQueueDepth: CoreMetrics.Gauge
+    /// Events committed to the log and offered to the SSE clients.
+    public let eventsPublished: CoreMetrics.Counter
+    /// Publications dropped because the store could not be written for so long that the buffer filled.
+    public let droppedByStoreBuffer: CoreMetrics.Counter
+    /// Messages a slow SSE client did not get because it was cut off.
+    public let droppedBySlowClient: CoreMetrics.Counter
+    /// Log events sent to the MQTT broker (again after a crash, so at least the events forwarded).
+    public let mqttPublished: CoreMetrics.Counter
+    /// Log events the broker has not acknowledged yet.
+    public let mqttBacklog: CoreMetrics.Gauge
+    /// A fleet's messages from its sites: stored, dropped as duplicates, rejected as malformed.
+    public let fleetReceived: CoreMetrics.Counter
+    public let fleetDuplicates: CoreMetrics.Counter
+    public let fleetRejected: CoreMetrics.Counter
+    /// Site log ids a fleet never received (gaps in a site's ids).
+    public let fleetMissing: CoreMetrics.Counter
+    public let storeLatency: CoreMetrics.Timer
+    public let publishLatency: CoreMetrics.Timer
+    /// From the capture of the frame an event came from to the event's being committed and offered to SSE clients.
+    public let captureToPublish: CoreMetrics.Timer
+
+    /// A fleet's refusals by site (`unknown` for a site it never heard of: names from outside must not grow the
+    /// metric without bound) and reason.
+    public func fleetRejections(site: String, reason: InvalidEvent.Reason) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(
+            label: "sentinel_fleet_rejected_total", dimensions: [("site", site), ("reason", reason.rawValue)],
+            factory: factory)
+    }
+
+    /// Latency of one pipeline stage per frame (or per batch, for the store and the fan-out).
+    public func stage(_ name: String) -> CoreMetrics.Timer {
+        CoreMetrics.Timer(
+            label: "sentinel_stage_duration_seconds", dimensions: [("stage", name)], preferredDisplayUnit: .seconds,
+            factory: factory)
+    }
+
+    /// Frames per second one source analysed, over the last second.
+    public func fps(source: String) -> CoreMetrics.Gauge {
+        CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("sourceId", source)], factory: factory)
+    }
+
+    /// Frames one source's capture edge received, handed to analysis, and dropped because analysis was behind: exact
+    /// counts, not estimates.
+    public func frames(source: String) -> (
+        captured: CoreMetrics.Counter, analysed: CoreMetrics.Counter, dropped: CoreMetrics.Counter
+    ) {
+        func counter(_ name: String) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(
+                label: "sentinel_frames_\(name)_total", dimensions: [("sourceId", source)], factory: factory)
+        }
+        return (counter("captured"), counter("analysed"), counter("dropped"))
+    }
+
+    /// The showroom's figures from one committed batch of published visitor events: visits started, visits ended
+    /// by reason, and the dwell of each finished zone stay (by camera and zone).
+    func record(_ events: [MaskedEvent]) {
+        for masked in events {
+            let event = masked.event
+            switch event.type {
+            case .entered:
+                CoreMetrics.Counter(label: "sentinel_visits_started_total", factory: factory).increment()
+            case .exited:
+                CoreMetrics.Counter(
+                    label: "sentinel_visits_ended_total", dimensions: [("reason", event.reason?.rawValue ?? "unknown")],
+                    factory: factory
+                ).increment()
+            case .zoneExited:
+                if let stay = event.stay, let dwell = stay.dwellSeconds {
+                    CoreMetrics.Recorder(
+                        label: "sentinel_zone_dwell_seconds",
+                        dimensions: [("sourceId", event.visitor.sourceId), ("zone", stay.zone)], factory: factory
+                    ).record(dwell)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Who is present and the mood, as `/api/zones` and `/api/sentiment` publish them: a figure suppressed for
+    /// having fewer than `minGroupSize` visitors behind it is NaN (no value in Prometheus), never its count.
+    func record(_ occupancy: Occupancy.Snapshot, _ gauge: GaugeReading?) {
+        func value<V>(_ aggregate: Aggregate<V>?, _ number: (V) -> Double) -> Double {
+            aggregate?.value.map(number) ?? .nan
+        }
+        CoreMetrics.Gauge(label: "sentinel_visitors_present", factory: factory).record(
+            value(occupancy.visitors) { Double($0) })
+        for (zone, count) in occupancy.zones {
+            CoreMetrics.Gauge(
+                label: "sentinel_zone_visitors_present",
+                dimensions: [("sourceId", zone.sourceId), ("zone", zone.name)],
+                factory: factory
+            ).record(value(count) { Double($0) })
+        }
+        guard let gauge else { return }
+        CoreMetrics.Gauge(label: "sentinel_mood_score", factory: factory).record(
+            value(gauge.overall) { Double($0.score) })
+        for (source, zones) in gauge.zones {
+            for (zone, level) in zones {
+                CoreMetrics.Gauge(
+                    label: "sentinel_zone_mood_score", dimensions: [("sourceId", source), ("zone", zone)],
+                    factory: factory
+                ).record(value(level) { Double($0.score) })
+            }
+        }
+    }
+
+    /// What each metric means, as `# HELP` says it. swift-metrics has no place for help text, so it is kept here,
+    /// one line per metric name, and put before the registry's `# TYPE` line.
+    static let help: [String: String] = [
+        "sentinel_source_fps": "Frames one source analysed per second, over the last second.",
+        "sentinel_frames_captured_total": "Frames a source's capture edge received.",
+        "sentinel_frames_analysed_total": "Frames a source's capture edge handed to analysis.",
+        "sentinel_frames_dropped_total": "Frames dropped at a source's capture edge because analysis was behind.",
+        "sentinel_capture_to_publish_seconds":
+            "From the capture of the frame an event came from to the event's being committed and offered to SSE clients.",
+        "sentinel_stage_duration_seconds": "Time one pipeline stage took, per frame (per batch for store and publish).",
+        "sentinel_queue_depth": "Publications waiting to be written to the store.",
+        "sentinel_events_published_total": "Events committed to the log and offered to the SSE clients.",
+        "sentinel_events_dropped_total":
+            "Events lost: the store buffer overflowed while the database could not be written, or a slow SSE client was cut off.",
+        "sentinel_sse_subscribers": "SSE clients connected now.",
+        "sentinel_mqtt_published_total": "Log events sent to the MQTT broker.",
+        "sentinel_mqtt_backlog_events": "Log events the MQTT broker has not acknowledged yet.",
+        "sentinel_fleet_messages_total":
+            "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
+        "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",
+        "sentinel_fleet_rejected_total":
+            "Messages a fleet refused, by site (unknown: a site it never heard of) and reason (format, topic, id, number, time, faceId, name).",
+        "sentinel_visits_started_total": "Visits that began (visitor.entered).",
+        "sentinel_visits_ended_total":
+            "Visits that ended (visitor.exited), by reason: lost, endOfStream, shutdown, interrupted.",
+        "sentinel_zone_dwell_seconds": "Dwell of each finished stay in a zone, by camera and zone.",
+        "sentinel_visitors_present":
+            "Visitors present now; NaN while fewer than privacy.minGroupSize (suppressed, as on /api/zones).",
+        "sentinel_zone_visitors_present":
+            "Visitors present in a zone now; NaN while suppressed (fewer than privacy.minGroupSize, or complementary).",
+        "sentinel_mood_score":
+            "The showroom's mood, 0 (cold) to 100 (hot), over the gauge's window; NaN while suppressed.",
+        "sentinel_zone_mood_score": "A zone's mood, 0 to 100, over the gauge's window; NaN while suppressed.",
+    ]
+
+    /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`.
+    public func exposition() -> String {
+        registry.emitToString().split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            guard line.hasPrefix("# TYPE "), let name = line.split(separator: " ").dropFirst(2).first,
+                let text = Self.help[String(name)]
+            else { return String(line) }
+            return "# HELP \(name) \(text)\n\(line)"
+        }.joined(separator: "\n")
+    }
+}
