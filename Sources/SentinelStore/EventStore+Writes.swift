@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+import SentinelAggregates
+import SentinelCore
+import SentinelPrivacy
+import Synchronization
+
+extension EventStore {
+    /// Writes a batch in one transaction and returns its log rows, ids assigned. The write runs on GRDB's writer
+    /// queue: waiting for a lock held by another process suspends the caller instead of blocking its thread.
+    public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
+        guard !batch.isEmpty else { return [] }
+        do {
+            let written = try await pool.write { db in
+                let encoder = JSONEncoder.sentinel()
+                var sequences: [String: Int64] = [:]
+                func next(_ stream: String) throws -> Int64 {
+                    let last =
+                        try sequences[stream]
+                        ?? Int64.fetchOne(
+                            db, sql: "SELECT MAX(sequenceNumber) FROM events WHERE streamId = ?", arguments: [stream])
+                        ?? 0
+                    sequences[stream] = last + 1
+                    return last + 1
+                }
+                var logged: [LoggedEvent] = []
+                var longest = 0.0
+                for publication in batch {
+                    var row: LoggedEvent
+                    switch publication {
+                    case .visitor(let stored, let published, _):
+                        let event = published.event
+                        row = LoggedEvent(
+                            id: 0, sequenceNumber: try next(event.visitor.sourceId), streamId: event.visitor.sourceId,
+                            type: event.type.rawValue, time: event.time, zone: event.stay?.zone ?? event.visitor.zone,
+                            payload: published.json)
+                        try Self.record(stored.event, record: try encoder.encode(published.event.visitor), in: db)
+                        let visitor = stored.event.visitor
+                        longest = max(
+                            longest, stored.event.time.timeIntervalSince(visitor.firstSeen ?? stored.event.time))
+                    case .gauge(let reading, let origin):
+                        // A site's readings are a stream of their own beside the fleet's.
+                        let stream = origin.map { "\($0.site)/\(Publication.gaugeStream)" } ?? Publication.gaugeStream
+                        row = LoggedEvent(
+                            id: 0, sequenceNumber: try next(stream), streamId: stream,
+                            type: EventEnvelope.gaugeType, time: reading.time, zone: nil,
+                            payload: try encoder.encode(reading))
+                    }
+                    try db.cachedStatement(
+                        sql:
+                            "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)"
+                    ).execute(
+                        arguments: [
+                            row.streamId, row.sequenceNumber, row.type, row.time.timeIntervalSince1970, row.zone,
+                            String(decoding: row.payload, as: UTF8.self),
+                        ])
+                    row.id = db.lastInsertedRowID
+                    if let origin = publication.origin { try Self.received(origin, in: db) }
+                    if case .gauge = publication {
+                        try db.cachedStatement(
+                            sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)"
+                        ).execute(
+                            arguments: [
+                                row.id, row.time.timeIntervalSince1970, String(decoding: row.payload, as: UTF8.self),
+                            ])
+                    }
+                    logged.append(row)
+                }
+                return (logged: logged, longest: longest)
+            }
+            longestVisit.withLock { $0 = max($0, written.longest) }
+            return written.logged
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// Keeps the visits and zone-stay tables in step with an event (the store's copy). `record` is the visitor as
+    /// published, which the REST API serves.
+    private static func record(_ event: VisitorEvent, record: Data, in db: Database) throws {
+        let visitor = event.visitor
+        let time = event.time.timeIntervalSince1970
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO visits (faceId, sourceId, state, zone, firstSeen, lastSeen, exitReason, record)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(faceId) DO UPDATE SET state = excluded.state, zone = excluded.zone,
+                    lastSeen = excluded.lastSeen, exitReason = excluded.exitReason, record = excluded.record
+                """
+        ).execute(
+            arguments: [
+                visitor.faceId, visitor.sourceId, visitor.state.rawValue, visitor.zone,
+                (visitor.firstSeen ?? event.time).timeIntervalSince1970, time, event.reason?.rawValue,
+                String(decoding: record, as: UTF8.self),
+            ])
+        guard let stay = event.stay else { return }
+        switch event.type {
+        case .zoneEntered:
+            try db.cachedStatement(
+                sql: "INSERT INTO zoneStays (faceId, zone, enteredAt) VALUES (?, ?, ?)"
+            ).execute(
+                arguments: [visitor.faceId, stay.zone, stay.enteredAt.timeIntervalSince1970])
+        case .zoneExited:
+            try db.cachedStatement(
+                sql:
+                    "UPDATE zoneStays SET exitedAt = ?, dwellSeconds = ? WHERE faceId = ? AND zone = ? AND exitedAt IS NULL"
+            ).execute(
+                arguments: [
+                    (stay.exitedAt ?? event.time).timeIntervalSince1970, stay.dwellSeconds, visitor.faceId, stay.zone,
+                ])
+        default:
+            break
+        }
+    }
+}
