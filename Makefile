@@ -82,7 +82,7 @@ $(FOOTAGE):
 # (openapi.json's info.version, as MAJOR.MINOR.0): what app teams depend on by URL, since SwiftPM reads a package
 # only at the root of a repository. Push it where their builds resolve from.
 CLIENT_REPO ?= .build/sentinel-client
-CLIENT_VERSION := $(shell sed -n 's/^ *"version": "\([0-9]*\.[0-9]*\)".*/\1.0/p' Sources/SentinelServer/openapi.json | head -1)
+CLIENT_VERSION := $(shell sed -n 's/^ *"version": "\([0-9]*\.[0-9]*\)".*/\1.0/p' Sources/SentinelHTTP/openapi.json | head -1)
 client-repo:
 	rm -rf $(CLIENT_REPO) && mkdir -p $(CLIENT_REPO)
 	cp -R Client/Package.swift Client/README.md Client/Sources Client/Tests $(CLIENT_REPO)/
@@ -135,8 +135,8 @@ install-files:
 	install -D -m 0755 $(BINARY) $(DESTDIR)$(PREFIX)/bin/sentinel
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/models Models/models.yml Models/README.md
 	install -D -m 0755 -t $(DESTDIR)$(SHAREDIR)/models Models/convert_*.py
-	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/web Sources/SentinelServer/dashboard.html Sources/SentinelServer/zone-editor.html \
-		Sources/SentinelServer/openapi.json
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/web Sources/SentinelHTTP/dashboard.html Sources/SentinelHTTP/zone-editor.html \
+		Sources/SentinelHTTP/openapi.json
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/schemas Schemas/visitor-events.v1.json
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/recordings Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-640x480.truth.json
 	install -d $(DESTDIR)$(SHAREDIR)/pipelines $(DESTDIR)$(SYSCONFDIR)/sentinel

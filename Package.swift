@@ -45,8 +45,18 @@ let package = Package(
         ),
         /// The only code that includes mosquitto.h: a plain C API over Debian's libmosquitto (MQTT 5).
         .target(name: "CSentinelMQTT", linkerSettings: [.linkedLibrary("mosquitto")]),
-        /// An MQTT 5 client over the bridge: connects and reconnects on its own thread, polled by its owner.
-        .target(name: "SentinelMQTT", dependencies: ["CSentinelMQTT", "SentinelCore"]),
+        /// MQTT: a client over the bridge (connects and reconnects on its own thread, polled by its owner), and the
+        /// box's MQTT output, which forwards the event log to a broker.
+        .target(
+            name: "SentinelMQTT",
+            dependencies: [
+                "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelStore", "SentinelRuntime",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         /// Domain types shared by every layer, the wire types (SentinelWire) among them.
         .target(name: "SentinelCore", dependencies: [.product(name: "SentinelWire", package: "Client")]),
         /// The Swift face of the bridge: images, frame sources, detectors, classifier, video writer.
@@ -102,22 +112,68 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        /// `sentinel run`: sources, store, SSE and REST as one service group.
+        /// What runs between the cameras and the edges: each source on its thread, the hub, the store writer, the
+        /// live state the API reads, the SSE fan-out and the metrics.
         .target(
-            name: "SentinelServer",
+            name: "SentinelRuntime",
             dependencies: [
                 "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
-                "SentinelModels", "SentinelVision", "SentinelMQTT",
+                "SentinelModels", "SentinelVision",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The HTTP edge: the router, access by token, SSE, REST, the dashboard and the OpenAPI document.
+        .target(
+            name: "SentinelHTTP",
+            dependencies: [
+                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("openapi.json"), .copy("dashboard.html"), .copy("zone-editor.html")]
+        ),
+        /// `sentinel run`: its definition (pipeline, store, server, MQTT) and the service group that runs it.
+        .target(
+            name: "SentinelServer",
+            dependencies: [
+                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelModels", "SentinelVision", "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// `sentinel fleet`: the sites' events in from MQTT, checked, stored, and served as one showroom chain.
+        .target(
+            name: "SentinelFleet",
+            dependencies: [
+                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelRuntime", "SentinelHTTP", "SentinelMQTT", "SentinelServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// `sentinel zones`: the zone editor, a page on loopback that draws zones on a masked frame and saves them.
+        .target(
+            name: "SentinelZoneEditor",
+            dependencies: [
+                "SentinelCore", "SentinelModels", "SentinelPipeline", "SentinelVision", "SentinelRuntime",
+                "SentinelHTTP", "SentinelServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         /// Accuracy measurement against ground truth (pure logic).
         .target(name: "SentinelEval", dependencies: ["SentinelCore", "SentinelVision"]),
@@ -133,8 +189,9 @@ let package = Package(
             name: "sentinel",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
-                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelServer", "SentinelTuning",
-                "SentinelCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelRuntime", "SentinelHTTP",
+                "SentinelServer", "SentinelFleet", "SentinelZoneEditor", "SentinelTuning", "SentinelCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -154,7 +211,9 @@ let package = Package(
             name: "sentinel-bench",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy", "SentinelPipeline",
-                "SentinelStore", "SentinelServer", "SentinelLoopback", "SentinelMQTT", "SentinelAggregates",
+                "SentinelStore", "SentinelRuntime", "SentinelHTTP", "SentinelServer", "SentinelFleet",
+                "SentinelLoopback",
+                "SentinelMQTT", "SentinelAggregates",
                 "SentinelEval",
                 "SentinelSynth", "SentinelTuning", "SentinelCommandLine",
                 .product(name: "SentinelClient", package: "Client"),
@@ -218,6 +277,7 @@ let package = Package(
             dependencies: [
                 "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
+                "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelZoneEditor",
                 "SentinelVision",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

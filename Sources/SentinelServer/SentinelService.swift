@@ -5,9 +5,12 @@ import Logging
 import NIOCore
 import SentinelAggregates
 import SentinelCore
+import SentinelHTTP
+import SentinelMQTT
 import SentinelModels
 import SentinelPipeline
 import SentinelPrivacy
+import SentinelRuntime
 import SentinelStore
 import SentinelVision
 import ServiceLifecycle
@@ -57,7 +60,7 @@ public struct SentinelService: Sendable {
                 sources: definition.sources.map(\.id),
                 zones: definition.sources.flatMap { source in
                     source.zones.map {
-                        HTTPAPI.Zone(
+                        LiveState.Zone(
                             id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion, polygon: $0.polygon,
                             units: $0.units)
                     }
@@ -149,7 +152,7 @@ public struct SentinelService: Sendable {
     /// What serving needs of this machine, for `sentinel run` and `sentinel fleet` alike: the access tokens (required
     /// beyond loopback, one per scope), the store's folder and group, and the open-file limit. Returns the tokens;
     /// adds every problem found.
-    static func hostingChecks(
+    package static func hostingChecks(
         file: String, server: ServerSettings, database: String, group: String?, groupLocation: ConfigProblem?,
         problems: inout [ConfigProblem]
     ) -> AccessTokens {

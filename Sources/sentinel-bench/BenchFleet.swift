@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SentinelCommandLine
 import SentinelCore
+import SentinelFleet
 import SentinelMQTT
 import SentinelServer
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import SentinelCommandLine
+import SentinelFleet
+import SentinelHTTP
 import SentinelServer
 
 struct Fleet: AsyncParsableCommand {

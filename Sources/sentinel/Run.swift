@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SentinelCommandLine
 import SentinelCore
+import SentinelHTTP
 import SentinelPipeline
 import SentinelServer
 import SentinelVision

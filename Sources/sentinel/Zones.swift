@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import SentinelCommandLine
 import SentinelCore
+import SentinelHTTP
 import SentinelServer
+import SentinelZoneEditor
 
 struct Zones: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -11,7 +11,7 @@ struct OpenAPIGeneratorTests {
     }
 
     static let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Sources/SentinelServer/openapi.json").standardizedFileURL
+        .appendingPathComponent("../../Sources/SentinelHTTP/openapi.json").standardizedFileURL
 
     static func generate(_ mode: GeneratorMode) throws -> (code: String, diagnostics: [Diagnostic]) {
         let collected = Collected()

@@ -29,7 +29,7 @@ struct DocumentationTests {
     @Test("sentinel run --help names every path of the API document, and the dashboard")
     func runHelpListsEveryEndpoint() throws {
         let document = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json")))
+            with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json")))
         let paths = try #require(((document as? [String: Any])?["paths"] as? [String: Any])?.keys)
         let help = try Fixtures.run(Fixtures.sentinel, ["run", "--help"]).output
             .replacingOccurrences(of: "\n", with: " ")

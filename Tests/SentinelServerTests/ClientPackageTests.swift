@@ -18,7 +18,7 @@ struct ClientPackageTests {
             timeout: 60)
         try #require(make.status == 0, "make client-repo: \(make.errors)")
         let document = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json")))
+            with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json")))
         let apiVersion = try #require(((document as? [String: Any])?["info"] as? [String: Any])?["version"] as? String)
         let tags = try Fixtures.run(URL(fileURLWithPath: "/usr/bin/git"), ["-C", repository.path, "tag"], timeout: 10)
         #expect(tags.output == "\(apiVersion).0\n")

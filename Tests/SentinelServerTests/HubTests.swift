@@ -4,7 +4,7 @@ import SentinelPrivacy
 import SentinelStore
 import Testing
 
-@testable import SentinelServer
+@testable import SentinelRuntime
 
 @Suite("Hub")
 struct HubTests {

@@ -2,10 +2,13 @@ import Foundation
 import GRDB
 import Logging
 import SentinelCore
+import SentinelFleet
+import SentinelHTTP
 import SentinelLoopback
 import SentinelMQTT
 import SentinelPipeline
 import SentinelPrivacy
+import SentinelRuntime
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport

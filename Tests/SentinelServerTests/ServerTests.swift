@@ -2,9 +2,12 @@ import Foundation
 import GRDB
 import SentinelClient
 import SentinelCore
+import SentinelFleet
+import SentinelHTTP
 import SentinelLoopback
 import SentinelPipeline
 import SentinelPrivacy
+import SentinelRuntime
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport
@@ -268,7 +271,7 @@ struct APITests {
             URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 Fixtures.root.appendingPathComponent("Schemas/validate_openapi.py").path,
-                Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json").path, file.path,
+                Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json").path, file.path,
             ])
         #expect(status == 0, "\(text)")
         #expect(text.contains("\(checked.count) responses, 0 problems"))
@@ -288,7 +291,7 @@ struct APITests {
         let served = try await server.get("/openapi.json").1
         #expect(
             served
-                == (try Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelServer/openapi.json"))))
+                == (try Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json"))))
         // The writer counts a batch as published after its other figures: once it says 13, they are all there.
         var metrics = ""
         #expect(

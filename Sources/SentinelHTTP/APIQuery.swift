@@ -1,0 +1,34 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import SentinelAggregates
+import SentinelCore
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelRuntime
+import SentinelStore
+import ServiceLifecycle
+
+/// The checks every REST endpoint makes of its query string, with the same messages.
+enum APIQuery {
+    /// Refuses a parameter the endpoint does not take: a typo is reported, not ignored.
+    static func accept(_ names: [String], in query: FlatDictionary<Substring, Substring>, of path: String) throws {
+        if let unknown = query.map({ String($0.key) }).first(where: { !names.contains($0) }) {
+            throw HTTPError(
+                .badRequest,
+                message: "\(unknown) is not a parameter of \(path); it takes \(names.joined(separator: ", "))")
+        }
+    }
+
+    /// The ISO-8601 date in parameter `name`, nil when it is absent.
+    static func date(_ name: String, in query: FlatDictionary<Substring, Substring>) throws -> Date? {
+        guard let text = query[Substring(name)] else { return nil }
+        guard let date = ISO8601.date(from: String(text)) else {
+            throw HTTPError(
+                .badRequest, message: "\(name)=\(text) is not an ISO-8601 date such as 2026-11-21T10:00:00Z")
+        }
+        return date
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import SentinelAggregates
+import SentinelCore
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelRuntime
+import SentinelStore
+import ServiceLifecycle
+
+extension HTTPAPI {
+    func events(_ request: Request) throws -> Response {
+        let query = request.uri.queryParameters
+        try APIQuery.accept(
+            ["sourceId", "site", "zone", "type", "lastEventId", "access_token"], in: query, of: "/events")
+        // A filter value that can never match is a mistake to report, not a stream that stays silent.
+        func list(_ name: String, of valid: [String]) throws -> Set<String>? {
+            guard let text = query[Substring(name)] else { return nil }
+            let values = Set(text.split(separator: ",").map(String.init))
+            let unknown = values.subtracting(valid)
+            guard unknown.isEmpty else {
+                throw HTTPError(
+                    .badRequest,
+                    message:
+                        "\(name)=\(unknown.sorted().joined(separator: ",")) is not one of \(valid.joined(separator: ", "))"
+                )
+            }
+            return values
+        }
+        let catalogue = live.catalogue
+        let zones = catalogue.zones
+        let zoneNames = Array(Set(zones.map(\.id.name))).sorted() + zones.map { "\($0.id.sourceId)/\($0.id.name)" }
+        // A fleet's sources are `site/source`: `site=` keeps every source of those sites.
+        let sites = Set(catalogue.sources.filter { $0.contains("/") }.map { String($0.prefix { $0 != "/" }) })
+        var sources = try list("sourceId", of: catalogue.sources)
+        if let wanted = try list("site", of: sites.sorted()) {
+            let ofSites = catalogue.sources.filter { wanted.contains(String($0.prefix { $0 != "/" })) }
+            sources = Set(ofSites).intersection(sources ?? Set(ofSites))
+        }
+        let filter = EventFilter(
+            sources: sources,
+            zones: try list("zone", of: zoneNames),
+            types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [EventEnvelope.gaugeType]))
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
+            HTTPField.Name("X-Accel-Buffering")!: "no",
+        ]
+        // A HEAD: what a stream would start with, without one.
+        guard request.method != .head else { return Response(status: .ok, headers: headers) }
+        let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
+        // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
+        guard
+            let subscription = broadcaster.subscribe(
+                filter, capacity: settings.clientBufferEvents, limit: settings.maxSubscribers)
+        else {
+            throw HTTPError(
+                .serviceUnavailable, headers: [.retryAfter: "\((settings.retryMilliseconds + 999) / 1_000)"],
+                message:
+                    "\(settings.maxSubscribers) SSE clients are connected, the most server.maxSubscribers allows; retry later"
+            )
+        }
+        let store = store
+        let broadcaster = broadcaster
+        let settings = settings
+        let logger = logger
+        let body = ResponseBody { writer in
+            defer { broadcaster.unsubscribe(subscription) }
+            // A client that goes away ends its stream at once, not at the next write.
+            try await request.body.consumeWithInboundCloseHandler { _ in
+                try await Self.stream(
+                    subscription, resume: resume, filter: filter, store: store, settings: settings, logger: logger,
+                    to: &writer)
+            } onInboundClosed: {
+                subscription.finish()
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// Writes the retry hint, what the client missed (from the store), then live events and heartbeats until the
+    /// subscription ends; a client cut off for being slow gets a last `stream.cutoff` message saying why.
+    static func stream(
+        _ subscription: Broadcaster.Subscription, resume: String?, filter: EventFilter, store: EventStore,
+        settings: ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .seconds(settings.heartbeatSeconds))
+                    subscription.heartbeat()
+                }
+            }
+            defer { group.cancelAll() }
+            var lastSent: Int64 = 0
+            // The first bytes (the head and the retry hint) go before anything waits on the store: a client never
+            // waits for the store's readers to learn that its stream is open.
+            try await writer.write(ByteBuffer(string: ServerSentEvents.retry(milliseconds: settings.retryMilliseconds)))
+            logger.debug("SSE stream opened", metadata: ["resume": "\(resume ?? "")"])
+            if let resume {
+                let (notice, start) = try await resumePoint(resume, store: store)
+                if let notice { try await writer.write(ByteBuffer(string: notice)) }
+                lastSent = try await replay(after: start, filter: filter, store: store, writer: &writer)
+            }
+            defer { logger.debug("SSE stream ended", metadata: ["lastEventId": "\(lastSent)"]) }
+            // Whatever the client has queued goes in one write.
+            while let items = await subscription.next() {
+                var text = ""
+                for item in items {
+                    switch item {
+                    case .event(let event, let message):
+                        guard event.id > lastSent else { continue }
+                        text += message
+                        lastSent = event.id
+                    case .heartbeat:
+                        text += ServerSentEvents.heartbeat
+                    }
+                }
+                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+            }
+            if subscription.droppedMessages > 0 {
+                logger.warning("SSE client cut off: too slow", metadata: ["lastEventId": "\(lastSent)"])
+                try await writer.write(
+                    ByteBuffer(
+                        string: ServerSentEvents.control(
+                            StreamNotice.cutoffType,
+                            StreamNotice(
+                                reason: "slow consumer: more than \(settings.clientBufferEvents) messages queued",
+                                lastEventId: lastSent))))
+            }
+        }
+    }
+
+    /// Where a resuming client continues, and the `stream.reset` notice when its id is not in the log.
+    static func resumePoint(_ requested: String, store: EventStore) async throws -> (notice: String?, after: Int64) {
+        let bounds = try await store.logBounds()
+        if let id = Int64(requested), id >= bounds.floor, id <= bounds.last { return (nil, id) }
+        let expired = Int64(requested).map { $0 >= 0 && $0 < bounds.floor } ?? false
+        let start = expired ? bounds.floor : bounds.last
+        let notice = ServerSentEvents.control(
+            StreamNotice.resetType,
+            StreamNotice(
+                reason: expired ? "expired" : "unknown",
+                message: expired
+                    ? "events up to \(bounds.floor) were deleted by retention; continuing from the oldest kept"
+                    : "no event \(requested) in this log; continuing with new events",
+                requestedId: requested, resumeAfter: start))
+        return (notice, start)
+    }
+
+    /// Sends the logged events after `id` that match `filter`; returns the last id read.
+    static func replay(after id: Int64, filter: EventFilter, store: EventStore, writer: inout any ResponseBodyWriter)
+        async throws -> Int64
+    {
+        // The next page is read while this one is written.
+        let size = 1_000
+        var cursor = id
+        var page = try await store.events(after: id, limit: size)
+        while true {
+            cursor = page.last?.id ?? cursor
+            guard page.count == size else {
+                try await write(page)
+                return cursor
+            }
+            let after = cursor
+            async let next = store.events(after: after, limit: size)
+            try await write(page)
+            page = try await next
+        }
+        func write(_ page: [LoggedEvent]) async throws {
+            let text = page.filter(filter.matches).map(ServerSentEvents.message).joined()
+            if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import SentinelCore
+import SentinelPipeline
+import SentinelRuntime
+
+/// The HTTP server of `sentinel run`. Tokens are never written here: only where to read one.
+public struct ServerSettings: Sendable, Equatable {
+    /// Loopback by default; any other address requires a bearer token.
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// The ports a pipeline file or `sentinel run --port` may name (0: any free port).
+    public static let portRange = 0...65_535
+    /// A file holding the bearer token (its first line).
+    public var tokenFile: String?
+    /// An environment variable holding the bearer token.
+    public var tokenEnvironment = "SENTINEL_TOKEN"
+    /// A token for aggregates only (zone counts, the gauge): no per-visitor record, as PRIVACY.md explains.
+    public var aggregateTokenFile: String?
+    public var aggregateTokenEnvironment = "SENTINEL_AGGREGATE_TOKEN"
+    /// Dashboard origins allowed to call the API from a browser (CORS).
+    public var corsOrigins: [String] = []
+    /// Seconds between SSE comment heartbeats on an idle stream.
+    public var heartbeatSeconds = 15.0
+    /// The reconnection delay SSE clients are told to use.
+    public var retryMilliseconds = 3_000
+    /// Messages queued for one SSE client; a client that falls this far behind is cut off.
+    public var clientBufferEvents = 1_024
+    /// Seconds a connection may stay silent: before its request is complete (a slowloris), or between requests.
+    /// Open SSE streams are not idle: they end with the client or the service.
+    public var idleTimeoutSeconds = 10.0
+    /// Open connections at most; beyond, new ones wait in the listen backlog until one closes.
+    public var maxConnections = 1_200
+    /// Open SSE streams at most (within maxConnections); beyond, /events answers 503 with Retry-After.
+    public var maxSubscribers = 1_000
+
+    public init() {}
+
+    /// The `server:` section's declared settings (token files, CORS origins and maxSubscribers are read by hand).
+    public static let settings: [Setting<ServerSettings>] = [
+        .text("host", \.host, "address to listen on; any other than loopback requires a bearer token"),
+        .integer("port", \.port, in: portRange, "port to listen on (0: any free port)"),
+        .text("tokenEnvironment", \.tokenEnvironment, "environment variable holding the bearer token"),
+        .text(
+            "aggregateTokenEnvironment", \.aggregateTokenEnvironment,
+            "environment variable holding the aggregates-only token"),
+        .number("heartbeatSeconds", \.heartbeatSeconds, in: 1...300, "seconds between SSE heartbeats"),
+        .integer(
+            "retryMilliseconds", \.retryMilliseconds, in: 100...600_000,
+            "reconnection delay SSE clients are told to use"),
+        .integer(
+            "clientBufferEvents", \.clientBufferEvents, in: 16...1_000_000,
+            "messages queued for one SSE client; one that falls this far behind is cut off"),
+        .number(
+            "idleTimeoutSeconds", \.idleTimeoutSeconds, in: 1...3_600,
+            "seconds a connection may stay silent before its request is complete, or between requests"),
+        .integer("maxConnections", \.maxConnections, in: 8...100_000, "open connections at most"),
+    ]
+
+    /// Whether `host` only accepts connections from this machine.
+    public var isLoopback: Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
+
+    /// Throws unless this process can listen on `host:port` now: a port another program holds (a second `sentinel
+    /// run`), one below 1024 without the right, a host that is not this machine's. `sentinel run` and `sentinel fleet`
+    /// ask before they open the store or start a source, so an instance that cannot serve changes nothing. Port 0
+    /// (any free port) always can.
+    package func checkListening() throws(ServiceError) {
+        guard port != 0 else { return }
+        do {
+            let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port).wait()
+            try channel.close().wait()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw ServiceError(
+                "cannot listen on \(host):\(port): another program holds that port (another sentinel? see "
+                    + "`ss -ltnp 'sport = :\(port)'`); choose another with --port or server.port")
+        } catch {
+            throw ServiceError("cannot listen on \(host):\(port): \(error)")
+        }
+    }
+}
+
+extension ServerSettings {
+    /// Reads the `server:` section into these settings.
+    package mutating func read(_ field: Field, _ reader: ConfigReader) {
+        guard
+            let fields = reader.section(
+                field, Self.settings, extra: ["tokenFile", "aggregateTokenFile", "corsOrigins", "maxSubscribers"],
+                into: &self)
+        else { return }
+        if let f = fields["tokenFile"], let v = reader.string(f) { tokenFile = reader.resolve(v) }
+        if let f = fields["aggregateTokenFile"], let v = reader.string(f) { aggregateTokenFile = reader.resolve(v) }
+        if let f = fields["corsOrigins"], let list = reader.sequence(f) {
+            corsOrigins = list.compactMap { item in
+                guard let origin = reader.string(item) else { return nil }
+                guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", url.host != nil,
+                    url.path.isEmpty
+                else {
+                    reader.report(
+                        item,
+                        "\"\(origin)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
+                    )
+                    return nil
+                }
+                return origin
+            }
+        }
+        if let f = fields["maxSubscribers"], let v = reader.integer(f, in: 1...100_000) {
+            if v >= maxConnections {
+                reader.report(f, "\(v) SSE subscribers need fewer than maxConnections (\(maxConnections))")
+            } else {
+                maxSubscribers = v
+            }
+        }
+    }
+}
