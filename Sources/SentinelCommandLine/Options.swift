@@ -14,13 +14,13 @@ package struct ModelOptions: ParsableArguments {
                 Default: ./Models in a checkout; installed, the manifest in {prefix}/share/sentinel/models and the \
                 files in the state directory (/var/lib/sentinel/models, or ~/.local/share/sentinel/models).
                 """))
-    package var folder: String? = ProcessInfo.processInfo.environment["SENTINEL_MODELS"]
+    package var folder: String?
 
     package init() {}
 
     package func store() throws -> ModelStore {
         do {
-            return try ModelStore.located(folder: folder)
+            return try ModelStore.located(folder: folder ?? ProcessInfo.processInfo.environment["SENTINEL_MODELS"])
         } catch {
             throw CommandError(error.message)
         }

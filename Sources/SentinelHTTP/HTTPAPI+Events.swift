@@ -46,11 +46,11 @@ extension HTTPAPI {
             types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [EventEnvelope.gaugeType]))
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
-            HTTPField.Name("X-Accel-Buffering")!: "no",
+            .accelBuffering: "no",
         ]
         // A HEAD: what a stream would start with, without one.
         guard request.method != .head else { return Response(status: .ok, headers: headers) }
-        let resume = request.headers[HTTPField.Name("Last-Event-ID")!] ?? query["lastEventId"].map(String.init)
+        let resume = request.headers[.lastEventID] ?? query["lastEventId"].map(String.init)
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
         guard
             let subscription = broadcaster.subscribe(

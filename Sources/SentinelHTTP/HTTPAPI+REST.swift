@@ -76,7 +76,7 @@ extension HTTPAPI {
             headers: [
                 .contentType: "image/jpeg", .cacheControl: "no-store",
                 .lastModified: Stills.httpDate(still.takenAt),
-                HTTPField.Name("X-Faces-Masked")!: "\(still.snapshot.masked)",
+                .facesMasked: "\(still.snapshot.masked)",
             ],
             body: .init(byteBuffer: ByteBuffer(bytes: still.snapshot.jpeg)))
     }

@@ -93,7 +93,7 @@ public final class StoreWriter: Service, Sendable {
         var progress = Progress(
             gauge: gauge, now: live.now, retention: RetentionJob(policy: policy.retention))
         await recover(&progress.gauge)
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
             // forgets on time.
             group.addTask { [hub, interval = policy.retention.intervalSeconds] in

@@ -18,7 +18,7 @@ final class Checkpointer: Sendable {
             while !stopped.withLock({ $0 }) {
                 Thread.sleep(forTimeInterval: 0.5)
                 // Busy or locked: the next round tries again.
-                try? connection.writeWithoutTransaction { try $0.checkpoint(.passive) }
+                _ = try? connection.writeWithoutTransaction { try $0.checkpoint(.passive) }
             }
         }
         thread.name = "sqlite checkpoint"

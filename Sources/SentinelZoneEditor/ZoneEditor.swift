@@ -275,8 +275,8 @@ public struct ZoneEditor: Sendable {
                 status: .ok,
                 headers: [
                     .contentType: "image/jpeg", .cacheControl: "no-store",
-                    HTTPField.Name("X-Frame-Time")!: String(format: "%.3f", snapshot.time),
-                    HTTPField.Name("X-Faces-Masked")!: "\(snapshot.masked)",
+                    .frameTime: String(format: "%.3f", snapshot.time),
+                    .facesMasked: "\(snapshot.masked)",
                 ],
                 body: .init(byteBuffer: ByteBuffer(bytes: snapshot.jpeg)))
         case .failure(is CancellationError):
@@ -307,7 +307,7 @@ public struct ZoneEditor: Sendable {
             if let origin = request.headers[.origin], origin != "http://\(authority)" {
                 throw HTTPError(.forbidden, message: "requests from another origin (\(origin)) are refused")
             }
-            if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], !["same-origin", "none"].contains(site) {
+            if let site = request.headers[.secFetchSite], !["same-origin", "none"].contains(site) {
                 throw HTTPError(.forbidden, message: "requests from another site are refused")
             }
             return try await next(request, context)

@@ -100,7 +100,7 @@ struct VisitorStageTests {
 
     @Test("a tracked visitor between two detections is carried where its motion leads, for the review video's masks")
     func carryPredictsPosition() throws {
-        var stage = walkedForOneSecond()
+        let stage = walkedForOneSecond()
         let carried = stage.carry(time: MediaTime(seconds: 15.5 / 15))
         let face = try #require(carried.predicted.first)
         #expect(carried.predicted.count == 1 && face.unseenSeconds > 0)
