@@ -206,15 +206,16 @@ final class FleetIngest: Service, Sendable {
             throw InvalidEvent(.id, "id", "beyond the ids the site's last one (\(last)) makes plausible")
         }
         let origin = Publication.Origin(site: site, id: envelope.id)
-        if type == EventEnvelope.gaugeType {
+        switch LoggedEvent.Kind(rawValue: type) {
+        case .gauge:
             var reading = try decode(Payload<GaugeReading>.self).payload
             try check.validate(reading)
             reading.sources = Dictionary(uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
             reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
             hub.forward(reading, origin: origin)
-        } else if VisitorEvent.Kind(rawValue: type) != nil {
+        case .visitor(let kind):
             var event = try decode(Payload<VisitorEvent>.self).payload
-            guard event.type.rawValue == type, event.visitor.sourceId == stream else {
+            guard event.type == kind, event.visitor.sourceId == stream else {
                 throw InvalidEvent(.topic, "", "the event's type or source does not match its topic")
             }
             try check.validate(event)
@@ -223,7 +224,7 @@ final class FleetIngest: Service, Sendable {
             event.visitor.faceId = "\(site):\(event.visitor.faceId)"
             learn(event, &progress)
             hub.forward(policy.forwarded(event), origin: origin)
-        } else {
+        case nil:
             throw InvalidEvent(.format, "payloadType", "an event type Sentinel does not know")
         }
         if !takes(site, progress) {

@@ -43,7 +43,9 @@ extension HTTPAPI {
         let filter = EventFilter(
             sources: sources,
             zones: try list("zone", of: zoneNames),
-            types: try list("type", of: VisitorEvent.Kind.allCases.map(\.rawValue) + [EventEnvelope.gaugeType]))
+            types: try list("type", of: LoggedEvent.Kind.all.map(\.rawValue)).map {
+                Set($0.compactMap(LoggedEvent.Kind.init))
+            })
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
             .accelBuffering: "no",

@@ -220,7 +220,7 @@ public final class MQTTOutput: Service, Sendable {
                 published.increment()
                 // The retained reading changes only when its figures do: a reading sent again at the gauge's steady
                 // interval is in the log (and on its topic), not retained again for every subscriber to re-record.
-                if event.type == EventEnvelope.gaugeType,
+                if event.type == .gauge,
                     let reading = try? JSONDecoder.sentinel().decode(GaugeReading.self, from: event.payload),
                     progress.gauge.map({ !reading.sameFigures(as: $0) }) ?? true
                 {
@@ -301,7 +301,7 @@ public final class MQTTOutput: Service, Sendable {
     /// "timestamp"}`, a visitor event's payload narrowed to the `mqtt` allowlist.
     func envelope(_ event: LoggedEvent) throws -> String {
         var event = event
-        if event.type != EventEnvelope.gaugeType { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
+        if event.type != .gauge { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
         let data = ServerSentEvents.envelope(for: event)
         return "{\"site\":\(ServerSentEvents.quoted(settings.site)),\(data.dropFirst())"
     }

@@ -9,9 +9,9 @@ import Synchronization
 public struct EventFilter: Sendable, Equatable {
     public var sources: Set<String>?
     public var zones: Set<String>?
-    public var types: Set<String>?
+    public var types: Set<LoggedEvent.Kind>?
 
-    public init(sources: Set<String>? = nil, zones: Set<String>? = nil, types: Set<String>? = nil) {
+    public init(sources: Set<String>? = nil, zones: Set<String>? = nil, types: Set<LoggedEvent.Kind>? = nil) {
         self.sources = sources
         self.zones = zones
         self.types = types
@@ -19,7 +19,7 @@ public struct EventFilter: Sendable, Equatable {
 
     public func matches(_ event: LoggedEvent) -> Bool {
         if let types, !types.contains(event.type) { return false }
-        if event.type == EventEnvelope.gaugeType { return true }
+        if event.type == .gauge { return true }
         if let sources, !sources.contains(event.streamId) { return false }
         if let zones {
             guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else {

@@ -17,7 +17,7 @@ public enum ServerSentEvents {
     public static func envelope(for event: LoggedEvent) -> String {
         let payload = String(decoding: event.payload, as: UTF8.self)
         return """
-            {"id":\(event.id),"payload":\(payload),"payloadType":\(quoted(event.type)),"sequenceNumber":\(event.sequenceNumber),\
+            {"id":\(event.id),"payload":\(payload),"payloadType":\(quoted(event.type.rawValue)),"sequenceNumber":\(event.sequenceNumber),\
             "streamId":\(quoted(event.streamId)),"timestamp":"\(ISO8601.string(from: event.time))"}
             """
     }

@@ -32,7 +32,7 @@ extension EventStore {
                         let event = published.event
                         row = LoggedEvent(
                             id: 0, sequenceNumber: try next(event.visitor.sourceId), streamId: event.visitor.sourceId,
-                            type: event.type.rawValue, time: event.time, zone: event.stay?.zone ?? event.visitor.zone,
+                            type: .visitor(event.type), time: event.time, zone: event.stay?.zone ?? event.visitor.zone,
                             payload: published.json)
                         try Self.record(stored.event, record: try encoder.encode(published.event.visitor), in: db)
                         let visitor = stored.event.visitor
@@ -43,7 +43,7 @@ extension EventStore {
                         let stream = origin.map { "\($0.site)/\(Publication.gaugeStream)" } ?? Publication.gaugeStream
                         row = LoggedEvent(
                             id: 0, sequenceNumber: try next(stream), streamId: stream,
-                            type: EventEnvelope.gaugeType, time: reading.time, zone: nil,
+                            type: .gauge, time: reading.time, zone: nil,
                             payload: try encoder.encode(reading))
                     }
                     try db.cachedStatement(
@@ -51,7 +51,8 @@ extension EventStore {
                             "INSERT INTO events (streamId, sequenceNumber, type, time, zone, payload) VALUES (?, ?, ?, ?, ?, ?)"
                     ).execute(
                         arguments: [
-                            row.streamId, row.sequenceNumber, row.type, row.time.timeIntervalSince1970, row.zone,
+                            row.streamId, row.sequenceNumber, row.type.rawValue, row.time.timeIntervalSince1970,
+                            row.zone,
                             String(decoding: row.payload, as: UTF8.self),
                         ])
                     row.id = db.lastInsertedRowID

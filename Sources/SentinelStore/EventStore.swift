@@ -39,7 +39,7 @@ public struct LoggedEvent: Sendable, Equatable {
     /// Position within its stream (a source, or the gauge's), from 1 without gaps.
     public var sequenceNumber: Int64
     public var streamId: String
-    public var type: String
+    public var type: Kind
     public var time: Date
     /// The zone of a visitor event (its stay's, else the visitor's), for filtering.
     public var zone: String?
@@ -47,7 +47,7 @@ public struct LoggedEvent: Sendable, Equatable {
     public var payload: Data
 
     public init(
-        id: Int64, sequenceNumber: Int64, streamId: String, type: String, time: Date, zone: String?, payload: Data
+        id: Int64, sequenceNumber: Int64, streamId: String, type: Kind, time: Date, zone: String?, payload: Data
     ) {
         self.id = id
         self.sequenceNumber = sequenceNumber
@@ -56,6 +56,37 @@ public struct LoggedEvent: Sendable, Equatable {
         self.time = time
         self.zone = zone
         self.payload = payload
+    }
+}
+
+extension LoggedEvent {
+    /// What a logged event carries: a visitor event of one kind, or a gauge reading. Its raw value is the SSE
+    /// `event:` name, the envelope's `payloadType`, the MQTT topic's last level and the `type` column.
+    public enum Kind: Hashable, Sendable, CustomStringConvertible {
+        case visitor(VisitorEvent.Kind)
+        case gauge
+
+        /// Every kind, visitor events first.
+        public static let all: [Kind] = VisitorEvent.Kind.allCases.map(Kind.visitor) + [.gauge]
+
+        public init?(rawValue: String) {
+            if rawValue == EventEnvelope.gaugeType {
+                self = .gauge
+            } else if let kind = VisitorEvent.Kind(rawValue: rawValue) {
+                self = .visitor(kind)
+            } else {
+                return nil
+            }
+        }
+
+        public var rawValue: String {
+            switch self {
+            case .visitor(let kind): kind.rawValue
+            case .gauge: EventEnvelope.gaugeType
+            }
+        }
+
+        public var description: String { rawValue }
     }
 }
 

@@ -6,22 +6,26 @@ import SentinelCore
 // through these; the hot writes are cached statements over the same columns.
 
 /// A row of `events`, the log.
-struct EventRow: Codable, FetchableRecord, TableRecord {
+struct EventRow: FetchableRecord, TableRecord {
     static let databaseTableName = "events"
     var id: Int64
     var streamId: String
     var sequenceNumber: Int64
-    var type: String
+    var type: LoggedEvent.Kind
     var time: Double
     var zone: String?
     var payload: String
 
     /// Read by column without the Decodable machinery: a resuming client is sent a million of these.
-    init(row: Row) {
+    init(row: Row) throws {
         id = row["id"]
         streamId = row["streamId"]
         sequenceNumber = row["sequenceNumber"]
-        type = row["type"]
+        let type: String = row["type"]
+        guard let kind = LoggedEvent.Kind(rawValue: type) else {
+            throw DatabaseError(message: "event \(id as Int64) has an unknown type \"\(type)\"")
+        }
+        self.type = kind
         time = row["time"]
         zone = row["zone"]
         payload = row["payload"]

@@ -52,7 +52,7 @@ struct FanOutTests {
     func events(_ ids: ClosedRange<Int64>) -> [LoggedEvent] {
         ids.map {
             LoggedEvent(
-                id: $0, sequenceNumber: $0, streamId: "showroom", type: "visitor.updated", time: Date(), zone: nil,
+                id: $0, sequenceNumber: $0, streamId: "showroom", type: .visitor(.updated), time: Date(), zone: nil,
                 payload: Data("{}".utf8))
         }
     }

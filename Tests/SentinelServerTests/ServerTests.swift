@@ -140,13 +140,13 @@ struct WireFormatTests {
     func escaping() throws {
         let awkward = "a\"b\\c\nd\re\tf\u{1}g\u{1f}h é ✓ 🙂"
         let event = LoggedEvent(
-            id: 7, sequenceNumber: 3, streamId: awkward, type: awkward, time: Date(timeIntervalSince1970: 1.5),
+            id: 7, sequenceNumber: 3, streamId: awkward, type: .gauge, time: Date(timeIntervalSince1970: 1.5),
             zone: nil, payload: Data(#"{"k":1}"#.utf8))
         let message = ServerSentEvents.message(for: event)
         let data = try #require(message.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
         #expect(object["streamId"] as? String == awkward)
-        #expect(object["payloadType"] as? String == awkward)
+        #expect(object["payloadType"] as? String == "sentiment.gauge")
         #expect(object["id"] as? Int == 7 && object["sequenceNumber"] as? Int == 3)
         #expect((object["payload"] as? [String: Int]) == ["k": 1])
     }

@@ -73,6 +73,26 @@ struct StoreTests {
         #expect(try await again.logBounds() == (floor: 0, last: 10))
     }
 
+    @Test(
+        "each logged event's type is a kind the log knows; a row of another type, written by hand, is an error, not a crash"
+    )
+    func loggedKinds() async throws {
+        let path = try temporaryDatabase()
+        var visit = Visit(start: start)
+        let store = try EventStore(path: path)
+        let logged = try await store.append(try visit.whole() + [.gauge(reading(at: 7))])
+        #expect(
+            logged.map(\.type) == [
+                .visitor(.entered), .visitor(.zoneEntered), .visitor(.zoneExited), .visitor(.exited), .gauge,
+            ])
+        #expect(logged.map(\.type.rawValue).last == "sentiment.gauge")
+        try await DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE events SET type = 'visitor.teleported' WHERE id = 2")
+        }
+        await #expect(throws: StoreError.self) { try await store.events(after: 0, limit: 10) }
+        #expect(try await store.events(after: 2, limit: 10).map(\.id) == [3, 4, 5])
+    }
+
     @Test("the database and its WAL files are readable by the service's user only, even one made 0644 before")
     func fileModes() async throws {
         let path = try temporaryDatabase()
