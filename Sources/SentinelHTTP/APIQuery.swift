@@ -12,9 +12,20 @@ import SentinelStore
 import ServiceLifecycle
 
 /// The checks every REST endpoint makes of its query string, with the same messages.
-enum APIQuery {
-    /// Refuses a parameter the endpoint does not take: a typo is reported, not ignored.
-    static func accept(_ names: [String], in query: FlatDictionary<Substring, Substring>, of path: String) throws {
+package enum APIQuery {
+    /// The query parameters each endpoint takes: one list, which the handlers accept and the OpenAPI document
+    /// describes (a test holds the two together).
+    package static let parameters: [String: [String]] = [
+        "/events": ["sourceId", "site", "zone", "type", "lastEventId", "access_token"],
+        "/api/visitors": ["from", "to", "limit", "cursor"],
+        "/api/sentiment": ["minutes"],
+        "/api/reports": ["from", "to", "bucket", "sourceId", "zone", "format"],
+        "/api/still": ["sourceId"],
+    ]
+
+    /// Refuses a parameter the endpoint at `path` does not take: a typo is reported, not ignored.
+    static func accept(_ query: FlatDictionary<Substring, Substring>, of path: String) throws {
+        let names = parameters[path] ?? []
         if let unknown = query.map({ String($0.key) }).first(where: { !names.contains($0) }) {
             throw HTTPError(
                 .badRequest,

@@ -14,7 +14,7 @@ import ServiceLifecycle
 extension HTTPAPI {
     func visitors(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        try APIQuery.accept(["from", "to", "limit", "cursor"], in: query, of: "/api/visitors")
+        try APIQuery.accept(query, of: "/api/visitors")
         guard query["from"] != nil || query["to"] != nil else {
             let present = try live.now.occupancy.visitors.map { try JSONEncoder.sentinel().encode($0) }
             return APIResponse.object([("visitors", APIResponse.array(present))])
@@ -54,7 +54,7 @@ extension HTTPAPI {
     /// A running camera's latest frame, every face masked (`Stills`); visitor scope, never cached.
     func still(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        try APIQuery.accept(["sourceId"], in: query, of: "/api/still")
+        try APIQuery.accept(query, of: "/api/still")
         let sources = live.catalogue.sources
         guard let id = query["sourceId"].map(String.init), sources.contains(id) else {
             throw HTTPError(.badRequest, message: "sourceId= names one of \(sources.joined(separator: ", "))")
@@ -82,6 +82,7 @@ extension HTTPAPI {
     }
 
     func sentiment(_ request: Request) async throws -> Response {
+        try APIQuery.accept(request.uri.queryParameters, of: "/api/sentiment")
         let text = request.uri.queryParameters["minutes"]
         let minutes =
             try text.map { text in
@@ -101,7 +102,7 @@ extension HTTPAPI {
 
     func reports(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        try APIQuery.accept(["from", "to", "bucket", "sourceId", "zone", "format"], in: query, of: "/api/reports")
+        try APIQuery.accept(query, of: "/api/reports")
         // CSV by `?format=csv` (a link in a browser cannot set Accept) or by `Accept: text/csv`.
         let csv: Bool
         switch query["format"] {

@@ -134,6 +134,25 @@ struct StreamTests {
     }
 }
 
+@Suite("Query parameters")
+struct QueryParameterTests {
+    @Test("every endpoint's query parameters are those the OpenAPI document lists for it, no more and no fewer")
+    func documented() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json")))
+                as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        var documented: [String: Set<String>] = [:]
+        for (path, item) in paths {
+            let parameters = (item["get"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
+            let names = parameters.filter { $0["in"] as? String == "query" }.compactMap { $0["name"] as? String }
+            if !names.isEmpty { documented[path] = Set(names) }
+        }
+        #expect(documented == APIQuery.parameters.mapValues(Set.init))
+    }
+}
+
 @Suite("SSE wire format")
 struct WireFormatTests {
     @Test("a message's data line is one line of JSON whose strings read back exactly, whatever they hold")
