@@ -74,6 +74,7 @@ public struct ZoneEditor: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: JSONErrors())
         router.add(middleware: LoopbackHost())
+        router.add(middleware: AllowedMethods(["/": [.get], "/api/zones": [.get, .put], "/api/frame": [.get]]))
         router.get("/") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
@@ -284,6 +285,27 @@ public struct ZoneEditor: Sendable {
         case .failure(let error):
             let message = (error as? any SentinelError)?.message ?? "\(error)"
             throw HTTPError(.badGateway, message: "no frame from source \(id): \(message)")
+        }
+    }
+
+    /// A path served with another method is answered 405 naming the methods it takes (the router alone would say
+    /// the path does not exist).
+    struct AllowedMethods: RouterMiddleware {
+        let methods: [String: [HTTPRequest.Method]]
+
+        init(_ methods: [String: [HTTPRequest.Method]]) { self.methods = methods }
+
+        func handle(
+            _ request: Request, context: BasicRequestContext,
+            next: (Request, BasicRequestContext) async throws -> Response
+        ) async throws -> Response {
+            if let allowed = methods[request.uri.path], !allowed.contains(request.method) {
+                let names = allowed.map(\.rawValue).joined(separator: ", ")
+                throw HTTPError(
+                    .methodNotAllowed, headers: [.allow: names],
+                    message: "\(request.method) is not served at \(request.uri.path); it takes \(names)")
+            }
+            return try await next(request, context)
         }
     }
 
