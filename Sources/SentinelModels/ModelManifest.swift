@@ -48,12 +48,15 @@ public struct ModelManifest: Codable, Sendable, Equatable {
 
     /// Reads and checks a manifest file.
     public init(contentsOf path: String) throws(ModelError) {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ModelError(
-                .manifest, "cannot read model manifest \(path): \(error.localizedDescription)", underlying: error)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason =
+                errno == ENOENT
+                ? "no such file (--models or SENTINEL_MODELS names the folder that holds models.yml)"
+                : String(cString: strerror(errno))
+            throw ModelError(.manifest, "cannot read model manifest \(path): \(reason)")
+        }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw ModelError(.manifest, "model manifest \(path) is not UTF-8 text")
         }
         do {
             self = try YAMLDecoder().decode(ModelManifest.self, from: text)

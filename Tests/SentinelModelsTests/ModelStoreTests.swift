@@ -31,6 +31,18 @@ struct ModelStoreTests {
         return try ModelStore(root: folder.path)
     }
 
+    @Test("a missing manifest's error names the file and where Sentinel looks, in its own words")
+    func missingManifest() throws {
+        let path = try Fixtures.temporaryFolder().appendingPathComponent("models.yml").path
+        #expect {
+            try ModelManifest(contentsOf: path)
+        } throws: { error in
+            "\(error)".hasSuffix(
+                "cannot read model manifest \(path): no such file (--models or SENTINEL_MODELS names the folder that "
+                    + "holds models.yml)")
+        }
+    }
+
     @Test("a missing model's error says how to obtain it")
     func missingModelSaysHow() throws {
         let store = try scratchStore()
