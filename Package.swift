@@ -301,3 +301,12 @@ let package = Package(
     ],
     cxxLanguageStandard: .cxx17
 )
+
+// The language settings Hummingbird's packages share, on every Swift target: `any` spelled out for existentials, and
+// a module's members visible only where that module is imported.
+for target in package.targets where !["CSentinelCV", "CSentinelMQTT", "sentinel-cxx-loop"].contains(target.name) {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+        ]
+}

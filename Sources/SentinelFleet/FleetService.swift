@@ -4,10 +4,12 @@ import SentinelCore
 import SentinelHTTP
 import SentinelMQTT
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer
 import SentinelStore
 import ServiceLifecycle
+import UnixSignals
 
 /// `sentinel fleet`: the sites' forwarded events, the fleet's store writer and the same HTTP API as a box, as one
 /// ServiceGroup. The writer, the gauge, the SSE broadcaster and the API are a box's own: the ingest takes the place

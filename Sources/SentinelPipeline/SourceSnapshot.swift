@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import SentinelCore
 import SentinelModels
+import SentinelPrivacy
 import SentinelVision
 import SentinelVisitors
 

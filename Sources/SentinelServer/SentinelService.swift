@@ -14,6 +14,7 @@ import SentinelRuntime
 import SentinelStore
 import SentinelVision
 import ServiceLifecycle
+import UnixSignals
 
 /// `sentinel run`: every source, the store writer and the HTTP server as one ServiceGroup.
 ///

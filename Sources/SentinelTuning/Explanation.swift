@@ -1,6 +1,8 @@
 import Foundation
 import SentinelCore
 import SentinelPipeline
+import SentinelPrivacy
+import SentinelVision
 import SentinelVisitors
 
 /// A per-visitor timeline of a run, for finding out why a visitor was split, started late or left early: the spans in

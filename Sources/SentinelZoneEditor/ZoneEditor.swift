@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOFoundationEssentialsCompat
 import SentinelCore
 import SentinelHTTP
 import SentinelModels
@@ -11,6 +12,7 @@ import SentinelServer
 import SentinelVision
 import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
 /// `sentinel zones`: a page on the box where an operator draws a pipeline's zones on a frame of each source, every
 /// face in it hidden as the review video hides it, and saves them back into the pipeline file.

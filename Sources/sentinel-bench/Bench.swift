@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SentinelCommandLine
 import SentinelModels
+import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer
 import SentinelVision

@@ -6,6 +6,9 @@ import SentinelCore
 import SentinelFleet
 import SentinelMQTT
 import SentinelServer
+import SentinelStore
+import SentinelVision
+import ServiceLifecycle
 
 /// The fleet bench: simulated sites, each its own MQTT connection publishing realistic envelopes (a box's
 /// `visitor.updated`, log ids in order) at a fixed rate through Debian's mosquitto on loopback into `sentinel fleet`,

@@ -3,7 +3,11 @@ import Foundation
 import SentinelCommandLine
 import SentinelCore
 import SentinelMQTT
+import SentinelPrivacy
+import SentinelRuntime
 import SentinelServer
+import SentinelVision
+import ServiceLifecycle
 
 /// The MQTT output bench: this process is the box, fed visitor events at a fixed rate through the same hub, store and
 /// MQTT output as `sentinel run`, forwarding to Debian's mosquitto on loopback (started here unless `--broker` names

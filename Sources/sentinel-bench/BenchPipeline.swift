@@ -5,6 +5,7 @@ import SentinelCore
 import SentinelEval
 import SentinelModels
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelSynth
 import SentinelTuning
 import SentinelVision

@@ -1,10 +1,14 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import SentinelClient
 import SentinelCommandLine
 import SentinelCore
 import SentinelLoopback
+import SentinelPrivacy
+import SentinelRuntime
 import SentinelServer
+import ServiceLifecycle
 
 /// The SSE fan-out bench: this process is the server, fed visitor events at a fixed rate through the same hub,
 /// store and broadcaster as `sentinel run`; the subscribers live in a child process, so the server's CPU and memory

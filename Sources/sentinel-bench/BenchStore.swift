@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
 import SentinelAggregates
 import SentinelClient
 import SentinelCommandLine
@@ -11,6 +12,8 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer
 import SentinelStore
+import SentinelVision
+import ServiceLifecycle
 
 /// The store soak bench: a database filled with 30 days of a busy four-camera showroom, then served by the same
 /// service as `sentinel run` while visitor events are written at a busy rate, REST clients read, and a client

@@ -3,6 +3,8 @@ import Foundation
 import SentinelCommandLine
 import SentinelPipeline
 import SentinelTuning
+import SentinelVision
+import SentinelVisitors
 
 struct Explain: ParsableCommand {
     static let configuration = CommandConfiguration(

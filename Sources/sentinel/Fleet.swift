@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import SentinelCommandLine
+import SentinelCore
 import SentinelFleet
 import SentinelHTTP
+import SentinelMQTT
 import SentinelServer
 
 struct Fleet: AsyncParsableCommand {

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import FoundationEssentials
 import SentinelCommandLine
 import SentinelModels
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SentinelCommandLine
+import SentinelCore
 import SentinelSynth
 
 struct Synth: ParsableCommand {

@@ -6,6 +6,7 @@ import SentinelEval
 import SentinelPipeline
 import SentinelServer
 import SentinelTuning
+import SentinelVision
 import Synchronization
 
 struct Tune: ParsableCommand {

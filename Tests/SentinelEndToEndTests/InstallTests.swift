@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import SentinelClient
 import SentinelLoopback
 import SentinelTestSupport
 import Testing

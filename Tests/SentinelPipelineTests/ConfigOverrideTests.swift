@@ -1,5 +1,6 @@
 import Foundation
 import SentinelPipeline
+import SentinelVisitors
 import Testing
 
 @Suite("--set key=value: settings over a pipeline file, checked exactly as the file's")

@@ -1,9 +1,13 @@
 import Foundation
+import SentinelCore
 import SentinelModels
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer
+import SentinelStore
 import SentinelTestSupport
+import SentinelVision
+import SentinelVisitors
 import Testing
 
 @Suite("Pipeline files: every problem with its line and field")

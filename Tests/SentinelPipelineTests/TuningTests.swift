@@ -3,9 +3,11 @@ import Logging
 import SentinelCore
 import SentinelEval
 import SentinelPipeline
+import SentinelPrivacy
 import SentinelTestSupport
 import SentinelTuning
 import SentinelVision
+import SentinelVisitors
 import Testing
 
 @Suite("Tuning: search spaces, settings written in place, the detection cache, label-free measures")

@@ -1,9 +1,11 @@
 import Foundation
 import Logging
+import SentinelCore
 import SentinelPipeline
 import SentinelServer
 import SentinelTestSupport
 import SentinelVision
+import SentinelVisitors
 import Testing
 
 @Suite("Zone editor: zones written back into a pipeline file")

@@ -3,6 +3,9 @@ import NIOCore
 import OpenAPIRuntime
 import OpenAPIURLSession
 import SentinelLoopback
+import SentinelRuntime
+import SentinelServer
+import SentinelStore
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -1,5 +1,8 @@
 import Foundation
 import GRDB
+import SentinelLoopback
+import SentinelServer
+import SentinelStore
 import SentinelTestSupport
 import Testing
 

@@ -1,4 +1,8 @@
 import Foundation
+import NIOCore
+import SentinelLoopback
+import SentinelRuntime
+import SentinelServer
 import SentinelTestSupport
 import Testing
 

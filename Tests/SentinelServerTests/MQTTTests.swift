@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import SentinelClient
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
@@ -12,6 +13,7 @@ import SentinelRuntime
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport
+import ServiceLifecycle
 import Testing
 
 /// A consumer at the broker: a persistent session (the broker queues for it while it is away), collecting every

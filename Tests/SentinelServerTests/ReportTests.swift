@@ -2,6 +2,8 @@ import Foundation
 import SentinelAggregates
 import SentinelClient
 import SentinelLoopback
+import SentinelServer
+import SentinelStore
 import Testing
 
 @Suite("Reports over the store")

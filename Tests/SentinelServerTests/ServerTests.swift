@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOCore
 import SentinelClient
 import SentinelCore
 import SentinelFleet

@@ -1,9 +1,15 @@
 import Foundation
 import Logging
+import SentinelAggregates
+import SentinelHTTP
 import SentinelLoopback
+import SentinelPipeline
+import SentinelPrivacy
+import SentinelRuntime
 import SentinelServer
 import SentinelTestSupport
 import SentinelVision
+import ServiceLifecycle
 import Testing
 
 @Suite("Camera stills", .timeLimit(.minutes(3)))

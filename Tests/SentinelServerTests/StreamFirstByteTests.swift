@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SentinelServer
 import SentinelTestSupport
 import Synchronization

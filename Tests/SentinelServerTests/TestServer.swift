@@ -4,14 +4,18 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import NIOFoundationEssentialsCompat
 import SentinelClient
 import SentinelCore
+import SentinelHTTP
 import SentinelLoopback
 import SentinelPipeline
 import SentinelPrivacy
+import SentinelRuntime
 import SentinelServer
 import SentinelStore
 import SentinelTestSupport
+import ServiceLifecycle
 
 /// A real `sentinel run` service in-process, on a free loopback port, with no sources started: tests hand it masked
 /// events the way a source does.

@@ -2,6 +2,9 @@ import Foundation
 import SentinelClient
 import SentinelCore
 import SentinelLoopback
+import SentinelRuntime
+import SentinelServer
+import SentinelStore
 import SentinelTestSupport
 import Testing
 

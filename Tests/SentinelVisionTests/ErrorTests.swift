@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SentinelCore
 import SentinelTestSupport
 import SentinelVision
