@@ -6,7 +6,7 @@ import Testing
 /// The installed unit as Debian's systemd runs it. This machine's PID 1 is not systemd, so the test boots systemd as
 /// PID 1 of new PID and mount namespaces (`systemd_boot.sh`, which keeps the host's /tmp, /run, /var and kernel
 /// settings out of reach) and drives it with systemctl through nsenter. Making namespaces needs root.
-@Suite("The installed unit under systemd", .timeLimit(.minutes(3)), .enabled(if: getuid() == 0, "namespaces need root"))
+@Suite("The installed unit under systemd", .timeLimit(.minutes(5)), .enabled(if: getuid() == 0, "namespaces need root"))
 struct SystemdUnitTests {
     @Test(
         "installed with a prefix, the unit starts once the demo serves (Type=notify), runs it under its sandbox as a dynamic user with its camera, its store in the state directory (0600), and stops with status 0"
@@ -54,14 +54,19 @@ struct SystemdUnitTests {
                     URL(fileURLWithPath: "/usr/bin/nsenter"), ["-t", "\(pid1)", "-m", "-p"] + arguments, timeout: 60)
             }
         }
-        // Booted: systemctl answers once its socket is there, and then waits for the start-up to finish.
-        var booted = try await inside(["systemctl", "is-system-running", "--wait"])
-        let bootDeadline = Date().addingTimeInterval(30)
-        while booted.output.isEmpty && Date() < bootDeadline {
-            try await Task.sleep(for: .milliseconds(200))
-            booted = try await inside(["systemctl", "is-system-running", "--wait"])
+        // Booted: until systemd has made /run/systemd/system and its socket, systemctl says "offline" (or nothing);
+        // then `--wait` waits for the start-up to finish. A loaded machine (the whole suite on two cores) takes a while.
+        func booted() async throws -> String {
+            try await inside(["systemctl", "is-system-running", "--wait"]).output
+                .trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        try #require(booted.output.hasPrefix("running"), "\(booted.output) \(booted.errors)")
+        var system = try await booted()
+        let bootDeadline = Date().addingTimeInterval(90)
+        while !["running", "degraded"].contains(system) && Date() < bootDeadline {
+            try await Task.sleep(for: .milliseconds(250))
+            system = try await booted()
+        }
+        try #require(["running", "degraded"].contains(system), "systemd in the namespace: \(system)")
         let unit = prefix.appendingPathComponent("lib/systemd/system/sentinel.service").path
         let linked = try await inside(["systemctl", "link", "--runtime", unit])
         try #require(linked.status == 0, "\(linked.errors)")
