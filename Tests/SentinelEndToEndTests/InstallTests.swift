@@ -134,14 +134,12 @@ final class NotifySocket: Sendable {
 
     /// The next datagram, or nil after `seconds`; waits on a thread of its own.
     func receive(seconds: Double) async -> String? {
-        await withCheckedContinuation { continuation in
-            Thread {
-                var poller = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
-                guard poll(&poller, 1, Int32(seconds * 1_000)) > 0 else { return continuation.resume(returning: nil) }
-                var buffer = [UInt8](repeating: 0, count: 4_096)
-                let count = recv(self.descriptor, &buffer, buffer.count, 0)
-                continuation.resume(returning: count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil)
-            }.start()
+        await Fixtures.onOwnThread {
+            var poller = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(seconds * 1_000)) > 0 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            let count = recv(self.descriptor, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import SentinelTestSupport
 import Synchronization
 import Testing

@@ -53,6 +53,11 @@ extension Fixtures {
         }
     }
 
+    /// `onOwnThread` for work that cannot fail.
+    public static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in Thread { continuation.resume(returning: body()) }.start() }
+    }
+
     /// Runs a program from the repository's root to its end; returns its exit status, standard output and error.
     public static func run(_ executable: URL, _ arguments: [String]) throws -> (
         status: Int32, output: String, errors: String

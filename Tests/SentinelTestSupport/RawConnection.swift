@@ -43,9 +43,7 @@ public final class RawConnection: Sendable {
 
     /// `receive(seconds:)` on a thread of its own, so waiting never holds one of the test run's few task threads.
     public func received(seconds: Double) async -> (data: Data, closed: Bool) {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: self.receive(seconds: seconds)) }.start()
-        }
+        await Fixtures.onOwnThread { self.receive(seconds: seconds) }
     }
 
     /// Reads until the server closes the connection or `seconds` pass; `closed` says which.
