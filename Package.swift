@@ -50,7 +50,7 @@ let package = Package(
         .target(
             name: "SentinelMQTT",
             dependencies: [
-                "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelStore", "SentinelRuntime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -95,13 +95,21 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        /// Pipeline definitions (YAML, validated with line numbers) and the runner that drives one source.
+        /// Configuration: the files Sentinel reads (pipeline, service and fleet definitions, validated with line
+        /// numbers), `--set`, the reference, and the editors that write a pipeline file back.
+        .target(
+            name: "SentinelConfig",
+            dependencies: [
+                "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy",
+                "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The per-frame pipeline and the runner that drives one source.
         .target(
             name: "SentinelPipeline",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy",
-                "SentinelAggregates", "Yams",
-                .product(name: "Logging", package: "swift-log"),
+                "SentinelCore", "SentinelConfig", "SentinelVision", "SentinelVisitors", "SentinelModels",
+                "SentinelPrivacy", "SentinelAggregates", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         /// SQLite through GRDB: the event log, visits, zone stays and gauge readings, written in batches.
@@ -117,7 +125,8 @@ let package = Package(
         .target(
             name: "SentinelRuntime",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelStore",
                 "SentinelModels", "SentinelVision",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -129,7 +138,8 @@ let package = Package(
         .target(
             name: "SentinelHTTP",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelStore",
                 "SentinelRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -144,7 +154,7 @@ let package = Package(
         .target(
             name: "SentinelServer",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelModels", "SentinelVision", "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -156,7 +166,7 @@ let package = Package(
         .target(
             name: "SentinelFleet",
             dependencies: [
-                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline", "SentinelStore",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelRuntime", "SentinelHTTP", "SentinelMQTT", "SentinelServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -167,7 +177,8 @@ let package = Package(
         .target(
             name: "SentinelZoneEditor",
             dependencies: [
-                "SentinelCore", "SentinelModels", "SentinelPipeline", "SentinelVision", "SentinelRuntime",
+                "SentinelConfig", "SentinelCore", "SentinelModels", "SentinelPipeline", "SentinelVision",
+                "SentinelRuntime",
                 "SentinelHTTP", "SentinelServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -181,14 +192,16 @@ let package = Package(
         .target(
             name: "SentinelTuning",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline", "SentinelPrivacy",
+                "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline",
+                "SentinelPrivacy",
                 "SentinelEval",
                 "SentinelVisitors", "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "sentinel",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval", "SentinelPrivacy",
+                "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
+                "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelRuntime", "SentinelHTTP",
                 "SentinelServer", "SentinelFleet", "SentinelZoneEditor", "SentinelTuning", "SentinelCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -200,7 +213,7 @@ let package = Package(
         .target(
             name: "SentinelCommandLine",
             dependencies: [
-                "SentinelCore", "SentinelModels", "SentinelPipeline",
+                "SentinelConfig", "SentinelCore", "SentinelModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -210,7 +223,8 @@ let package = Package(
         .executableTarget(
             name: "sentinel-bench",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy", "SentinelPipeline",
+                "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
+                "SentinelPipeline",
                 "SentinelStore", "SentinelRuntime", "SentinelHTTP", "SentinelServer", "SentinelFleet",
                 "SentinelLoopback",
                 "SentinelMQTT", "SentinelAggregates",
@@ -275,7 +289,8 @@ let package = Package(
         .testTarget(
             name: "SentinelServerTests",
             dependencies: [
-                "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelPipeline",
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
                 "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelZoneEditor",
                 "SentinelVision",
@@ -291,7 +306,8 @@ let package = Package(
         .testTarget(
             name: "SentinelPipelineTests",
             dependencies: [
-                "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval", "SentinelSynth",
+                "SentinelConfig", "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval",
+                "SentinelSynth",
                 "SentinelModels", "SentinelServer", "SentinelTestSupport", "SentinelTuning",
             ]
         ),

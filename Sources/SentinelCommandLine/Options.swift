@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SentinelConfig
 import SentinelCore
 import SentinelModels
-import SentinelPipeline
 
 /// Where the model manifest and cache are.
 package struct ModelOptions: ParsableArguments {

@@ -2,10 +2,10 @@ import CoreMetrics
 import Foundation
 import Logging
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
 import SentinelHTTP
 import SentinelMQTT
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer

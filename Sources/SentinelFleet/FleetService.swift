@@ -1,9 +1,9 @@
 import Foundation
 import Logging
+import SentinelConfig
 import SentinelCore
 import SentinelHTTP
 import SentinelMQTT
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer

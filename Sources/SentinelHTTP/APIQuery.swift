@@ -5,7 +5,6 @@ import HummingbirdCore
 import Logging
 import SentinelAggregates
 import SentinelCore
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore

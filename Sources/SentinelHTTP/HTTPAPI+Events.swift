@@ -4,8 +4,8 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore

@@ -1,5 +1,6 @@
 import CSentinelMQTT
 import Foundation
+import SentinelConfig
 import SentinelCore
 
 /// An MQTT problem, said plainly: a setting that cannot work, a CA file that cannot be used, a message refused.
@@ -24,23 +25,6 @@ public struct MQTTError: SentinelError {
 /// `takeMessages()`. One owner at a time: it is not `Sendable`.
 public final class MQTTClient {
     private let handle: OpaquePointer
-
-    /// Where a broker listens, from an `mqtt://host[:port]` or `mqtts://host[:port]` URL.
-    public struct Endpoint: Sendable, Equatable {
-        public var host: String
-        public var port: Int
-        public var tls: Bool
-
-        public init?(url: String) {
-            guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-                scheme == "mqtt" || scheme == "mqtts", let host = components.host, !host.isEmpty,
-                components.path.isEmpty || components.path == "/", components.query == nil
-            else { return nil }
-            self.host = host
-            tls = scheme == "mqtts"
-            port = components.port ?? (tls ? 8883 : 1883)
-        }
-    }
 
     public struct State: Sendable, Equatable {
         public var connected: Bool
@@ -95,7 +79,7 @@ public final class MQTTClient {
         try Self.call { snl_mqtt_subscribe(handle, topic, Int32(qos), $0) }
     }
 
-    public func start(_ endpoint: Endpoint, keepalive: Int = 30) throws(MQTTError) {
+    public func start(_ endpoint: MQTTEndpoint, keepalive: Int = 30) throws(MQTTError) {
         try Self.call { snl_mqtt_start(handle, endpoint.host, Int32(endpoint.port), Int32(keepalive), $0) }
     }
 

@@ -2,44 +2,12 @@ import CoreMetrics
 import Foundation
 import Logging
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore
 import ServiceLifecycle
-
-/// The `outputs.mqtt:` section: the broker the event log is forwarded to (`connection`), under which site name, and
-/// how.
-public struct MQTTSettings: Sendable, Equatable {
-    public var connection: MQTTConnection
-    /// This box's name in topics and messages: `{topicPrefix}/{site}/...`.
-    public var site: String
-    /// Messages sent and not yet acknowledged at most.
-    public var inFlight = 100
-    /// Announce the gauge and the occupancy sensors to Home Assistant (MQTT discovery).
-    public var homeAssistant = false
-    public var discoveryPrefix = "homeassistant"
-
-    /// The client id is `sentinel-{site}` unless set.
-    public init(url: String, site: String) {
-        connection = MQTTConnection(url: url, clientId: "sentinel-\(site)")
-        self.site = site
-    }
-
-    /// The section's own declared settings, beside the connection's (`site` is read by hand).
-    public static let settings: [Setting<MQTTSettings>] = [
-        .integer("inFlight", \.inFlight, in: 1...1_000, "messages sent and not yet acknowledged at most"),
-        .flag("homeAssistant", \.homeAssistant, "announce the gauge and occupancy sensors to Home Assistant"),
-        .text("discoveryPrefix", \.discoveryPrefix, "Home Assistant's discovery prefix"),
-    ]
-
-    package static let section = "outputs.mqtt"
-    var topicPrefix: String { connection.topicPrefix }
-    var availabilityTopic: String { "\(topicPrefix)/\(site)/availability" }
-    var gaugeTopic: String { "\(topicPrefix)/\(site)/gauge" }
-    var occupancyTopic: String { "\(topicPrefix)/\(site)/occupancy" }
-}
 
 /// Forwards the event log to an MQTT broker, the log being the outbox: every event, in id order, as its SSE envelope
 /// with the site added, under `{prefix}/{site}/{stream}/{type}` at QoS 1, its log id and site also in MQTT 5 user
@@ -308,17 +276,8 @@ public final class MQTTOutput: Service, Sendable {
 }
 
 extension MQTTSettings {
-    /// Reads the `outputs.mqtt:` section; nil when it has problems (reported).
-    package static func read(_ field: Field, _ reader: ConfigReader) -> MQTTSettings? {
-        var settings = MQTTSettings(url: "", site: "")
-        let keys = Set((MQTTConnection.settings.map(\.key) + Self.settings.map(\.key) + ["site"]))
-        guard let fields = reader.mapping(field, keys: keys.union(MQTTConnection.handRead)) else { return nil }
-        let before = reader.problems.count
-        if let f = reader.required(fields, "site", in: field), let site = reader.name(f, of: "a site id") {
-            settings = MQTTSettings(url: "", site: site)
-        }
-        reader.apply(Self.settings, from: fields, to: &settings)
-        settings.connection.read(fields, in: field, reader)
-        return reader.problems.count == before ? settings : nil
-    }
+    var topicPrefix: String { connection.topicPrefix }
+    var availabilityTopic: String { "\(topicPrefix)/\(site)/availability" }
+    var gaugeTopic: String { "\(topicPrefix)/\(site)/gauge" }
+    var occupancyTopic: String { "\(topicPrefix)/\(site)/occupancy" }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
 import SentinelModels
 import SentinelPrivacy
@@ -194,24 +195,6 @@ public struct MaskedFrame {
 public struct StageTimings: Sendable {
     public var detect: Duration
     public var visitors: Duration
-}
-
-extension PipelineDefinition {
-    /// The same pipeline, masked for scoring against ground truth: the store's copy keeps every field and exact
-    /// times (pseudonyms all the same), so dwell and zone timing are measured to the millisecond.
-    public var forEvaluation: PipelineDefinition {
-        var copy = self
-        copy.privacy.timestampResolution = 0
-        copy.privacy.outputs[.store] = Set(PublishedField.allCases)
-        return copy
-    }
-
-    /// The showroom's gauge over every source and zone of this pipeline, publishing times its privacy allows.
-    public var sentimentGauge: SentimentGauge {
-        SentimentGauge(
-            settings: gauge, minGroupSize: privacy.minGroupSize, sources: sources.map(\.id), zones: zoneIDs,
-            timestampResolution: privacy.timestampResolution)
-    }
 }
 
 /// Which frames get a detection under `detector.maxFps`: at most `maxFPS` per second of media time, evenly spread,

@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 import Metrics
+import SentinelConfig
 import SentinelCore
 import SentinelModels
 import SentinelPipeline

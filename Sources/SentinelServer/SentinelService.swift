@@ -4,11 +4,11 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
 import SentinelHTTP
 import SentinelMQTT
 import SentinelModels
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore

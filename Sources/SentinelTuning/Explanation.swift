@@ -1,4 +1,5 @@
 import Foundation
+import SentinelConfig
 import SentinelCore
 import SentinelPipeline
 import SentinelPrivacy

@@ -1,7 +1,7 @@
 import Foundation
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
-import SentinelPipeline
 import SentinelVision
 import SentinelVisitors
 import Yams

@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
 import Logging
+import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelModels
-import SentinelPipeline
 import Synchronization
 
 /// A search over a pipeline's settings on recordings: each candidate (a set of `--set` values) is run over every

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelPipeline

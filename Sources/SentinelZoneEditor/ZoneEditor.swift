@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOFoundationEssentialsCompat
+import SentinelConfig
 import SentinelCore
 import SentinelHTTP
 import SentinelModels

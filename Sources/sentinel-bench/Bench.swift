@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import SentinelCommandLine
+import SentinelConfig
 import SentinelModels
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer
 import SentinelVision

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SentinelCommandLine
+import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelMQTT

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SentinelCommandLine
+import SentinelConfig
 import SentinelCore
 import SentinelMQTT
 import SentinelPrivacy
@@ -30,7 +31,7 @@ struct BenchMQTT: AsyncParsableCommand {
     func validate() throws {
         try checkRange(rate, "rate", 1...100_000)
         try checkRange(seconds, "seconds", 1...3600)
-        if let broker, MQTTClient.Endpoint(url: broker) == nil {
+        if let broker, MQTTEndpoint(url: broker) == nil {
             throw ValidationError("--broker \(broker) is not a URL such as mqtt://127.0.0.1:1883")
         }
     }
@@ -92,8 +93,8 @@ struct BenchMQTT: AsyncParsableCommand {
     /// Receives the bench's log events until `count` distinct ids have come or `within` seconds pass: when each id
     /// first arrived, and how many came again.
     /// The broker at `url` (the started mosquitto's, or `--broker`, which `validate` checked).
-    static func endpoint(_ url: String) throws -> MQTTClient.Endpoint {
-        guard let endpoint = MQTTClient.Endpoint(url: url) else { throw CommandError("\(url) is not a broker URL") }
+    static func endpoint(_ url: String) throws -> MQTTEndpoint {
+        guard let endpoint = MQTTEndpoint(url: url) else { throw CommandError("\(url) is not a broker URL") }
         return endpoint
     }
 

@@ -5,10 +5,10 @@ import NIOCore
 import SentinelAggregates
 import SentinelClient
 import SentinelCommandLine
+import SentinelConfig
 import SentinelCore
 import SentinelLoopback
 import SentinelModels
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelServer
 import SentinelStore

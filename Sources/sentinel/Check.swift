@@ -1,5 +1,6 @@
 import ArgumentParser
 import SentinelCommandLine
+import SentinelConfig
 import SentinelPipeline
 import SentinelServer
 

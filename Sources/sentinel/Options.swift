@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import SentinelCommandLine
+import SentinelConfig
 import SentinelCore
 import SentinelModels
-import SentinelPipeline
 import SentinelVision
 
 /// The pipeline `run` and `replay` take when none is named: the checkout's demo, else the installation's.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SentinelAggregates
 import SentinelCommandLine
+import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelPipeline

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SentinelCommandLine
+import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelPipeline

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelPipeline
+import SentinelConfig
 import SentinelVisitors
 import Testing
 

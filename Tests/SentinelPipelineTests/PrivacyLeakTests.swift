@@ -1,7 +1,6 @@
 import Foundation
 import SentinelCore
 import SentinelEval
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
 import Testing

@@ -2,12 +2,12 @@ import Foundation
 import GRDB
 import Logging
 import SentinelClient
+import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
 import SentinelLoopback
 import SentinelMQTT
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer
@@ -25,7 +25,7 @@ final class Subscriber {
     init(_ broker: MQTTBroker, id: String = "test-consumer", topics: [String] = ["sentinel/#"]) throws {
         client = try MQTTClient(clientID: id, cleanStart: false, sessionExpiry: 600)
         for topic in topics { try client.subscribe(topic) }
-        try client.start(MQTTClient.Endpoint(url: broker.url)!)
+        try client.start(MQTTEndpoint(url: broker.url)!)
     }
 
     /// The log events received (availability and retained gauge topics aside): (log id, site, topic), in arrival
@@ -525,7 +525,7 @@ struct FleetTests {
             return (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any] ?? [:]
         }
         let site = try MQTTClient(clientID: "hostile-site", cleanStart: true, sessionExpiry: 0)
-        try site.start(MQTTClient.Endpoint(url: broker.url)!)
+        try site.start(MQTTEndpoint(url: broker.url)!)
         #expect(try await poll { site.state.connected })
         let cases = try Self.mqttCorpus()
         let folderURL = Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt")
@@ -630,7 +630,7 @@ struct FleetTests {
     static func site(_ broker: MQTTBroker, _ name: String, password: String? = nil) async throws -> MQTTClient {
         let client = try MQTTClient(clientID: "site-\(name)", cleanStart: true, sessionExpiry: 0)
         if let password { try client.credentials(username: name, password: password) }
-        try client.start(MQTTClient.Endpoint(url: broker.url)!)
+        try client.start(MQTTEndpoint(url: broker.url)!)
         _ = try await poll { client.state.connected }
         return client
     }
@@ -686,7 +686,7 @@ struct FleetTests {
                 $0.streamId == "lab/showroom"
             })
         let anonymous = try MQTTClient(clientID: "anonymous", cleanStart: true, sessionExpiry: 0)
-        try anonymous.start(MQTTClient.Endpoint(url: broker.url)!)
+        try anonymous.start(MQTTEndpoint(url: broker.url)!)
         #expect(try await Self.poll { anonymous.state.failures > 0 })
         #expect(!anonymous.state.connected)
         for client in [lab, ghost, anonymous] { client.stop() }
@@ -737,7 +737,7 @@ struct FleetTests {
         // The other replica: the same group, a session of its own that expires as the fleet's does.
         let replica = try MQTTClient(clientID: "replica-b", cleanStart: false, sessionExpiry: 4)
         try replica.subscribe("$share/test/sentinel/+/+/+")
-        try replica.start(MQTTClient.Endpoint(url: broker.url)!)
+        try replica.start(MQTTEndpoint(url: broker.url)!)
         #expect(try await Self.poll { replica.state.connected })
         let lab = try await Self.site(broker, "lab")
         func publish(_ ids: ClosedRange<Int64>) throws {

@@ -2,11 +2,11 @@ import Foundation
 import GRDB
 import NIOCore
 import SentinelClient
+import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
 import SentinelLoopback
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer

@@ -1,9 +1,9 @@
 import Foundation
 import Logging
 import SentinelAggregates
+import SentinelConfig
 import SentinelHTTP
 import SentinelLoopback
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer

@@ -6,10 +6,10 @@ import Logging
 import NIOCore
 import NIOFoundationEssentialsCompat
 import SentinelClient
+import SentinelConfig
 import SentinelCore
 import SentinelHTTP
 import SentinelLoopback
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer

@@ -1,8 +1,8 @@
 import Foundation
+import SentinelConfig
 import SentinelCore
 import SentinelLoopback
 import SentinelModels
-import SentinelPipeline
 import SentinelServer
 import SentinelTestSupport
 import Testing

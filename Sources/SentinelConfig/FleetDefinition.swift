@@ -1,13 +1,7 @@
 import Foundation
 import SentinelAggregates
 import SentinelCore
-import SentinelHTTP
-import SentinelMQTT
-import SentinelPipeline
 import SentinelPrivacy
-import SentinelRuntime
-import SentinelServer
-import SentinelStore
 
 /// A fleet file, as `sentinel fleet` reads it: the broker the sites forward to, the fleet's own store and server,
 /// and the privacy and gauge settings that hold across sites. Every problem is reported by file, line and field
@@ -21,7 +15,7 @@ public struct FleetDefinition: Sendable {
     public var privacy = PrivacyPolicy()
     public var gauge = GaugeSettings()
     public var sites = FleetSites()
-    var groupLocation: ConfigProblem?
+    package var groupLocation: ConfigProblem?
 
     public static func load(_ path: String) throws(ConfigError) -> FleetDefinition {
         try ConfigFile.load(path) { root, reader in read(root, reader) }
@@ -59,7 +53,7 @@ public struct FleetDefinition: Sendable {
     }
 
     /// The fleet's gauge: overall, and per camera and zone of every site as their events name them.
-    var sentimentGauge: SentimentGauge {
+    package var sentimentGauge: SentimentGauge {
         SentimentGauge(
             settings: gauge, minGroupSize: privacy.minGroupSize, sources: [], zones: [],
             timestampResolution: privacy.timestampResolution)
@@ -140,7 +134,7 @@ public struct FleetBroker: Sendable, Equatable {
             "hours the broker queues the sites' messages while the fleet is away"),
     ]
 
-    static let section = "broker"
+    package static let section = "broker"
 
     mutating func read(_ field: Field, _ reader: ConfigReader) {
         let keys = Set(MQTTConnection.settings.map(\.key) + Self.settings.map(\.key)).union(MQTTConnection.handRead)
@@ -153,11 +147,11 @@ public struct FleetBroker: Sendable, Equatable {
     }
 
     /// What the fleet subscribes to: every site's log events, through the shared subscription.
-    var eventsFilter: String {
+    package var eventsFilter: String {
         let topic = "\(connection.topicPrefix)/+/+/+"
         return group.isEmpty ? topic : "$share/\(group)/\(topic)"
     }
 
     /// Every site's retained availability (not shared: each replica wants every site's).
-    var availabilityFilter: String { "\(connection.topicPrefix)/+/availability" }
+    package var availabilityFilter: String { "\(connection.topicPrefix)/+/availability" }
 }

@@ -1,12 +1,5 @@
 import Foundation
-import NIOCore
-import NIOPosix
 import SentinelCore
-import SentinelHTTP
-import SentinelMQTT
-import SentinelPipeline
-import SentinelRuntime
-import SentinelStore
 
 /// A pipeline file as `sentinel run` serves it: the pipeline, and the `store:` and `server:` sections, each read by
 /// its owner's declarations, with every problem reported by file, line and field together.
@@ -17,7 +10,7 @@ public struct ServiceDefinition: Sendable {
     /// Where the event log is forwarded besides SSE (`outputs.mqtt`).
     public var mqtt: MQTTSettings?
     /// Where `store.group` was written, for the message when this machine has no such group.
-    var groupLocation: ConfigProblem?
+    package var groupLocation: ConfigProblem?
 
     public static func load(_ path: String, overrides: [ConfigOverride] = []) throws(ConfigError) -> ServiceDefinition {
         try read(file: path) { sections throws(ConfigError) in

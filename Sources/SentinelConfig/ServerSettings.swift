@@ -1,9 +1,5 @@
 import Foundation
-import NIOCore
-import NIOPosix
 import SentinelCore
-import SentinelPipeline
-import SentinelRuntime
 
 /// The HTTP server of `sentinel run`. Tokens are never written here: only where to read one.
 public struct ServerSettings: Sendable, Equatable {
@@ -60,26 +56,6 @@ public struct ServerSettings: Sendable, Equatable {
 
     /// Whether `host` only accepts connections from this machine.
     public var isLoopback: Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
-
-    /// Throws unless this process can listen on `host:port` now: a port another program holds (a second `sentinel
-    /// run`), one below 1024 without the right, a host that is not this machine's. `sentinel run` and `sentinel fleet`
-    /// ask before they open the store or start a source, so an instance that cannot serve changes nothing. Port 0
-    /// (any free port) always can.
-    package func checkListening() throws(ServiceError) {
-        guard port != 0 else { return }
-        do {
-            let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .bind(host: host, port: port).wait()
-            try channel.close().wait()
-        } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            throw ServiceError(
-                "cannot listen on \(host):\(port): another program holds that port (another sentinel? see "
-                    + "`ss -ltnp 'sport = :\(port)'`); choose another with --port or server.port")
-        } catch {
-            throw ServiceError("cannot listen on \(host):\(port): \(error)")
-        }
-    }
 }
 
 extension ServerSettings {

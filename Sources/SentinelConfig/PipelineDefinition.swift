@@ -114,3 +114,21 @@ public struct DetectorChoice: Sendable {
         ),
     ]
 }
+
+extension PipelineDefinition {
+    /// The same pipeline, masked for scoring against ground truth: the store's copy keeps every field and exact
+    /// times (pseudonyms all the same), so dwell and zone timing are measured to the millisecond.
+    public var forEvaluation: PipelineDefinition {
+        var copy = self
+        copy.privacy.timestampResolution = 0
+        copy.privacy.outputs[.store] = Set(PublishedField.allCases)
+        return copy
+    }
+
+    /// The showroom's gauge over every source and zone of this pipeline, publishing times its privacy allows.
+    public var sentimentGauge: SentimentGauge {
+        SentimentGauge(
+            settings: gauge, minGroupSize: privacy.minGroupSize, sources: sources.map(\.id), zones: zoneIDs,
+            timestampResolution: privacy.timestampResolution)
+    }
+}
