@@ -59,6 +59,9 @@ public struct Field {
 public final class ConfigReader {
     public let file: String
     public private(set) var problems: [ConfigProblem] = []
+    /// Where each declared setting read so far was written, by field path (`store.group`): for the checks that need
+    /// the machine (a model, a group), which run after the file is read and still point at the line.
+    public private(set) var locations: [String: ConfigProblem] = [:]
 
     init(file: String) { self.file = file }
 
@@ -224,15 +227,47 @@ public final class ConfigReader {
         return fields
     }
 
-    /// Checks each declared setting present in `fields` and writes it into `owner`.
+    /// Checks each declared setting present in `fields` and writes it into `owner`, remembering where it was written.
     public func apply<Owner>(_ settings: [Setting<Owner>], from fields: [String: Field], to owner: inout Owner) {
         for setting in settings {
             guard let field = fields[setting.key] else { continue }
+            locations[field.path] = location(of: field)
             switch setting.kind {
-            case .number(let path, let range): if let v = number(field, in: range) { owner[keyPath: path] = v }
+            case .number(let path, let range, let names):
+                if let name = field.node.string, let value = names.first(where: { $0.key == name })?.value {
+                    owner[keyPath: path] = value
+                } else if names.isEmpty || field.node.float != nil || field.node.int != nil {
+                    if let v = number(field, in: range) { owner[keyPath: path] = v }
+                } else {
+                    report(field, "expected \(setting.domain)")
+                }
             case .integer(let path, let range): if let v = integer(field, in: range) { owner[keyPath: path] = v }
             case .flag(let path): if let v = bool(field) { owner[keyPath: path] = v }
-            case .text(let path): if let v = string(field) { owner[keyPath: path] = v }
+            case .text(let path, let check):
+                guard let v = string(field) else { continue }
+                if let problem = check?(v) { report(field, problem) } else { owner[keyPath: path] = v }
+            case .optionalText(let path):
+                if field.node.null != nil {
+                    owner[keyPath: path] = nil
+                } else if let v = string(field) {
+                    owner[keyPath: path] = v
+                }
+            case .path(_, let write):
+                if field.node.null != nil {
+                    write(&owner, nil)
+                } else if let v = string(field) {
+                    write(&owner, resolve(v))
+                }
+            case .list(let path, let check):
+                guard let items = sequence(field) else { continue }
+                owner[keyPath: path] = items.compactMap { item in
+                    guard let text = string(item) else { return nil }
+                    if let problem = check(text) {
+                        report(item, problem)
+                        return nil
+                    }
+                    return text
+                }
             case .choice(let choices, _, let write): if let v = choice(field, choices) { write(&owner, v) }
             }
         }

@@ -37,13 +37,16 @@ public struct FleetDefinition: Sendable {
         var definition = FleetDefinition(
             file: reader.file, broker: FleetBroker(url: ""), store: StoreSettings(beside: reader.file))
         if let field = reader.required(top, "broker", in: root) { definition.broker.read(field, reader) }
-        if let field = top["sites"] { definition.sites.read(field, reader) }
+        if let field = top["sites"] { _ = reader.section(field, FleetSites.settings, into: &definition.sites) }
         if definition.sites.allow.isEmpty && definition.sites.learn == 0 {
             reader.report(
                 top["sites"] ?? root,
                 "name the sites this fleet takes (sites.allow) or how many it may learn (sites.learn)")
         }
-        if let field = top["store"] { definition.groupLocation = definition.store.read(field, reader) }
+        if let field = top["store"] {
+            _ = reader.section(field, StoreSettings.settings, into: &definition.store)
+            definition.groupLocation = reader.locations["store.group"]
+        }
         if let field = top["server"] { definition.server.read(field, reader) }
         if let field = top["privacy"] {
             PipelineDefinition.readPrivacy(field, reader, into: &definition.privacy, outputs: [.events, .store])
@@ -64,7 +67,7 @@ public struct FleetDefinition: Sendable {
         let broker = FleetBroker(url: "mqtt://127.0.0.1:1883")
         return
             ([
-                "# Every tunable setting of a fleet file (sentinel fleet), at its default. Generated from the settings'",
+                "# Every setting of a fleet file (sentinel fleet), at its default. Generated from the settings'",
                 "# declarations: sentinel fleet --reference. broker.url is required; credentials come from",
                 "# credentialsFile or the environment, never this file. privacy takes a pipeline file's privacy section",
                 "# (its outputs: events and store; a fleet has no MQTT output).",
@@ -72,11 +75,7 @@ public struct FleetDefinition: Sendable {
             ]
             + PipelineReference.section("broker", MQTTConnection.settings, broker.connection)
             + PipelineReference.section("broker", FleetBroker.settings, broker).dropFirst()
-            + [
-                "sites:",
-                "  allow: []                       # the sites whose messages are taken (names; this or learn required)",
-            ]
-            + PipelineReference.section("sites", FleetSites.settings, FleetSites()).dropFirst()
+            + PipelineReference.section("sites", FleetSites.settings, FleetSites())
             + PipelineReference.section("store", StoreSettings.settings, StoreSettings(path: ""))
             + PipelineReference.section("server", ServerSettings.settings, ServerSettings())
             + PipelineReference.section("privacy", PrivacyPolicy.settings, PrivacyPolicy())
@@ -95,22 +94,11 @@ public struct FleetSites: Sendable, Equatable {
     public var learn = 0
 
     public static let settings: [Setting<FleetSites>] = [
-        .integer("learn", \.learn, in: 0...100_000, "sites not in allow taken as they are first heard of, at most")
+        .list(
+            "allow", \.allow, check: { Name.isValid($0) ? nil : "site \"\($0)\" \(Name.rule)" },
+            "the sites whose messages are taken (names; this or learn required)"),
+        .integer("learn", \.learn, in: 0...100_000, "sites not in allow taken as they are first heard of, at most"),
     ]
-
-    mutating func read(_ field: Field, _ reader: ConfigReader) {
-        guard let fields = reader.section(field, Self.settings, extra: ["allow"], into: &self) else { return }
-        if let f = fields["allow"], let list = reader.sequence(f) {
-            allow = list.compactMap { item in
-                guard let name = reader.string(item) else { return nil }
-                guard Name.isValid(name) else {
-                    reader.report(item, "site \"\(name)\" \(Name.rule)")
-                    return nil
-                }
-                return name
-            }
-        }
-    }
 }
 
 /// The `broker:` section of a fleet file: where the sites publish, and how the fleet subscribes.
@@ -137,7 +125,7 @@ public struct FleetBroker: Sendable, Equatable {
     package static let section = "broker"
 
     mutating func read(_ field: Field, _ reader: ConfigReader) {
-        let keys = Set(MQTTConnection.settings.map(\.key) + Self.settings.map(\.key)).union(MQTTConnection.handRead)
+        let keys = Set(MQTTConnection.settings.map(\.key) + Self.settings.map(\.key))
         guard let fields = reader.mapping(field, keys: keys) else { return }
         reader.apply(Self.settings, from: fields, to: &self)
         connection.read(fields, in: field, reader)

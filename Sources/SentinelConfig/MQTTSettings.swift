@@ -20,31 +20,30 @@ public struct MQTTConnection: Sendable, Equatable {
         self.clientId = clientId
     }
 
-    /// The declared settings (`url`, `caFile` and `credentialsFile` are read by hand).
+    /// The settings of a broker connection, in a box's `outputs.mqtt:` and a fleet's `broker:`.
     public static let settings: [Setting<MQTTConnection>] = [
+        .text(
+            "url", \.url,
+            check: {
+                MQTTEndpoint(url: $0) == nil
+                    ? "\"\($0)\" is not a broker URL such as mqtt://broker.local:1883 or mqtts://broker:8883" : nil
+            },
+            "the broker, mqtt://host[:port] or mqtts://host[:port] (required)"),
+        .path("caFile", \.caFile, "the CA that signed an mqtts:// broker's certificate (required for mqtts://)"),
         .text("clientId", \.clientId, "the MQTT client id"),
         .text("topicPrefix", \.topicPrefix, "topics are {topicPrefix}/{site}/{stream}/{type}"),
+        .path("credentialsFile", \.credentialsFile, "one line username:password, not readable by every user"),
         .text("usernameEnvironment", \.usernameEnvironment, "environment variable holding the broker username"),
         .text("passwordEnvironment", \.passwordEnvironment, "environment variable holding the broker password"),
     ]
-    package static let handRead: Set<String> = ["url", "caFile", "credentialsFile"]
 
     /// Reads the connection's keys of a section whose fields are `fields`, reporting problems into the reader.
     package mutating func read(_ fields: [String: Field], in section: Field, _ reader: ConfigReader) {
         reader.apply(Self.settings, from: fields, to: &self)
-        if let f = reader.required(fields, "url", in: section), let url = reader.string(f) {
-            if let endpoint = MQTTEndpoint(url: url) {
-                self.url = url
-                if endpoint.tls, fields["caFile"] == nil {
-                    reader.report(f, "an mqtts:// broker needs caFile: the CA that signed its certificate")
-                }
-            } else {
-                reader.report(
-                    f, "\"\(url)\" is not a broker URL such as mqtt://broker.local:1883 or mqtts://broker:8883")
-            }
+        guard let f = reader.required(fields, "url", in: section) else { return }
+        if MQTTEndpoint(url: url)?.tls == true, caFile == nil {
+            reader.report(f, "an mqtts:// broker needs caFile: the CA that signed its certificate")
         }
-        if let f = fields["caFile"], let path = reader.string(f) { caFile = reader.resolve(path) }
-        if let f = fields["credentialsFile"], let path = reader.string(f) { credentialsFile = reader.resolve(path) }
     }
 }
 
@@ -83,8 +82,11 @@ public struct MQTTSettings: Sendable, Equatable {
         self.site = site
     }
 
-    /// The section's own declared settings, beside the connection's (`site` is read by hand).
+    /// The section's own settings, beside the connection's.
     public static let settings: [Setting<MQTTSettings>] = [
+        .text(
+            "site", \.site, check: { Name.isValid($0) ? nil : "a site id \"\($0)\" \(Name.rule)" },
+            "this box's name in topics and messages (required)"),
         .integer("inFlight", \.inFlight, in: 1...1_000, "messages sent and not yet acknowledged at most"),
         .flag("homeAssistant", \.homeAssistant, "announce the gauge and occupancy sensors to Home Assistant"),
         .text("discoveryPrefix", \.discoveryPrefix, "Home Assistant's discovery prefix"),
@@ -97,13 +99,12 @@ extension MQTTSettings {
     /// Reads the `outputs.mqtt:` section; nil when it has problems (reported).
     package static func read(_ field: Field, _ reader: ConfigReader) -> MQTTSettings? {
         var settings = MQTTSettings(url: "", site: "")
-        let keys = Set((MQTTConnection.settings.map(\.key) + Self.settings.map(\.key) + ["site"]))
-        guard let fields = reader.mapping(field, keys: keys.union(MQTTConnection.handRead)) else { return nil }
+        let keys = Set(MQTTConnection.settings.map(\.key) + Self.settings.map(\.key))
+        guard let fields = reader.mapping(field, keys: keys) else { return nil }
         let before = reader.problems.count
-        if let f = reader.required(fields, "site", in: field), let site = reader.name(f, of: "a site id") {
-            settings = MQTTSettings(url: "", site: site)
-        }
+        _ = reader.required(fields, "site", in: field)
         reader.apply(Self.settings, from: fields, to: &settings)
+        settings.connection.clientId = "sentinel-\(settings.site)"
         settings.connection.read(fields, in: field, reader)
         return reader.problems.count == before ? settings : nil
     }

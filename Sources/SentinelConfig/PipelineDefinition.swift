@@ -29,6 +29,28 @@ public struct PipelineDefinition: Sendable {
     /// Where fields that are checked against the machine were written, for messages.
     var locations: [String: ConfigProblem] = [:]
 
+    /// A pipeline with nothing but defaults.
+    init(file: String) {
+        self.file = file
+        sources = []
+        detectorSettings = .defaults(for: detection.kind)
+        visitors = VisitorSettings()
+        emotionEnabled = true
+        emotionModel = "emotion"
+        privacy = PrivacyPolicy()
+    }
+
+    /// The `detector:` section's settings that name files rather than tune the detector.
+    static let detectorModelSettings: [Setting<PipelineDefinition>] = [
+        .optionalText("model", \.detectorModel, "a model name from Models/models.yml (null: the kind's default)")
+    ]
+
+    /// The `emotion:` section's settings beside the classifier's own.
+    static let emotionModelSettings: [Setting<PipelineDefinition>] = [
+        .flag("enabled", \.emotionEnabled, "classify emotion at all"),
+        .text("model", \.emotionModel, "the emotion model's name in Models/models.yml"),
+    ]
+
     /// One source of frames and its zones.
     public struct SourceDefinition: Sendable {
         public var id: String
@@ -96,8 +118,7 @@ public struct PipelineDefinition: Sendable {
     }
 }
 
-/// The `detector:` keys that choose the detector and how often it runs (its tuning is `DetectorSettings`'; `model`,
-/// a name the model manifest must know, is read by hand and checked against it).
+/// The `detector:` keys that choose the detector and how often it runs (its tuning is `DetectorSettings`').
 public struct DetectorChoice: Sendable {
     public var kind = DetectorKind.retinaface
     /// Frames per second of media time each source detects faces on at most (0: every frame). Frames in between

@@ -14,23 +14,7 @@ extension PipelineParser {
             let fields = reader.section(
                 field, PrivacyPolicy.settings, extra: ["pseudonyms", "retention", "outputs", "review"], into: &policy)
         else { return }
-        if let f = fields["pseudonyms"], let p = reader.mapping(f, keys: ["rotate", "keyFile"]) {
-            if let r = p["rotate"] {
-                let named = ["hourly": 3_600.0, "daily": 86_400.0, "weekly": 604_800.0]
-                if let text = r.node.string, let seconds = named[text] {
-                    policy.pseudonyms.rotationSeconds = seconds
-                } else if r.node.float != nil || r.node.int != nil {
-                    if let seconds = reader.number(r, in: 60...31_622_400) {
-                        policy.pseudonyms.rotationSeconds = seconds
-                    }
-                } else {
-                    reader.report(r, "expected hourly, daily, weekly or a number of seconds (60 or more)")
-                }
-            }
-            if let k = p["keyFile"], let path = reader.string(k) {
-                policy.pseudonyms.keyFile = reader.resolve(path)
-            }
-        }
+        if let f = fields["pseudonyms"] { _ = reader.section(f, PseudonymSettings.settings, into: &policy.pseudonyms) }
         if let f = fields["retention"] { _ = reader.section(f, RetentionPolicy.settings, into: &policy.retention) }
         if let f = fields["outputs"], let lists = reader.mapping(f, keys: Set(outputs.map(\.rawValue))) {
             // In declaration order: the event log's list (events) is known when MQTT's is checked against it.

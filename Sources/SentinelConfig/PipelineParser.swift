@@ -19,10 +19,7 @@ struct PipelineParser {
         {
             reader.report(version, "version \(value) is not supported; this Sentinel reads version 1")
         }
-        var definition = PipelineDefinition(
-            file: reader.file, sources: [], detectorModel: nil,
-            detectorSettings: .defaults(for: DetectorChoice().kind),
-            visitors: VisitorSettings(), emotionEnabled: true, emotionModel: "emotion", privacy: PrivacyPolicy())
+        var definition = PipelineDefinition(file: reader.file)
         if let field = reader.required(top, "sources", in: root), let list = reader.sequence(field) {
             if list.isEmpty { reader.report(field, "at least one source is needed") }
             definition.sources = list.compactMap { source($0, &definition) }
@@ -43,6 +40,7 @@ struct PipelineParser {
         for (name, read) in sections.sorted(by: { $0.key < $1.key }) {
             if let field = top[name] { read(field, reader) }
         }
+        definition.locations.merge(reader.locations) { mine, _ in mine }
         return definition
     }
 
@@ -147,16 +145,15 @@ struct PipelineParser {
     }
 
     func detector(_ field: Field, _ definition: inout PipelineDefinition) {
-        let keys = Set((DetectorChoice.settings.map(\.key) + DetectorSettings.settings.map(\.key))).union(["model"])
-        guard let fields = reader.mapping(field, keys: keys) else { return }
+        let keys =
+            DetectorChoice.settings.map(\.key) + DetectorSettings.settings.map(\.key)
+            + PipelineDefinition.detectorModelSettings.map(\.key)
+        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
         // The kind first: the other settings start from its defaults.
         reader.apply(DetectorChoice.settings, from: fields, to: &definition.detection)
         definition.detectorSettings = .defaults(for: definition.detection.kind)
         reader.apply(DetectorSettings.settings, from: fields, to: &definition.detectorSettings)
-        if let f = fields["model"], let value = reader.string(f) {
-            definition.detectorModel = value
-            definition.locations["detector.model"] = reader.location(of: f)
-        }
+        reader.apply(PipelineDefinition.detectorModelSettings, from: fields, to: &definition)
     }
 
     func tracker(_ field: Field, _ t: inout TrackerSettings) {
@@ -169,14 +166,9 @@ struct PipelineParser {
     }
 
     func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
-        guard
-            let fields = reader.section(
-                field, EmotionSettings.settings, extra: ["enabled", "model"], into: &definition.visitors.emotion)
-        else { return }
-        if let f = fields["enabled"], let v = reader.bool(f) { definition.emotionEnabled = v }
-        if let f = fields["model"], let v = reader.string(f) {
-            definition.emotionModel = v
-            definition.locations["emotion.model"] = reader.location(of: f)
-        }
+        let keys = EmotionSettings.settings.map(\.key) + PipelineDefinition.emotionModelSettings.map(\.key)
+        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
+        reader.apply(EmotionSettings.settings, from: fields, to: &definition.visitors.emotion)
+        reader.apply(PipelineDefinition.emotionModelSettings, from: fields, to: &definition)
     }
 }

@@ -9,23 +9,31 @@ import SentinelVisitors
 public enum PipelineReference {
     /// The pipeline's own sections, then `appending` (the service's, from `section`).
     public static func text(appending more: [String] = []) -> String {
+        let defaults = PipelineDefinition(file: "")
         var lines = [
-            "# Every tunable setting of a pipeline file beyond its sources and zones, at its default, with what it",
-            "# may be and what it means. Generated from the settings' declarations: sentinel check --reference.",
-            "# Sources, zones, detector.model, emotion.enabled/model, the privacy section's pseudonyms",
-            "# and outputs, store.path/group and the server's token files and CORS origins: see README.md.",
+            "# Every setting of a pipeline file beyond its sources and zones, at its default, with what it may be",
+            "# and what it means. Generated from the settings' declarations: sentinel check --reference.",
+            "# Sources, zones and the privacy outputs' allowlists are structures: see README.md.",
             "version: 1",
         ]
-        lines += section("detector", DetectorChoice.settings, DetectorChoice())
-        lines += section("detector", DetectorSettings.settings, .defaults(for: DetectorChoice().kind)).dropFirst()
-        lines += section("tracker", TrackerSettings.settings, TrackerSettings())
-        lines += section("emotion", EmotionSettings.settings, EmotionSettings())
-        lines += section("events", VisitorSettings.settings, VisitorSettings())
-        lines += section("gauge", GaugeSettings.settings, GaugeSettings())
-        lines += section("privacy", PrivacyPolicy.settings, PrivacyPolicy())
-        lines += section("retention", RetentionPolicy.settings, RetentionPolicy(), indent: "    ")
-        lines += section("review", ReviewSettings.settings, ReviewSettings(), indent: "    ")
+        lines += section("detector", DetectorChoice.settings, defaults.detection)
+        lines += section("detector", PipelineDefinition.detectorModelSettings, defaults).dropFirst()
+        lines += section("detector", DetectorSettings.settings, defaults.detectorSettings).dropFirst()
+        lines += section("tracker", TrackerSettings.settings, defaults.visitors.tracker)
+        lines += section("emotion", PipelineDefinition.emotionModelSettings, defaults)
+        lines += section("emotion", EmotionSettings.settings, defaults.visitors.emotion).dropFirst()
+        lines += section("events", VisitorSettings.settings, defaults.visitors)
+        lines += section("gauge", GaugeSettings.settings, defaults.gauge)
+        lines += privacy(defaults.privacy)
         return (lines + more).joined(separator: "\n") + "\n"
+    }
+
+    /// The `privacy:` section's lines, with its subsections.
+    static func privacy(_ policy: PrivacyPolicy) -> [String] {
+        section("privacy", PrivacyPolicy.settings, policy)
+            + section("pseudonyms", PseudonymSettings.settings, policy.pseudonyms, indent: "    ")
+            + section("retention", RetentionPolicy.settings, policy.retention, indent: "    ")
+            + section("review", ReviewSettings.settings, policy.review, indent: "    ")
     }
 
     /// A section's lines: each declared setting at its value in `defaults`, with its help and domain.

@@ -33,14 +33,19 @@ public struct ServerSettings: Sendable, Equatable {
 
     public init() {}
 
-    /// The `server:` section's declared settings (token files, CORS origins and maxSubscribers are read by hand).
+    /// The `server:` section's settings.
     public static let settings: [Setting<ServerSettings>] = [
         .text("host", \.host, "address to listen on; any other than loopback requires a bearer token"),
         .integer("port", \.port, in: portRange, "port to listen on (0: any free port)"),
+        .path("tokenFile", \.tokenFile, "file holding the bearer token (its first line)"),
         .text("tokenEnvironment", \.tokenEnvironment, "environment variable holding the bearer token"),
+        .path("aggregateTokenFile", \.aggregateTokenFile, "file holding the aggregates-only token"),
         .text(
             "aggregateTokenEnvironment", \.aggregateTokenEnvironment,
             "environment variable holding the aggregates-only token"),
+        .list(
+            "corsOrigins", \.corsOrigins, check: origin,
+            "dashboard origins allowed to call the API from a browser, as https://dashboard.example.com"),
         .number("heartbeatSeconds", \.heartbeatSeconds, in: 1...300, "seconds between SSE heartbeats"),
         .integer(
             "retryMilliseconds", \.retryMilliseconds, in: 100...600_000,
@@ -52,7 +57,20 @@ public struct ServerSettings: Sendable, Equatable {
             "idleTimeoutSeconds", \.idleTimeoutSeconds, in: 1...3_600,
             "seconds a connection may stay silent before its request is complete, or between requests"),
         .integer("maxConnections", \.maxConnections, in: 8...100_000, "open connections at most"),
+        .integer(
+            "maxSubscribers", \.maxSubscribers, in: 1...100_000,
+            "open SSE streams at most, fewer than maxConnections; beyond, /events answers 503"),
     ]
+
+    /// Why `text` is not a CORS origin (scheme, host and port only), or nil.
+    static func origin(_ text: String) -> String? {
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil,
+            url.path.isEmpty
+        else {
+            return "\"\(text)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
+        }
+        return nil
+    }
 
     /// Whether `host` only accepts connections from this machine.
     public var isLoopback: Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
@@ -61,34 +79,11 @@ public struct ServerSettings: Sendable, Equatable {
 extension ServerSettings {
     /// Reads the `server:` section into these settings.
     package mutating func read(_ field: Field, _ reader: ConfigReader) {
-        guard
-            let fields = reader.section(
-                field, Self.settings, extra: ["tokenFile", "aggregateTokenFile", "corsOrigins", "maxSubscribers"],
-                into: &self)
-        else { return }
-        if let f = fields["tokenFile"], let v = reader.string(f) { tokenFile = reader.resolve(v) }
-        if let f = fields["aggregateTokenFile"], let v = reader.string(f) { aggregateTokenFile = reader.resolve(v) }
-        if let f = fields["corsOrigins"], let list = reader.sequence(f) {
-            corsOrigins = list.compactMap { item in
-                guard let origin = reader.string(item) else { return nil }
-                guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", url.host != nil,
-                    url.path.isEmpty
-                else {
-                    reader.report(
-                        item,
-                        "\"\(origin)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
-                    )
-                    return nil
-                }
-                return origin
-            }
-        }
-        if let f = fields["maxSubscribers"], let v = reader.integer(f, in: 1...100_000) {
-            if v >= maxConnections {
-                reader.report(f, "\(v) SSE subscribers need fewer than maxConnections (\(maxConnections))")
-            } else {
-                maxSubscribers = v
-            }
+        guard let fields = reader.section(field, Self.settings, into: &self) else { return }
+        if maxSubscribers >= maxConnections {
+            reader.report(
+                fields["maxSubscribers"] ?? fields["maxConnections"] ?? field,
+                "\(maxSubscribers) SSE subscribers need fewer than maxConnections (\(maxConnections))")
         }
     }
 }

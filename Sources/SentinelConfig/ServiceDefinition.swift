@@ -33,7 +33,10 @@ public struct ServiceDefinition: Sendable {
         var mqtt: MQTTSettings?
         var groupLocation: ConfigProblem?
         let definition = try pipeline([
-            "store": { field, reader in groupLocation = store.read(field, reader) },
+            "store": { field, reader in
+                _ = reader.section(field, StoreSettings.settings, into: &store)
+                groupLocation = reader.locations["store.group"]
+            },
             "server": { field, reader in server.read(field, reader) },
             "outputs": { field, reader in
                 guard let outputs = reader.mapping(field, keys: ["mqtt"]), let section = outputs["mqtt"] else { return }
@@ -47,42 +50,16 @@ public struct ServiceDefinition: Sendable {
     /// Every tunable setting of a pipeline file that `sentinel run` serves, as commented YAML (see
     /// `PipelineReference`).
     public static var reference: String {
-        PipelineReference.text(
+        let example = MQTTSettings(url: "mqtt://127.0.0.1", site: "{site}")
+        return PipelineReference.text(
             appending: PipelineReference.section("store", StoreSettings.settings, StoreSettings(path: ""))
                 + PipelineReference.section("server", ServerSettings.settings, ServerSettings())
                 + [
                     "# Forwarding by MQTT is off until outputs.mqtt gives a url and a site (see README.md):",
                     "# outputs:",
                 ]
-                + (PipelineReference.section(
-                    "mqtt", MQTTConnection.settings, MQTTSettings(url: "mqtt://127.0.0.1", site: "{site}").connection,
-                    indent: "    ")
-                + PipelineReference.section(
-                    "mqtt", MQTTSettings.settings, MQTTSettings(url: "mqtt://127.0.0.1", site: "{site}"),
-                    indent: "    "
-                ).dropFirst()).map { "# " + $0 })
-    }
-}
-
-extension StoreSettings {
-    /// By default the database sits beside its pipeline or fleet file, named after it.
-    package init(beside file: String) {
-        let url = URL(fileURLWithPath: file)
-        self.init(
-            path: url.deletingLastPathComponent().appendingPathComponent(
-                url.deletingPathExtension().lastPathComponent + ".sqlite"
-            ).standardizedFileURL.path)
-    }
-
-    /// Reads the `store:` section; returns where `group` was written, for the message when this machine has no such
-    /// group.
-    package mutating func read(_ field: Field, _ reader: ConfigReader) -> ConfigProblem? {
-        guard let fields = reader.section(field, Self.settings, extra: ["path", "group"], into: &self) else {
-            return nil
-        }
-        if let f = fields["path"], let path = reader.string(f) { self.path = reader.resolve(path) }
-        guard let f = fields["group"], let group = reader.string(f) else { return nil }
-        self.group = group
-        return reader.location(of: f)
+                + (PipelineReference.section("mqtt", MQTTSettings.settings, example, indent: "    ")
+                + PipelineReference.section("mqtt", MQTTConnection.settings, example.connection, indent: "    ")
+                .dropFirst()).map { "# " + $0 })
     }
 }

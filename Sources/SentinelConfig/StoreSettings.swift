@@ -1,3 +1,4 @@
+import Foundation
 import SentinelCore
 
 /// The SQLite store of `sentinel run`, from the pipeline file's `store:` section.
@@ -12,10 +13,22 @@ public struct StoreSettings: Sendable, Equatable {
 
     public init(path: String) { self.path = path }
 
-    /// The `store:` section's declared settings (`path` and `group` are read by hand: a path, a group name).
+    /// By default the database sits beside its pipeline or fleet file, named after it.
+    package init(beside file: String) {
+        let url = URL(fileURLWithPath: file)
+        self.init(
+            path: url.deletingLastPathComponent().appendingPathComponent(
+                url.deletingPathExtension().lastPathComponent + ".sqlite"
+            ).standardizedFileURL.path)
+    }
+
+    /// The `store:` section's settings.
     public static let settings: [Setting<StoreSettings>] = [
+        .path("path", \.path, "the database file (null: named after this file, beside it)"),
         .integer(
             "bufferEvents", \.bufferEvents, in: 10...10_000_000,
-            "events held in memory while the database cannot be written; beyond, the oldest are dropped")
+            "events held in memory while the database cannot be written; beyond, the oldest are dropped"),
+        .optionalText(
+            "group", \.group, "a group that may also read the database files (mode 0640), as a backup account's"),
     ]
 }

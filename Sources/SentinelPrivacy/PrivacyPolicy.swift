@@ -81,6 +81,15 @@ public struct PseudonymSettings: Sendable, Equatable {
     public var keyFile: String?
 
     public init() {}
+
+    /// The `privacy.pseudonyms:` section's settings.
+    public static let settings: [Setting<PseudonymSettings>] = [
+        .number(
+            "rotate", \.rotationSeconds, in: 60...31_622_400,
+            names: ["hourly": 3_600, "daily": 86_400, "weekly": 604_800],
+            "seconds between key rotations, aligned to the Unix epoch (daily: at midnight UTC)"),
+        .path("keyFile", \.keyFile, "where the key is kept so ids survive a restart (null: in memory only, stricter)"),
+    ]
 }
 
 /// How long stored records are kept.

@@ -99,12 +99,12 @@ public struct SearchSpace: Sendable {
             for setting in settings {
                 let domain: DeclaredDomain? =
                     switch setting.kind {
-                    case .number(_, let range): .interval(range.lowerBound, range.upperBound, whole: false)
+                    case .number(_, let range, _): .interval(range.lowerBound, range.upperBound, whole: false)
                     case .integer(_, let range):
                         .interval(Double(range.lowerBound), Double(range.upperBound), whole: true)
                     case .flag: .values(["false", "true"])
                     case .choice(let choices, _, _): .values(choices)
-                    case .text: nil
+                    case .text, .optionalText, .path, .list: nil
                     }
                 table["\(section).\(setting.key)"] = domain
             }

@@ -71,7 +71,7 @@ struct Fleet: AsyncParsableCommand {
                     host: host, port: port
                 ) { base in ["live events:  curl -N \(base)/events  (?site=a,b for some sites)"] }
             }
-        } catch let error as CustomStringConvertible & Error {
+        } catch let error as any CustomStringConvertible & Error {
             throw CommandError(error.description)
         }
         try await service.run()

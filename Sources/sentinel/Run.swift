@@ -75,7 +75,7 @@ struct Run: AsyncParsableCommand {
                     ["live events:  curl -N \(base)/events", "dashboard:    open \(base)/ in a browser"]
                 }
             }
-        } catch let error as CustomStringConvertible & Error {
+        } catch let error as any CustomStringConvertible & Error {
             throw CommandError(error.description)
         }
         try await service.run()

@@ -143,7 +143,7 @@ struct PipelineValidationTests {
             ),
             (
                 "", "privacy: { pseudonyms: { rotate: monthly } }",
-                "p.yml:7:34: privacy.pseudonyms.rotate: expected hourly, daily, weekly or a number of seconds (60 or more)"
+                "p.yml:7:34: privacy.pseudonyms.rotate: expected hourly, daily, weekly or a number from 60 to 31622400"
             ),
             (
                 "", "privacy: { review: { mask: mosaic } }",
