@@ -125,7 +125,6 @@ public struct ReportBuilder: Sendable {
                 dwell[stay.faceId, default: 0] += seconds.isNaN ? 0 : min(max(seconds, 0), EventCheck.maxDwellSeconds)
             }
             let values = dwell.values.sorted()
-            let shown = values.count >= minGroupSize
             let mean = values.reduce(0, +) / Double(max(values.count, 1))
             let median =
                 values.isEmpty
@@ -141,15 +140,17 @@ public struct ReportBuilder: Sendable {
             }
             return Report.ZoneSummary(
                 sourceId: id.sourceId, zone: id.name, visitors: aggregate(values.count),
-                meanDwellSeconds: shown ? .value((mean * 10).rounded() / 10, visitors: values.count) : .suppressed,
-                medianDwellSeconds: shown ? .value((median * 10).rounded() / 10, visitors: values.count) : .suppressed,
+                meanDwellSeconds: Aggregate(
+                    (mean * 10).rounded() / 10, visitors: values.count, minGroupSize: minGroupSize),
+                medianDwellSeconds: Aggregate(
+                    (median * 10).rounded() / 10, visitors: values.count, minGroupSize: minGroupSize),
                 dwellHistogram: histogram)
         }
         var byHour = [Int](repeating: 0, count: 24)
         for visit in visits where visit.firstSeen >= from && visit.firstSeen < to {
             byHour[calendar.component(.hour, from: visit.firstSeen)] += 1
         }
-        let busiest = byHour.enumerated().filter { $0.element > 0 && $0.element >= minGroupSize }
+        let busiest = byHour.enumerated().filter { $0.element > 0 && aggregate($0.element) != .suppressed }
             .sorted { ($0.element, -$0.offset) > ($1.element, -$1.offset) }
             .map { Report.Hour(hour: $0.offset, visits: aggregate($0.element)) }
         return Report(

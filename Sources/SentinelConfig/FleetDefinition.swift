@@ -55,12 +55,9 @@ public struct FleetDefinition: Sendable {
         return definition
     }
 
-    /// The fleet's gauge: overall, and per camera and zone of every site as their events name them.
-    package var sentimentGauge: SentimentGauge {
-        SentimentGauge(
-            settings: gauge, minGroupSize: privacy.minGroupSize, sources: [], zones: [],
-            timestampResolution: privacy.timestampResolution)
-    }
+    /// What the fleet publishes across sites: the gauge overall and per camera and zone of every site as their
+    /// events name them, who is present, the reports, under the fleet's own k.
+    package var publishing: Publishing { Publishing(policy: privacy, gauge: gauge) }
 
     /// Every tunable setting of a fleet file, as commented YAML.
     public static var reference: String {

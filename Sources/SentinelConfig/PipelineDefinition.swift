@@ -146,10 +146,9 @@ extension PipelineDefinition {
         return copy
     }
 
-    /// The showroom's gauge over every source and zone of this pipeline, publishing times its privacy allows.
-    public var sentimentGauge: SentimentGauge {
-        SentimentGauge(
-            settings: gauge, minGroupSize: privacy.minGroupSize, sources: sources.map(\.id), zones: zoneIDs,
-            timestampResolution: privacy.timestampResolution)
+    /// What this pipeline publishes over its masked events, under its privacy: the gauge over every source and zone,
+    /// who is present, the reports.
+    public var publishing: Publishing {
+        Publishing(policy: privacy, gauge: gauge, sources: sources.map(\.id), zones: zoneIDs)
     }
 }

@@ -32,15 +32,15 @@ public struct FleetService: Sendable {
             path: options.databasePath ?? definition.store.path, group: definition.store.group, ownsVisits: false)
         let telemetry = Telemetry()
         self.telemetry = telemetry
+        let publishing = definition.publishing
         let live = LiveState(
-            running: [], catalogue: LiveState.Catalogue(sources: [], zones: []),
-            minGroupSize: definition.privacy.minGroupSize)
+            running: [], catalogue: LiveState.Catalogue(sources: [], zones: []), publishing: publishing)
         self.live = live
         let broadcaster = Broadcaster(telemetry: telemetry)
         let hub = Hub(bound: definition.store.bufferEvents, telemetry: telemetry)
         let writer = StoreWriter(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
-            gauge: definition.sentimentGauge, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
+            publishing: publishing, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
             logger: logger)
         let ingest = FleetIngest(
             broker: definition.broker, sites: definition.sites, store: store, hub: hub, live: live,
@@ -48,7 +48,7 @@ public struct FleetService: Sendable {
             telemetry: telemetry, logger: logger)
         let api = HTTPAPI(
             settings: server, store: store, live: live, hub: hub, broadcaster: broadcaster, telemetry: telemetry,
-            tokens: tokens, logger: logger)
+            tokens: tokens, publishing: publishing, logger: logger)
         // The gauge's readings are due by the clock: a fleet has no frames to tick it.
         let clock = GaugeClock(hub: hub)
         // Started in this order, stopped in reverse: the ingest first, then the writer, then the server.

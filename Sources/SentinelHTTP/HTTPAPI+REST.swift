@@ -125,7 +125,7 @@ extension HTTPAPI {
         let to = try APIQuery.date("to", in: query) ?? Date()
         let from = try APIQuery.date("from", in: query) ?? to.addingTimeInterval(-86_400)
         guard from < to else { throw HTTPError(.badRequest, message: "from must be before to") }
-        let builder = ReportBuilder(minGroupSize: live.now.occupancy.minGroupSize)
+        let builder = publishing.reports()
         guard to.timeIntervalSince(from) / bucket.seconds <= Double(Self.maxPeriods) else {
             throw HTTPError(
                 .badRequest,
@@ -221,7 +221,7 @@ extension HTTPAPI {
             (try? APIResponse.encode(
                 ZoneList(
                     zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions,
-                    minGroupSize: live.now.occupancy.minGroupSize)))
+                    minGroupSize: publishing.minGroupSize)))
             ?? APIResponse.error(.internalServerError, "")
     }
 

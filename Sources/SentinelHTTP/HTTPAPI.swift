@@ -20,12 +20,13 @@ public struct HTTPAPI: Sendable {
     let broadcaster: Broadcaster
     let telemetry: Telemetry
     let tokens: AccessTokens
+    /// k and the reports' rules: what the REST handlers publish under.
+    let publishing: Publishing
     let logger: Logger
 
     public init(
         settings: ServerSettings, store: EventStore, live: LiveState, hub: Hub, broadcaster: Broadcaster,
-        telemetry: Telemetry, tokens: AccessTokens,
-        logger: Logger
+        telemetry: Telemetry, tokens: AccessTokens, publishing: Publishing, logger: Logger
     ) {
         self.settings = settings
         self.store = store
@@ -34,6 +35,7 @@ public struct HTTPAPI: Sendable {
         self.broadcaster = broadcaster
         self.telemetry = telemetry
         self.tokens = tokens
+        self.publishing = publishing
         self.logger = logger
     }
 

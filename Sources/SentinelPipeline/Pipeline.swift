@@ -16,7 +16,6 @@ import SentinelVisitors
 /// spans every camera. The detector and the classifier are injected: the loop runs under test with scripted
 /// detections and no model.
 public struct Pipeline {
-    public typealias Masked = [PrivacyPolicy.Output: MaskedEvent]
 
     public let source: PipelineDefinition.SourceDefinition
     /// Where media time 0 sits on the wall clock.

@@ -132,9 +132,7 @@ public final class SourceRunner {
         }
         func deliver(_ step: Pipeline.Step) throws {
             for event in step.events {
-                if let published = event[.events] {
-                    logger.debug("visitor event", metadata: published.logMetadata.mapValues { .string($0) })
-                }
+                logger.debug("visitor event", metadata: event.published.logMetadata.mapValues { .string($0) })
             }
             try onStep(step)
         }

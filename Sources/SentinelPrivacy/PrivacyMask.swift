@@ -19,6 +19,25 @@ public struct MaskedEvent: Sendable {
     }
 }
 
+/// A visitor event as it leaves the mask: the store's copy, and the published copy made from it (what the event log,
+/// SSE and MQTT carry), which never holds more than either allowlist lets through, so a stream read back from the
+/// store is the stream that was sent. The mask makes both; the policy makes them for an event no mask saw (a visit a
+/// crash left open, an event another box forwarded). Nothing else makes a published copy.
+public struct Masked: Sendable {
+    public let stored: MaskedEvent
+    public let published: MaskedEvent
+
+    init(stored event: VisitorEvent, policy: PrivacyPolicy) {
+        stored = MaskedEvent(output: .store, event: event, json: Self.json(event))
+        var copy = event
+        policy.filter(&copy, for: .events)
+        published = MaskedEvent(output: .events, event: copy, json: Self.json(copy))
+    }
+
+    /// Encoding these plain value types cannot fail.
+    private static func json(_ event: VisitorEvent) -> Data { (try? JSONEncoder.sentinel().encode(event)) ?? Data() }
+}
+
 /// The stage between the visitor records and every output: replaces internal ids with rotating pseudonyms,
 /// keeps only the fields each output allows, and coarsens published times.
 ///
@@ -30,30 +49,24 @@ public struct PrivacyMask: Sendable {
     private let keys: PseudonymKeyRing
     /// The key period of each open visit, by internal id.
     private var periods: [String: Int64] = [:]
-    private let encoder = JSONEncoder.sentinel()
 
     public init(policy: PrivacyPolicy, keys: PseudonymKeyRing) {
         self.policy = policy
         self.keys = keys
     }
 
-    /// The event as each output may see it. A `visitor.exited` event closes the visit's pseudonym.
-    public mutating func mask(_ event: VisitorEvent) throws(PrivacyError) -> [PrivacyPolicy.Output: MaskedEvent] {
-        let faceId = try pseudonym(of: event.visitor.faceId)
-        var masked: [PrivacyPolicy.Output: MaskedEvent] = [:]
-        for output in PrivacyPolicy.Output.masked {
-            var copy = event
-            copy.visitor.faceId = faceId
-            policy.filter(&copy, for: output)
-            policy.coarsen(&copy)
-            // Encoding these plain value types cannot fail.
-            masked[output] = MaskedEvent(output: output, event: copy, json: (try? encoder.encode(copy)) ?? Data())
-        }
+    /// The event as the store and the published outputs may see it. A `visitor.exited` event closes the visit's
+    /// pseudonym.
+    public mutating func mask(_ event: VisitorEvent) throws(PrivacyError) -> Masked {
+        var copy = event
+        copy.visitor.faceId = try pseudonym(of: event.visitor.faceId)
+        policy.filter(&copy, for: .store)
+        policy.coarsen(&copy)
         if event.type == .exited {
             periods[event.visitor.faceId] = nil
             keys.forget(keeping: Set(periods.values))
         }
-        return masked
+        return Masked(stored: copy, policy: policy)
     }
 
     /// The published id of an internal visit id: base32 of the first 80 bits of its HMAC-SHA256 under the key of
@@ -98,33 +111,25 @@ extension PrivacyPolicy {
         }
     }
 
-    /// What a stored event may publish: the store's copy reduced to the fields the events output allows, so a
-    /// stream read back from the store never carries more than either allowlist lets through.
-    public func published(_ stored: MaskedEvent) -> MaskedEvent {
-        var copy = stored.event
-        filter(&copy, for: .events)
-        return MaskedEvent(output: .events, event: copy, json: (try? JSONEncoder.sentinel().encode(copy)) ?? Data())
-    }
-
     /// The `visitor.exited` event, reason `interrupted`, of a visit a crash left open. `record` is the store's copy
     /// of the visitor, masked when it was written; it is filtered by the store's allowlist again, so nothing passes
     /// that the mask would not let through. The visit ends when it was last seen.
-    public func interruptedExit(of record: VisitorRecord) -> MaskedEvent {
+    public func interruptedExit(of record: VisitorRecord) -> Masked {
         var event = VisitorEvent(type: .exited, time: coarsen(record.lastSeen ?? Date()), visitor: record)
         event.visitor.state = .exited
         event.reason = .interrupted
         filter(&event, for: .store)
-        return MaskedEvent(output: .store, event: event, json: (try? JSONEncoder.sentinel().encode(event)) ?? Data())
+        return Masked(stored: event, policy: self)
     }
 
     /// The store's copy of an event another box masked and forwarded (`sentinel fleet`): reduced to what this
     /// policy's store allowlist keeps and coarsened to its resolution, so a fleet never holds more than its own
     /// policy allows, whatever a site sends.
-    public func forwarded(_ event: VisitorEvent) -> MaskedEvent {
+    public func forwarded(_ event: VisitorEvent) -> Masked {
         var copy = event
         filter(&copy, for: .store)
         coarsen(&copy)
-        return MaskedEvent(output: .store, event: copy, json: (try? JSONEncoder.sentinel().encode(copy)) ?? Data())
+        return Masked(stored: copy, policy: self)
     }
 
     /// The fields `output` may carry: its allowlist, and for an output made from the event log (MQTT), only those the

@@ -19,9 +19,9 @@ public final class Hub: Sendable {
 
     /// What waits, in the order the sources handed it over.
     enum Entry: Sendable {
-        /// A visitor event as the mask made it for the store; `capturedAt` is when its frame was captured, if known
-        /// (for the latency metric); `origin` where it was logged first, if another box forwarded it.
-        case event(MaskedEvent, capturedAt: ContinuousClock.Instant?, origin: Publication.Origin? = nil)
+        /// A visitor event as the mask let it through; `capturedAt` is when its frame was captured, if known (for the
+        /// latency metric); `origin` where it was logged first, if another box forwarded it.
+        case event(Masked, capturedAt: ContinuousClock.Instant?, origin: Publication.Origin? = nil)
         /// A frame was processed at this time (media time on the wall clock): the gauge may publish a reading.
         case tick(Date)
         /// What the writer made of an event or a tick and the store refused: put back to be written as it is.
@@ -48,15 +48,14 @@ public final class Hub: Sendable {
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// A visitor event as the mask gave it (the writer derives the published copy from the store's).
-    public func submit(_ masked: [PrivacyPolicy.Output: MaskedEvent], capturedAt: ContinuousClock.Instant? = nil) {
-        guard let stored = masked[.store] else { preconditionFailure("the mask makes a copy for every output") }
-        append(.event(stored, capturedAt: capturedAt))
+    /// A visitor event as the mask let it through.
+    public func submit(_ masked: Masked, capturedAt: ContinuousClock.Instant? = nil) {
+        append(.event(masked, capturedAt: capturedAt))
     }
 
-    /// What another box logged and forwarded (`sentinel fleet`): a visitor event as this box's policy stores it.
-    public func forward(_ stored: MaskedEvent, origin: Publication.Origin) {
-        append(.event(stored, capturedAt: nil, origin: origin))
+    /// What another box logged and forwarded (`sentinel fleet`): a visitor event as this box's policy masks it.
+    public func forward(_ masked: Masked, origin: Publication.Origin) {
+        append(.event(masked, capturedAt: nil, origin: origin))
     }
 
     /// A gauge reading another box logged and forwarded: logged as it is, in that site's gauge stream.

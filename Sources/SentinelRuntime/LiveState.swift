@@ -61,11 +61,11 @@ public final class LiveState: Sendable {
 
     /// `running` are the sources this process runs (their health is reported, and their stills shown where `stills`
     /// allows); `catalogue` every source and zone the API knows.
-    public init(running: [String], catalogue: Catalogue, minGroupSize: Int, stills: Bool = false) {
+    public init(running: [String], catalogue: Catalogue, publishing: Publishing, stills: Bool = false) {
         self.stills = Stills(sources: running, allowed: stills)
         state = Mutex(
             State(
-                now: Now(occupancy: Occupancy(minGroupSize: minGroupSize)),
+                now: Now(occupancy: publishing.occupancy()),
                 sources: Dictionary(uniqueKeysWithValues: running.map { ($0, SourceHealth()) }), catalogue: catalogue))
     }
 

@@ -22,7 +22,7 @@ public final class StoreWriter: Service, Sendable {
     let telemetry: Telemetry
     let logger: Logger
     let policy: PrivacyPolicy
-    let gauge: SentimentGauge
+    let publishing: Publishing
     /// Publications per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
     /// the smallest queue: a client that keeps up is never cut off by one batch.
     let batchLimit: Int
@@ -39,7 +39,7 @@ public final class StoreWriter: Service, Sendable {
 
     public init(
         store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
-        gauge: SentimentGauge, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
+        publishing: Publishing, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
     ) {
         batchLimit = min(500, max(1, clientBufferEvents / 2))
         self.store = store
@@ -47,7 +47,7 @@ public final class StoreWriter: Service, Sendable {
         self.broadcaster = broadcaster
         self.live = live
         self.policy = policy
-        self.gauge = gauge
+        self.publishing = publishing
         self.telemetry = telemetry
         self.logger = logger
     }
@@ -80,7 +80,7 @@ public final class StoreWriter: Service, Sendable {
                 (visitor.lastSeen ?? .distantPast) >= kept
             else { continue }
             let exit = policy.interruptedExit(of: visitor)
-            if passes(exit.event) { hub.submit([.store: exit]) }
+            if passes(exit.stored.event) { hub.submit(exit) }
         }
         if skipped > 0 {
             logger.warning(
@@ -91,7 +91,7 @@ public final class StoreWriter: Service, Sendable {
 
     public func run() async throws {
         var progress = Progress(
-            gauge: gauge, now: live.now, retention: RetentionJob(policy: policy.retention))
+            gauge: publishing.sentimentGauge(), now: live.now, retention: RetentionJob(policy: policy.retention))
         await recover(&progress.gauge)
         await withThrowingTaskGroup(of: Void.self) { group in
             // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
@@ -134,10 +134,9 @@ public final class StoreWriter: Service, Sendable {
     {
         entries.compactMap { entry in
             switch entry {
-            case .event(let stored, let capturedAt, let origin):
-                let published = policy.published(stored)
-                gauge.record(published)
-                return (.visitor(stored: stored, published: published, origin: origin), capturedAt)
+            case .event(let masked, let capturedAt, let origin):
+                gauge.record(masked.published)
+                return (.visitor(stored: masked.stored, published: masked.published, origin: origin), capturedAt)
             case .tick(let time):
                 return gauge.tick(now: time).map { (.gauge($0), nil) }
             case .publication(let publication, let capturedAt):

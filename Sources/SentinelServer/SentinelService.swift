@@ -55,6 +55,7 @@ public struct SentinelService: Sendable {
         store = try EventStore(path: options.databasePath ?? service.store.path, group: service.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
+        let publishing = definition.publishing
         let live = LiveState(
             running: started.map(\.id),
             catalogue: LiveState.Catalogue(
@@ -65,7 +66,7 @@ public struct SentinelService: Sendable {
                             id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion, polygon: $0.polygon,
                             units: $0.units)
                     }
-                }), minGroupSize: definition.privacy.minGroupSize, stills: definition.privacy.review.stills)
+                }), publishing: publishing, stills: definition.privacy.review.stills)
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry)
@@ -73,12 +74,12 @@ public struct SentinelService: Sendable {
         self.hub = hub
         let writer = StoreWriter(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
-            gauge: definition.sentimentGauge, clientBufferEvents: server.clientBufferEvents,
+            publishing: publishing, clientBufferEvents: server.clientBufferEvents,
             telemetry: telemetry, logger: logger)
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
         let api = HTTPAPI(
             settings: server, store: store, live: live, hub: hub,
-            broadcaster: broadcaster, telemetry: telemetry, tokens: tokens, logger: logger)
+            broadcaster: broadcaster, telemetry: telemetry, tokens: tokens, publishing: publishing, logger: logger)
         self.api = api
         let app = api.application(onListening: onListening)
         var mqtt: MQTTOutput?

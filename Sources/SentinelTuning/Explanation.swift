@@ -54,7 +54,7 @@ public struct Explanation: Sendable {
             }
         }
         for masked in step.events {
-            let event = masked[.store]!.event
+            let event = masked.stored.event
             let label = event.visitor.faceId
             if event.type == .updated { continue }
             close(label)

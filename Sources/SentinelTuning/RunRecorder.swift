@@ -22,7 +22,7 @@ public struct RunRecorder {
     public init() {}
 
     public mutating func record(_ step: Pipeline.Step) {
-        events += step.events.map { $0[.store]!.event }
+        events += step.events.map(\.stored.event)
         guard let frame = step.frame else { return }
         if frame.analysed { analysedFrames += 1 }
         size = (frame.image.width, frame.image.height, frame.index + 1)

@@ -146,7 +146,7 @@ public enum Trial {
         let start = ContinuousClock.now
         func take(_ step: Pipeline.Step) {
             recorder.record(step)
-            lines += step.events.map { $0[.events]!.json }
+            lines += step.events.map(\.published.json)
         }
         for frame in cache.frames {
             models.frame = frame

@@ -196,7 +196,7 @@ struct BenchPipeline: ParsableCommand {
         let deadline = ContinuousClock.now + .seconds(spec.duration + 20)
         try runner.run(stop: stop) { step in
             if ContinuousClock.now > deadline { stop.set() }
-            for event in step.events.map({ $0[.store]!.event }) {
+            for event in step.events.map(\.stored.event) {
                 if let capturedAt = step.frame?.capturedAt {
                     latencies.append((ContinuousClock.now - capturedAt).seconds)
                 }

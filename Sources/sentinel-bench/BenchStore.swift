@@ -219,10 +219,10 @@ struct BenchStore: AsyncParsableCommand {
         let visits = (events - have) / perVisit
         let span = 30 * 86_400.0
         let first = Date().addingTimeInterval(-span)
-        var gauge = SentimentGauge(
-            settings: GaugeSettings(), minGroupSize: policy.minGroupSize, sources: Self.cameras,
-            zones: Self.cameras.flatMap { camera in Self.zones.map { ZoneID(sourceId: camera, name: $0) } },
-            timestampResolution: policy.timestampResolution)
+        var gauge = Publishing(
+            policy: policy, gauge: GaugeSettings(), sources: Self.cameras,
+            zones: Self.cameras.flatMap { camera in Self.zones.map { ZoneID(sourceId: camera, name: $0) } }
+        ).sentimentGauge()
         var batch: [Publication] = []
         var written = 0
         let clock = ContinuousClock()
@@ -230,10 +230,9 @@ struct BenchStore: AsyncParsableCommand {
         for n in 0..<visits {
             let at = first.addingTimeInterval(span * Double(n) / Double(visits))
             for event in Self.visit(have + n, at: at, source: Self.cameras[n % Self.cameras.count]) {
-                let stored = try mask.mask(event)[.store]!
-                let published = policy.published(stored)
-                gauge.record(published)
-                batch.append(.visitor(stored: stored, published: published))
+                let masked = try mask.mask(event)
+                gauge.record(masked.published)
+                batch.append(.visitor(stored: masked.stored, published: masked.published))
             }
             if let reading = gauge.tick(now: at) { batch.append(.gauge(reading)) }
             if batch.count >= 5_000 {
@@ -263,8 +262,8 @@ struct BenchStore: AsyncParsableCommand {
             var batch: [Publication] = []
             while batch.count < perBatch {
                 for event in Self.visit(n, at: Date(), source: Self.cameras[n % Self.cameras.count]) {
-                    let stored = try mask.mask(event)[.store]!
-                    batch.append(.visitor(stored: stored, published: policy.published(stored)))
+                    let masked = try mask.mask(event)
+                    batch.append(.visitor(stored: masked.stored, published: masked.published))
                 }
                 n += 1
             }

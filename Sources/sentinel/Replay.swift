@@ -78,7 +78,7 @@ struct Replay: ParsableCommand {
             logger: logger)
         let sink = try OutputFile(path: output ?? "-")
         let video = try annotate.map(OutputVideo.init)
-        var gauge = definition.sentimentGauge
+        var gauge = definition.publishing.sentimentGauge()
         let encoder = JSONEncoder.sentinel()
         let review = video.map {
             ReviewVideo(
@@ -89,7 +89,7 @@ struct Replay: ParsableCommand {
         try runner.run { step in
             recorder.record(step)
             for masked in step.events {
-                let published = masked[.events]!
+                let published = masked.published
                 gauge.record(published)
                 sink.handle.write(published.json + Data("\n".utf8))
             }

@@ -95,7 +95,7 @@ struct PipelineTests {
         do { try runner.run { steps.append($0) } } catch { failure = error }
         let events = steps.flatMap(\.events)
         return (
-            events.map { $0[.store]!.event }, events.map { String(decoding: $0[.events]!.json, as: UTF8.self) },
+            events.map(\.stored.event), events.map { String(decoding: $0.published.json, as: UTF8.self) },
             steps, failure, detector.calls
         )
     }

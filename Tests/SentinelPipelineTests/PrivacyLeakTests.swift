@@ -46,9 +46,10 @@ struct PrivacyLeakTests {
     func scannerCatchesAllowedBox() throws {
         let run = try SampleRun.shared.get()
         var policy = PrivacyPolicy()
+        policy.outputs[.store]!.insert(.box)
         policy.outputs[.events]!.insert(.box)
         var mask = PrivacyMask(policy: policy, keys: try PseudonymKeyRing())
-        let text = try run.events.prefix(5).map { String(decoding: try mask.mask($0)[.events]!.json, as: UTF8.self) }
+        let text = try run.events.prefix(5).map { String(decoding: try mask.mask($0).published.json, as: UTF8.self) }
             .joined(separator: "\n")
         #expect(LeakScanner(internalIDs: []).leaks(in: text).contains("box field"))
         var unmasked = run.events[0]

@@ -48,8 +48,8 @@ struct SampleRun: Sendable {
             (run.reviewFollowingTracks, definition.privacy.review), (run.reviewDetectionsOnly, detectionsOnly),
         ].map { ReviewVideo(path: $0, fps: runner.nominalFPS, zones: runner.source.zones, settings: $1) }
         try runner.run { step in
-            run.events += step.events.map { $0[.store]!.event }
-            run.lines += step.events.map { $0[.events]!.json }
+            run.events += step.events.map(\.stored.event)
+            run.lines += step.events.map(\.published.json)
             guard let frame = step.frame else { return }
             observed[frame.index] = frame.tracked.map { ($0.label, $0.box) }
             for review in reviews { try review.write(frame) }
@@ -156,7 +156,7 @@ struct ReplaySpeedTests {
                 definition: definition, source: definition.sources[0], models: Fixtures.store, input: video.path,
                 pace: pace, paceClock: clock, logger: Logger(label: "test"))
             var out = Data()
-            try runner.run { step in for masked in step.events { out += masked[.events]!.json + Data("\n".utf8) } }
+            try runner.run { step in for masked in step.events { out += masked.published.json + Data("\n".utf8) } }
             return (out, clock.elapsed)
         }
         let (fast, unpaced) = try replay(.fastest)

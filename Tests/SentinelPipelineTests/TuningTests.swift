@@ -109,7 +109,7 @@ struct TuningTests {
         var lines: [Data] = []
         var tracked: [TrackSet.Entry] = []
         try runner.run { step in
-            lines += step.events.map { $0[.events]!.json }
+            lines += step.events.map(\.published.json)
             if let frame = step.frame {
                 tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
             }

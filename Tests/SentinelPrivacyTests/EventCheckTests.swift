@@ -159,7 +159,7 @@ struct EventCheckTests {
             #expect((0...100).contains(level.score))
         }
         var occupancy = Occupancy(minGroupSize: 1)
-        occupancy.process(PrivacyPolicy().published(PrivacyPolicy().forwarded(event { $0.visitor.valence = .nan })))
+        occupancy.process(PrivacyPolicy().forwarded(event { $0.visitor.valence = .nan }).published)
         _ = occupancy.snapshot(zones: [ZoneID(sourceId: "showroom", name: "display")])
         let visits = (0..<50).map {
             ReportBuilder.Visit(

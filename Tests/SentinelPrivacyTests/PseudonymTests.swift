@@ -71,12 +71,12 @@ struct PseudonymTests {
         let clock = ManualClock(start)
         let keys = try PseudonymKeyRing(clock: clock.read)
         var mask = PrivacyMask(policy: PrivacyPolicy(), keys: keys)
-        let entered = try #require(try mask.mask(visitorEvent(.entered, id: "cam#1#7"))[.events])
+        let entered = try mask.mask(visitorEvent(.entered, id: "cam#1#7")).published
         clock.now += day
-        let updated = try #require(try mask.mask(visitorEvent(.updated, id: "cam#1#7"))[.events])
+        let updated = try mask.mask(visitorEvent(.updated, id: "cam#1#7")).published
         #expect(updated.event.visitor.faceId == entered.event.visitor.faceId)
         #expect(keys.heldKeys == 1)
-        let exited = try #require(try mask.mask(visitorEvent(.exited, id: "cam#1#7"))[.events])
+        let exited = try mask.mask(visitorEvent(.exited, id: "cam#1#7")).published
         #expect(exited.event.visitor.faceId == entered.event.visitor.faceId)
         // Nothing open uses the old period's key any more: it is gone, and nothing can recompute those ids.
         #expect(keys.heldKeys == 0)

@@ -8,7 +8,7 @@ import Testing
 
 @Suite("Hub")
 struct HubTests {
-    func event(_ second: Double, mask: inout PrivacyMask) throws -> [PrivacyPolicy.Output: MaskedEvent] {
+    func event(_ second: Double, mask: inout PrivacyMask) throws -> Masked {
         let visitor = VisitorRecord(
             faceId: "track-1", sourceId: "cam", zone: nil, state: .active, firstSeen: Date(timeIntervalSince1970: 0))
         return try mask.mask(VisitorEvent(type: .updated, time: Date(timeIntervalSince1970: second), visitor: visitor))
@@ -17,7 +17,7 @@ struct HubTests {
     func times(_ entries: [Hub.Entry]) -> [String] {
         entries.map { entry in
             switch entry {
-            case .event(let masked, _, _): "event \(Int(masked.event.time.timeIntervalSince1970))"
+            case .event(let masked, _, _): "event \(Int(masked.stored.event.time.timeIntervalSince1970))"
             case .tick(let time): "tick \(Int(time.timeIntervalSince1970))"
             case .publication: "publication"
             }

@@ -509,9 +509,9 @@ struct FleetTests {
             }
             _ = try await store.append(
                 poisoned.enumerated().map { i, event in
-                    let stored = policy.forwarded(event)
+                    let masked = policy.forwarded(event)
                     return .visitor(
-                        stored: stored, published: policy.published(stored),
+                        stored: masked.stored, published: masked.published,
                         origin: .init(site: "old", id: Int64(i + 1)))
                 })
         }

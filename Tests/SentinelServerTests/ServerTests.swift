@@ -570,8 +570,8 @@ struct StoreServiceTests {
             let old = Date().addingTimeInterval(-40 * 86_400)
             let visitor = VisitorRecord(
                 faceId: "showroom#0#1", sourceId: "showroom", zone: nil, state: .active, firstSeen: old, lastSeen: old)
-            let masked = try mask.mask(VisitorEvent(type: .entered, time: old, visitor: visitor))[.store]!
-            _ = try await store.append([.visitor(stored: masked, published: PrivacyPolicy().published(masked))])
+            let masked = try mask.mask(VisitorEvent(type: .entered, time: old, visitor: visitor))
+            _ = try await store.append([.visitor(stored: masked.stored, published: masked.published)])
             #expect(try await store.logBounds() == (floor: 0, last: 1))
         }
         let server = try await TestServer(folder: folder)

@@ -27,7 +27,7 @@ struct Visit {
             box: Box(x: 1, y: 2, width: 30, height: 30))
         let masked = try mask.mask(
             VisitorEvent(type: type, time: time, visitor: visitor, stay: stay, reason: reason, mediaTime: second))
-        return .visitor(stored: masked[.store]!, published: PrivacyPolicy().published(masked[.store]!))
+        return .visitor(stored: masked.stored, published: masked.published)
     }
 
     /// entered, zoneEntered display, zoneExited display (dwell 4 s), exited.
