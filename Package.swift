@@ -324,5 +324,6 @@ for target in package.targets where !["CSentinelCV", "CSentinelMQTT", "sentinel-
     target.swiftSettings =
         (target.swiftSettings ?? []) + [
             .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
         ]
 }

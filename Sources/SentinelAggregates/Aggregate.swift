@@ -1,6 +1,6 @@
 import Foundation
-import SentinelCore
-import SentinelPrivacy
+public import SentinelCore
+public import SentinelPrivacy
 
 /// Who is in the showroom now: each present visitor as the latest published event shows them, and counts by zone
 /// and mood mix published with k-suppression. Fed masked events only (pseudonymous ids).

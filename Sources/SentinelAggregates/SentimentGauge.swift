@@ -1,6 +1,6 @@
-import Foundation
-import SentinelCore
-import SentinelPrivacy
+public import Foundation
+public import SentinelCore
+public import SentinelPrivacy
 
 /// How the showroom's mood is summed up, from the pipeline file's `gauge:` section.
 public struct GaugeSettings: Sendable, Equatable {

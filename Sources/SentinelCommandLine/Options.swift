@@ -1,9 +1,9 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
-import Logging
-import SentinelConfig
+public import Logging
+public import SentinelConfig
 import SentinelCore
-import SentinelModels
+public import SentinelModels
 
 /// Where the model manifest and cache are.
 package struct ModelOptions: ParsableArguments {

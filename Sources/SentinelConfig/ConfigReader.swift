@@ -1,6 +1,6 @@
 import Foundation
-import SentinelCore
-import Yams
+public import SentinelCore
+public import Yams
 
 /// One problem in a pipeline file: where it is and what is wrong.
 public struct ConfigProblem: Sendable, Equatable, Codable, CustomStringConvertible {

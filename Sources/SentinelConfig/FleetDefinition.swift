@@ -1,7 +1,7 @@
 import Foundation
-import SentinelAggregates
-import SentinelCore
-import SentinelPrivacy
+public import SentinelAggregates
+public import SentinelCore
+public import SentinelPrivacy
 
 /// A fleet file, as `sentinel fleet` reads it: the broker the sites forward to, the fleet's own store and server,
 /// and the privacy and gauge settings that hold across sites. Every problem is reported by file, line and field

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// How Sentinel reaches an MQTT broker, as a box's `outputs.mqtt:` and a fleet's `broker:` both write it.
 /// Credentials never sit in the file: they come from `credentialsFile` (one line, `username:password`, not readable

@@ -1,6 +1,6 @@
 import Foundation
 import SentinelCore
-import SentinelModels
+public import SentinelModels
 import SentinelVision
 
 extension PipelineDefinition {

@@ -1,9 +1,9 @@
 import Foundation
-import SentinelAggregates
-import SentinelCore
-import SentinelPrivacy
-import SentinelVision
-import SentinelVisitors
+public import SentinelAggregates
+public import SentinelCore
+public import SentinelPrivacy
+public import SentinelVision
+public import SentinelVisitors
 import Yams
 
 /// A pipeline file: sources with their zones, the detector, tracker, emotion and event settings.

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// Writing a pipeline file the way an editor should, for everything that writes one back (the zone editor, `tune
 /// --apply`): into the real file behind a symlink (the link stays a link; the file keeps its owner and mode), through

@@ -1,5 +1,5 @@
 import SentinelAggregates
-import SentinelCore
+public import SentinelCore
 import SentinelPrivacy
 import SentinelVision
 import SentinelVisitors

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// The HTTP server of `sentinel run`. Tokens are never written here: only where to read one.
 public struct ServerSettings: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// The SQLite store of `sentinel run`, from the pipeline file's `store:` section.
 public struct StoreSettings: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where Sentinel's own files are, whether it runs from a checkout or from an installation (`make install`), so the
 /// binary works from any directory.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A point on a media timeline, in whole microseconds so that sums and comparisons are exact.
 ///

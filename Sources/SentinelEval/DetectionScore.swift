@@ -1,4 +1,4 @@
-import SentinelCore
+public import SentinelCore
 
 /// Precision and recall of face detections against ground truth.
 ///

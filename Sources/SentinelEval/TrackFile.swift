@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 #if canImport(FoundationXML)
     import FoundationXML

@@ -1,5 +1,5 @@
-import Foundation
-import SentinelCore
+public import Foundation
+public import SentinelCore
 
 /// How well visitors were followed, against a recording's ground truth.
 ///

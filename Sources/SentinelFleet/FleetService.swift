@@ -1,14 +1,14 @@
 import Foundation
-import Logging
-import SentinelConfig
+public import Logging
+public import SentinelConfig
 import SentinelCore
-import SentinelHTTP
+public import SentinelHTTP
 import SentinelMQTT
 import SentinelPrivacy
-import SentinelRuntime
-import SentinelServer
-import SentinelStore
-import ServiceLifecycle
+public import SentinelRuntime
+public import SentinelServer
+public import SentinelStore
+public import ServiceLifecycle
 import UnixSignals
 
 /// `sentinel fleet`: the sites' forwarded events, the fleet's store writer and the same HTTP API as a box, as one

@@ -1,7 +1,7 @@
 import Foundation
-import HTTPTypes
+public import HTTPTypes
 import Hummingbird
-import HummingbirdCore
+public import HummingbirdCore
 import Logging
 import SentinelAggregates
 import SentinelCore

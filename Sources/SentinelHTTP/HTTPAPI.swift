@@ -1,15 +1,15 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
+public import Hummingbird
 import HummingbirdCore
-import Logging
-import SentinelAggregates
-import SentinelConfig
+public import Logging
+public import SentinelAggregates
+public import SentinelConfig
 import SentinelCore
 import SentinelPrivacy
-import SentinelRuntime
-import SentinelStore
-import ServiceLifecycle
+public import SentinelRuntime
+public import SentinelStore
+public import ServiceLifecycle
 
 /// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
 public struct HTTPAPI: Sendable {

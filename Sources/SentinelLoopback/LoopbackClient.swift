@@ -1,5 +1,5 @@
-import Foundation
-import NIOCore
+public import Foundation
+public import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization

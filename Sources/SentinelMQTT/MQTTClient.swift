@@ -1,7 +1,7 @@
 import CSentinelMQTT
-import Foundation
-import SentinelConfig
-import SentinelCore
+public import Foundation
+public import SentinelConfig
+public import SentinelCore
 
 /// An MQTT problem, said plainly: a setting that cannot work, a CA file that cannot be used, a message refused.
 public struct MQTTError: SentinelError {

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelConfig
+public import SentinelConfig
 import SentinelCore
 import SentinelRuntime
 

@@ -1,13 +1,13 @@
 import CoreMetrics
 import Foundation
-import Logging
+public import Logging
 import SentinelAggregates
-import SentinelConfig
-import SentinelCore
-import SentinelPrivacy
-import SentinelRuntime
-import SentinelStore
-import ServiceLifecycle
+public import SentinelConfig
+public import SentinelCore
+public import SentinelPrivacy
+public import SentinelRuntime
+public import SentinelStore
+public import ServiceLifecycle
 
 /// Forwards the event log to an MQTT broker, the log being the outbox: every event, in id order, as its SSE envelope
 /// with the site added, under `{prefix}/{site}/{stream}/{type}` at QoS 1, its log id and site also in MQTT 5 user

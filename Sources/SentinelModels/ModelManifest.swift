@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 import Yams
 
 /// The list in `Models/models.yml`: every model, where it comes from and its checksum.

@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import SentinelCore
 
 /// The models on this machine: where each file is, whether it is intact, and how to obtain it.

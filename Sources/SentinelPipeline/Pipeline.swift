@@ -1,11 +1,11 @@
-import Foundation
+public import Foundation
 import SentinelAggregates
-import SentinelConfig
-import SentinelCore
-import SentinelModels
-import SentinelPrivacy
-import SentinelVision
-import SentinelVisitors
+public import SentinelConfig
+public import SentinelCore
+public import SentinelModels
+public import SentinelPrivacy
+public import SentinelVision
+public import SentinelVisitors
 
 /// One source's analysis, frame by frame: detector, then visitor stage (tracking, zones, emotion), then the privacy
 /// mask. Every entry point drives this one value through a `SourceRunner`: `sentinel run` per source, `replay`,

@@ -1,8 +1,8 @@
 import Foundation
-import SentinelConfig
-import SentinelCore
-import SentinelPrivacy
-import SentinelVision
+public import SentinelConfig
+public import SentinelCore
+public import SentinelPrivacy
+public import SentinelVision
 import SentinelVisitors
 
 /// How the review video and the zone editor's snapshots hide faces: a square about each face box's centre, its side

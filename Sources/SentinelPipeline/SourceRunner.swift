@@ -1,10 +1,10 @@
-import Foundation
-import Logging
-import SentinelConfig
+public import Foundation
+public import Logging
+public import SentinelConfig
 import SentinelCore
-import SentinelModels
-import SentinelPrivacy
-import SentinelVision
+public import SentinelModels
+public import SentinelPrivacy
+public import SentinelVision
 import SentinelVisitors
 
 /// Drives one `Pipeline` with the frames of one source, from its first frame to its end, and ends the open visits

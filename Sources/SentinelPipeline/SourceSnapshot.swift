@@ -1,10 +1,10 @@
 import Foundation
-import Logging
-import SentinelConfig
+public import Logging
+public import SentinelConfig
 import SentinelCore
-import SentinelModels
+public import SentinelModels
 import SentinelPrivacy
-import SentinelVision
+public import SentinelVision
 import SentinelVisitors
 
 /// A frame of a source with every face hidden as the review video hides it: the zone editor's frame to draw zones on

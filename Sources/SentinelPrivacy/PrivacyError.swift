@@ -1,4 +1,4 @@
-import SentinelCore
+public import SentinelCore
 
 /// A privacy setting that cannot be honoured (an unsafe or unreadable key file). Messages name the file and
 /// what is wrong with it, never a key or an identity.

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// What may leave the box, from the pipeline file's `privacy:` section. Every default is the strict choice.
 public struct PrivacyPolicy: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 import Synchronization
 
 /// The secret keys behind pseudonymous ids: one random 256-bit key per rotation period.

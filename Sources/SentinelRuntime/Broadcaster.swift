@@ -1,7 +1,7 @@
 import CoreMetrics
 import Foundation
 import SentinelCore
-import SentinelStore
+public import SentinelStore
 import Synchronization
 
 /// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.

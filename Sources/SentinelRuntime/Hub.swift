@@ -1,9 +1,9 @@
 import CoreMetrics
-import Foundation
+public import Foundation
 import SentinelAggregates
-import SentinelCore
-import SentinelPrivacy
-import SentinelStore
+public import SentinelCore
+public import SentinelPrivacy
+public import SentinelStore
 import Synchronization
 
 /// Where the sources hand over what the mask let through, for the store writer: a bounded queue and nothing else.

@@ -1,6 +1,6 @@
 import Foundation
-import SentinelAggregates
-import SentinelCore
+public import SentinelAggregates
+public import SentinelCore
 import SentinelPrivacy
 import SentinelStore
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
-import SentinelCore
-import SentinelStore
+public import SentinelCore
+public import SentinelStore
 
 /// The wire format of `GET /events` (text/event-stream, per the WHATWG HTML spec's server-sent events).
 ///

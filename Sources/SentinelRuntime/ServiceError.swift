@@ -1,4 +1,4 @@
-import SentinelCore
+public import SentinelCore
 
 /// A problem that stops `sentinel run` from starting, said plainly.
 public struct ServiceError: SentinelError {

@@ -1,14 +1,14 @@
 import CoreMetrics
 import Foundation
-import Logging
+public import Logging
 import Metrics
-import SentinelConfig
+public import SentinelConfig
 import SentinelCore
-import SentinelModels
+public import SentinelModels
 import SentinelPipeline
-import SentinelPrivacy
-import SentinelVision
-import ServiceLifecycle
+public import SentinelPrivacy
+public import SentinelVision
+public import ServiceLifecycle
 
 /// One source, run on a thread of its own (OpenCV calls block; they must not hold the few threads Swift's
 /// concurrency runs on). Masked events go to the hub. A recording can loop; a source that fails is logged and

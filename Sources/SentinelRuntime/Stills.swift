@@ -1,5 +1,5 @@
-import Foundation
-import SentinelPipeline
+public import Foundation
+public import SentinelPipeline
 import Synchronization
 
 /// Each running camera's latest frame with every face masked (`SourceSnapshot`, the zone editor's masking), made

@@ -1,12 +1,12 @@
 import CoreMetrics
 import Foundation
-import Logging
+public import Logging
 import Metrics
-import SentinelAggregates
+public import SentinelAggregates
 import SentinelCore
-import SentinelPrivacy
-import SentinelStore
-import ServiceLifecycle
+public import SentinelPrivacy
+public import SentinelStore
+public import ServiceLifecycle
 
 /// The one owner of everything after the mask: takes what the sources handed to the hub, in order, derives what
 /// each output may show, feeds the gauge, writes the store in batches (one transaction each), then hands what was

@@ -1,9 +1,9 @@
-import CoreMetrics
+public import CoreMetrics
 import Foundation
 import Metrics
-import Prometheus
+public import Prometheus
 import SentinelAggregates
-import SentinelCore
+public import SentinelCore
 import SentinelPrivacy
 
 /// Every metric `/metrics` shows, made through swift-metrics on a registry of this server's own (no global

@@ -1,19 +1,19 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import Logging
+public import Logging
 import NIOCore
 import SentinelAggregates
-import SentinelConfig
+public import SentinelConfig
 import SentinelCore
-import SentinelHTTP
+public import SentinelHTTP
 import SentinelMQTT
-import SentinelModels
+public import SentinelModels
 import SentinelPrivacy
-import SentinelRuntime
-import SentinelStore
-import SentinelVision
-import ServiceLifecycle
+public import SentinelRuntime
+public import SentinelStore
+public import SentinelVision
+public import ServiceLifecycle
 import UnixSignals
 
 /// `sentinel run`: every source, the store writer and the HTTP server as one ServiceGroup.

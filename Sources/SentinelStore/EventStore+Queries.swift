@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import GRDB
-import SentinelAggregates
-import SentinelCore
+public import SentinelAggregates
+public import SentinelCore
 import SentinelPrivacy
 import Synchronization
 

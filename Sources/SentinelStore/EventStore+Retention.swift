@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import SentinelAggregates
+public import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import Synchronization

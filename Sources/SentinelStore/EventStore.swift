@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import GRDB
 import SentinelAggregates
-import SentinelCore
-import SentinelPrivacy
+public import SentinelCore
+public import SentinelPrivacy
 import Synchronization
 
 /// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading. Either may have

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import SentinelAggregates
-import SentinelCore
+public import SentinelCore
 import SentinelPrivacy
 import Synchronization
 

@@ -1,5 +1,5 @@
-import Foundation
-import SentinelCore
+public import Foundation
+public import SentinelCore
 import SentinelVision
 
 /// Draws a scene frame by frame into a video, and records what it drew as ground truth.

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 import Yams
 
 /// A scene to render into sample recordings: a background, face photos, zones, scenery and visitors who

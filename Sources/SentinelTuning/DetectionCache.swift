@@ -1,8 +1,8 @@
-import Foundation
-import Logging
-import SentinelConfig
-import SentinelCore
-import SentinelModels
+public import Foundation
+public import Logging
+public import SentinelConfig
+public import SentinelCore
+public import SentinelModels
 import SentinelPipeline
 import SentinelVision
 

@@ -1,10 +1,10 @@
-import Foundation
-import SentinelConfig
+public import Foundation
+public import SentinelConfig
 import SentinelCore
-import SentinelPipeline
+public import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
-import SentinelVisitors
+public import SentinelVisitors
 
 /// A per-visitor timeline of a run, for finding out why a visitor was split, started late or left early: the spans in
 /// which the tracker matched its detections (and through which gate), the spans it missed them (and how far the

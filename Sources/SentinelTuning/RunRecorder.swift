@@ -1,7 +1,7 @@
-import Foundation
-import SentinelCore
-import SentinelEval
-import SentinelPipeline
+public import Foundation
+public import SentinelCore
+public import SentinelEval
+public import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
 

@@ -1,5 +1,5 @@
-import Foundation
-import SentinelCore
+public import Foundation
+public import SentinelCore
 
 /// A few lines on a run for the person who started it: visits, dwell per zone and the label-free measures (suspected
 /// splits first: a visitor split in two is the commonest fault, and nothing else points at it).

@@ -1,6 +1,6 @@
 import Foundation
 import SentinelAggregates
-import SentinelConfig
+public import SentinelConfig
 import SentinelCore
 import SentinelVision
 import SentinelVisitors

@@ -1,10 +1,10 @@
 import Dispatch
-import Foundation
-import Logging
-import SentinelConfig
+public import Foundation
+public import Logging
+public import SentinelConfig
 import SentinelCore
-import SentinelEval
-import SentinelModels
+public import SentinelEval
+public import SentinelModels
 import Synchronization
 
 /// A search over a pipeline's settings on recordings: each candidate (a set of `--set` values) is run over every

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import SentinelEval
 
 /// `report.html`: one self-contained page (Chart.js from Debian's libjs-chart.js inlined) that an operator opens

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import SentinelEval
 
 /// What a sweep writes: `trials.csv` (a row per trial, written as trials complete and read back to resume),

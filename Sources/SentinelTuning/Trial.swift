@@ -1,12 +1,12 @@
-import Foundation
-import Logging
-import SentinelConfig
-import SentinelCore
-import SentinelEval
+public import Foundation
+public import Logging
+public import SentinelConfig
+public import SentinelCore
+public import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
-import SentinelVisitors
+public import SentinelVisitors
 
 /// What a recording is scored against: labels in any format, and Sentinel's own truth when that is what they are
 /// (visits, zones and dwell come only from it).

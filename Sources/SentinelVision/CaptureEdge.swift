@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 import Synchronization
 
 /// The entrance of a live graph: a source read on a thread of its own into a small buffer, so that a camera is

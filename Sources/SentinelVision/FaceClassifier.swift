@@ -1,5 +1,5 @@
 import CSentinelCV
-import SentinelCore
+public import SentinelCore
 
 /// How a classifier network wants its face crop.
 public struct CropFormat: Sendable, Equatable, Codable {

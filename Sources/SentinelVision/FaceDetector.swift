@@ -1,5 +1,5 @@
 import CSentinelCV
-import SentinelCore
+public import SentinelCore
 
 /// Finds faces in a frame.
 public protocol FaceDetector: AnyObject {

@@ -1,4 +1,4 @@
-import SentinelCore
+public import SentinelCore
 
 /// One decoded frame with its place on the source's timeline.
 public struct Frame: Sendable {

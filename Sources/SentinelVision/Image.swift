@@ -1,5 +1,5 @@
 import CSentinelCV
-import SentinelCore
+public import SentinelCore
 
 /// An 8-bit BGR image owned by the bridge.
 ///

@@ -1,6 +1,6 @@
 import CSentinelCV
 import Foundation
-import Logging
+public import Logging
 import SentinelCore
 
 /// Where live frames come from: a V4L2 camera or a network stream.

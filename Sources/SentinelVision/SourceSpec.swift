@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+public import Logging
 
 /// What a user wrote to name a frame source, told apart by its form.
 public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {

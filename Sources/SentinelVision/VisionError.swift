@@ -1,5 +1,5 @@
 import CSentinelCV
-import SentinelCore
+public import SentinelCore
 
 /// An error from the vision layer: what went wrong, in words that name the file, device or URL.
 ///

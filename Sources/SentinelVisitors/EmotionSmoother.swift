@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// When a face is classified and how the readings are smoothed.
 public struct EmotionSettings: Sendable, Equatable, Codable {

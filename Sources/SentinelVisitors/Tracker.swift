@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// How faces are followed from frame to frame.
 public struct TrackerSettings: Sendable, Equatable, Codable {

@@ -1,5 +1,5 @@
-import Foundation
-import SentinelCore
+public import Foundation
+public import SentinelCore
 
 /// Everything that turns one source's detections into visitor events.
 public struct VisitorSettings: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import SentinelCore
+public import SentinelCore
 
 /// A named area of one source's frame.
 public struct ZoneDefinition: Sendable, Equatable {

@@ -1,17 +1,17 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
+public import Logging
 import NIOFoundationEssentialsCompat
-import SentinelConfig
+public import SentinelConfig
 import SentinelCore
 import SentinelHTTP
-import SentinelModels
+public import SentinelModels
 import SentinelPipeline
 import SentinelRuntime
 import SentinelServer
 import SentinelVision
-import ServiceLifecycle
+public import ServiceLifecycle
 import Synchronization
 import UnixSignals
 

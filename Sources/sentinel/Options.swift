@@ -1,10 +1,10 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
 import SentinelModels
-import SentinelVision
+public import SentinelVision
 
 /// The pipeline `run` and `replay` take when none is named: the checkout's demo, else the installation's.
 let defaultPipeline: String = {

@@ -32,7 +32,7 @@ final class OutputFile {
         guard fd >= 0 else { throw CommandError("cannot write \(path): \(String(cString: strerror(errno)))") }
         // mkstemp makes 0600; give the output the mode a new file would have (or the one it had).
         fchmod(fd, exists ? status.st_mode & 0o7777 : 0o644 & ~currentUmask())
-        temporary = String(cString: template)
+        temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         TemporaryFiles.add(temporary!)
         handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }

@@ -41,7 +41,7 @@ struct SystemdUnitTests {
                 Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/systemd_boot.sh").path,
             ], waitForOutput: false)
         let unshare = boot.process.processIdentifier
-        guard let pid1 = try await Fixtures.onOwnThread({ Self.child(of: unshare) }) else {
+        guard let pid1 = await Fixtures.onOwnThread({ Self.child(of: unshare) }) else {
             boot.kill()
             Issue.record("systemd did not start")
             return
@@ -108,7 +108,7 @@ struct SystemdUnitTests {
         #expect(log.contains("Sentinel is serving \(pipeline.path) on http://127.0.0.1:\(port)"), "\(log)")
         #expect(!log.contains(" error "), "\(log)")
         // Standard input closed: the namespace powers off, systemd and everything in it end.
-        let poweredOff = try await Fixtures.onOwnThread { boot.finish(within: 20) }
+        let poweredOff = await Fixtures.onOwnThread { boot.finish(within: 20) }
         #expect(poweredOff, "the namespace did not power off in 20 s")
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The fuzz corpus in `Tests/Corpus/<kind>/`: malformed inputs, each with the outcome it must have, listed in the
 /// folder's `expected.tsv` (file, exit status or HTTP status, text the output must contain). Every file in the folder

@@ -1,5 +1,5 @@
-import Foundation
-import SentinelModels
+public import Foundation
+public import SentinelModels
 
 /// Where tests find the repository's own files, and ../shared when it sits beside the checkout.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A helper process that a test starts and owns. The child is given a pipe as standard input and exits when it closes,
 /// so it ends with the test process even when that is killed (no servers left running after a suite).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A page test's browser half: a probe script of Tests/SentinelTestSupport drives Debian's headless Chromium at `url`
 /// and prints what the page showed as JSON, decoded here; its screenshot must be a real picture, and is kept where

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import GRDB
-import NIOCore
-import SentinelClient
+public import NIOCore
+public import SentinelClient
 import SentinelLoopback
 
 /// `sentinel run` as a user starts it: the real binary on a short rendered clip, looping, with the showroom pipeline's

@@ -1,4 +1,4 @@
-import SentinelVision
+public import SentinelVision
 import Synchronization
 
 /// A pace clock that never blocks: a wait moves its time to the deadline at once, and is added up, so a test of
