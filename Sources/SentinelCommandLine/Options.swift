@@ -1,9 +1,9 @@
-public import ArgumentParser
+package import ArgumentParser
 import Foundation
-public import Logging
-public import SentinelConfig
+package import Logging
+package import SentinelConfig
 import SentinelCore
-public import SentinelModels
+package import SentinelModels
 
 /// Where the model manifest and cache are.
 package struct ModelOptions: ParsableArguments {

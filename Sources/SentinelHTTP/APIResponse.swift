@@ -1,7 +1,7 @@
 import Foundation
-public import HTTPTypes
+package import HTTPTypes
 import Hummingbird
-public import HummingbirdCore
+package import HummingbirdCore
 import Logging
 import SentinelAggregates
 import SentinelCore

@@ -9,7 +9,7 @@ import SentinelCore
 import SentinelPrivacy
 public import SentinelRuntime
 public import SentinelStore
-public import ServiceLifecycle
+package import ServiceLifecycle
 
 /// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
 public struct HTTPAPI: Sendable {

@@ -1,4 +1,4 @@
-public import HTTPTypes
+package import HTTPTypes
 
 /// The header names Sentinel sends or reads beyond those HTTPTypes names itself. Each literal is a valid field name
 /// (a token), so the initialiser cannot fail; they are made here once instead of at every use.

@@ -1,5 +1,5 @@
 import HTTPTypes
-public import Hummingbird
+package import Hummingbird
 
 /// Every endpoint only reads: GET, and HEAD (the GET's status and headers without its body, which RFC 9110 asks of
 /// every server and monitors use: the router makes a HEAD of each GET, see `HeadWithoutBody`). A request with another

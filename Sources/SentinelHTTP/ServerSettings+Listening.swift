@@ -1,7 +1,7 @@
 import NIOCore
 import NIOPosix
 import SentinelConfig
-public import SentinelRuntime
+package import SentinelRuntime
 
 extension ServerSettings {
     /// Throws unless this process can listen on `host:port` now: a port another program holds (a second `sentinel

@@ -1,5 +1,5 @@
 import Foundation
-public import SentinelConfig
+package import SentinelConfig
 import SentinelCore
 import SentinelRuntime
 

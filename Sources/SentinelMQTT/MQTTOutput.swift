@@ -1,12 +1,12 @@
 import CoreMetrics
 import Foundation
-public import Logging
+package import Logging
 import SentinelAggregates
-public import SentinelConfig
-public import SentinelCore
-public import SentinelPrivacy
-public import SentinelRuntime
-public import SentinelStore
+package import SentinelConfig
+package import SentinelCore
+package import SentinelPrivacy
+package import SentinelRuntime
+package import SentinelStore
 public import ServiceLifecycle
 
 /// Forwards the event log to an MQTT broker, the log being the outbox: every event, in id order, as its SSE envelope
