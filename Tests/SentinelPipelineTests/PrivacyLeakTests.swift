@@ -8,8 +8,8 @@ import Testing
 @Suite("Privacy: nothing identifying leaves the box under the default policy")
 struct PrivacyLeakTests {
     @Test("the replay command's events and logs carry no internal id, box, score, media time or image data")
-    func replayOutputsAreClean() throws {
-        let run = try SampleRun.shared.get()
+    func replayOutputsAreClean() async throws {
+        let run = try await SampleRun.load()
         let folder = try Fixtures.temporaryFolder()
         let events = folder.appendingPathComponent("events.jsonl")
         let (status, _, logs) = try Fixtures.run(
@@ -43,8 +43,8 @@ struct PrivacyLeakTests {
     }
 
     @Test("the scanner finds a box when a pipeline allows one, so a clean scan means something")
-    func scannerCatchesAllowedBox() throws {
-        let run = try SampleRun.shared.get()
+    func scannerCatchesAllowedBox() async throws {
+        let run = try await SampleRun.load()
         var policy = PrivacyPolicy()
         policy.outputs[.store]!.insert(.box)
         policy.outputs[.events]!.insert(.box)
@@ -70,8 +70,8 @@ struct PrivacyLeakTests {
 
     /// The recording's own faces against themselves: every face-frame counts as leaked, so the measure can fail.
     @Test("the review video leaves no face-frame with detail when masks follow the tracker")
-    func reviewVideoMasksEveryFace() throws {
-        let run = try SampleRun.shared.get()
+    func reviewVideoMasksEveryFace() async throws {
+        let run = try await SampleRun.load()
         let truth = try #require(run.truth)
         let following = try MaskLeakScore.measure(
             original: run.recording, review: run.reviewFollowingTracks, truth: truth)

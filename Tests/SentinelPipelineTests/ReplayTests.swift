@@ -27,7 +27,11 @@ struct SampleRun: Sendable {
     var reviewFollowingTracks = ""
     var reviewDetectionsOnly = ""
 
-    static let shared: Result<SampleRun, any Error> = Result {
+    /// The run, made once, waited for on a thread of its own: a replay takes seconds, and a test holding one of the
+    /// run's few task threads that long starves the tests that keep time.
+    static func load() async throws -> SampleRun { try await Fixtures.onOwnThread { try shared.get() } }
+
+    private static let shared: Result<SampleRun, any Error> = Result {
         let definition = try PipelineDefinition.load(
             Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path
         ).forEvaluation
@@ -66,8 +70,8 @@ struct SampleRun: Sendable {
 @Suite("The showroom pipeline on the sample recording, against its ground truth")
 struct ReplayTests {
     @Test("every emitted event validates against Schemas/visitor-events.v1.json (python3-jsonschema)")
-    func eventsMatchSchema() throws {
-        let run = try SampleRun.shared.get()
+    func eventsMatchSchema() async throws {
+        let run = try await SampleRun.load()
         #expect(Set(run.events.map(\.type)) == Set(VisitorEvent.Kind.allCases))
         let file = try Fixtures.temporaryFolder().appendingPathComponent("events.jsonl")
         try run.lines.map { $0 + Data("\n".utf8) }.reduce(Data(), +).write(to: file)
@@ -82,8 +86,8 @@ struct ReplayTests {
     }
 
     @Test("every published event passes the check a fleet holds a site's events to (EventCheck)")
-    func eventsPassTheFleetsCheck() throws {
-        let run = try SampleRun.shared.get()
+    func eventsPassTheFleetsCheck() async throws {
+        let run = try await SampleRun.load()
         let check = EventCheck(timeResolution: PrivacyPolicy().timestampResolution)
         for line in run.lines {
             let event = try JSONDecoder.sentinel().decode(VisitorEvent.self, from: line)
@@ -94,16 +98,16 @@ struct ReplayTests {
     /// Floors a little under what `sentinel eval tracking` measured (IDF1 0.993, 0 switches, dwell error <= 0.47 s,
     /// zone entry/exit error 0.05/0.09 s mean, 0.27/0.40 s max): failing one means tracking got worse.
     @Test("visitors are followed with IDF1 >= 0.95 and no more than one ID switch")
-    func identity() throws {
-        let score = try SampleRun.shared.get().score
+    func identity() async throws {
+        let score = try await SampleRun.load().score
         #expect(score.idf1 >= 0.95, "IDF1 \(score.idf1)")
         #expect(score.idSwitches <= 1)
         #expect(score.visitors.allSatisfy { $0.visits.count == 1 }, "\(score.visitors.map(\.visits))")
     }
 
     @Test("each visitor's dwell is within 0.6 s of the truth")
-    func dwell() throws {
-        for visitor in try SampleRun.shared.get().score.visitors {
+    func dwell() async throws {
+        for visitor in try await SampleRun.load().score.visitors {
             #expect(
                 visitor.dwellError <= 0.6,
                 "\(visitor.visitor): true \(visitor.trueDwell) s, measured \(visitor.measuredDwell) s")
@@ -111,8 +115,8 @@ struct ReplayTests {
     }
 
     @Test("every zone stay is found, its entry and exit within half a second")
-    func zoneTiming() throws {
-        let score = try SampleRun.shared.get().score
+    func zoneTiming() async throws {
+        let score = try await SampleRun.load().score
         #expect(score.missedStays == 0 && score.extraStays == 0)
         #expect(
             score.meanEntryError <= 0.2 && score.maxEntryError <= 0.5,
@@ -123,8 +127,8 @@ struct ReplayTests {
     }
 
     @Test("no emotion is measured at the counter, where staff work (emotion: false)")
-    func staffZoneHasNoEmotion() throws {
-        let run = try SampleRun.shared.get()
+    func staffZoneHasNoEmotion() async throws {
+        let run = try await SampleRun.load()
         // While a visitor who came in at the counter is still there, nothing is measured.
         let counterOnly = run.events.filter {
             $0.visitor.zone == "counter" && $0.visitor.zones?.map(\.zone) == ["counter"]
