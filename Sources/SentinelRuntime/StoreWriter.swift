@@ -8,8 +8,8 @@ public import SentinelPrivacy
 public import SentinelStore
 public import ServiceLifecycle
 
-/// The one owner of everything after the mask: takes what the sources handed to the hub, in order, derives what
-/// each output may show, feeds the gauge, writes the store in batches (one transaction each), then hands what was
+/// Takes what the mask let through (each event's store copy and published copy) from the hub, in order, feeds the
+/// gauge `Publishing` made, writes the store in batches (one transaction each), then hands what was
 /// committed to the SSE clients and to who-is-present: nothing is published before it is durable, so a client that
 /// resumes from the store never misses or repeats an event. While the database cannot be written, what the writer
 /// made of its batch goes back to the hub (bounded) and the writer retries with backoff. Retention runs when it is
