@@ -4,18 +4,18 @@ import Testing
 
 /// The real binary's conventions: a wrong command line is a usage error (usage text, exit 64); a command that cannot
 /// do its work says what and where in one line (exit 1), without usage text.
-@Suite("sentinel's exit statuses and messages")
+@Suite("sentinel's exit statuses and messages", .ownThread)
 struct CommandLineTests {
-    func sentinel(_ arguments: String...) throws -> (status: Int32, output: String, errors: String) {
-        try Fixtures.run(Fixtures.sentinel, arguments)
+    func sentinel(_ arguments: String...) async throws -> (status: Int32, output: String, errors: String) {
+        try await Fixtures.run(Fixtures.sentinel, arguments)
     }
 
     @Test(
         "a runtime failure is one line naming the file, exit 1, no usage text",
         arguments: [["run", "missing.yml"], ["replay", "--pipeline", "missing.yml"], ["check", "missing.yml"]])
-    func runtimeFailure(arguments: [String]) throws {
+    func runtimeFailure(arguments: [String]) async throws {
         // check prints its problems on standard output (they are its report); the others on standard error.
-        let (status, output, errors) = try Fixtures.run(Fixtures.sentinel, arguments)
+        let (status, output, errors) = try await Fixtures.run(Fixtures.sentinel, arguments)
         let said = output + errors
         #expect(status == 1, "\(said)")
         #expect(said.contains("missing.yml") && !said.contains("Usage:"), "\(said)")
@@ -29,24 +29,24 @@ struct CommandLineTests {
             (["eval", "detections", "--score", "2"], "--score 2.0: must be 0.0 to 1.0"),
             (["detect", "x.mp4", "--scale=-1"], "--scale -1: must be 0 to 8192"),
         ])
-    func optionOutOfRange(arguments: [String], message: String) throws {
+    func optionOutOfRange(arguments: [String], message: String) async throws {
         // A port that wrapped silently (99999 listened on 34463) was how this was found.
-        let (status, _, errors) = try Fixtures.run(Fixtures.sentinel, arguments)
+        let (status, _, errors) = try await Fixtures.run(Fixtures.sentinel, arguments)
         #expect(status == 64)
         #expect(errors.contains(message) && errors.contains("Usage:"), "\(errors)")
     }
 
     @Test("a review video named .png is refused before the run, and nothing is written there")
-    func annotateNeedsVideoContainer() throws {
+    func annotateNeedsVideoContainer() async throws {
         let png = try Fixtures.temporaryFolder().appendingPathComponent("x.png").path
-        let (status, _, errors) = try sentinel("replay", "--annotate", png)
+        let (status, _, errors) = try await sentinel("replay", "--annotate", png)
         #expect(status == 64)
         #expect(errors.contains("a review video must end in .mp4 or .avi"), "\(errors)")
         #expect(!FileManager.default.fileExists(atPath: png))
     }
 
     @Test("sentinel check finds what sentinel run refuses before serving: the same problems, from one function")
-    func checkIsRunsPreflight() throws {
+    func checkIsRunsPreflight() async throws {
         let folder = try Fixtures.temporaryFolder()
         let token = folder.appendingPathComponent("token").path
         let key = folder.appendingPathComponent("pseudonym.key").path
@@ -69,8 +69,8 @@ struct CommandLineTests {
             "server.host: 0.0.0.0 accepts connections from other machines, so a bearer token is required",
             "privacy.pseudonyms.keyFile: pseudonym key file \(key) is readable by others",
         ]
-        let check = try sentinel("check", pipeline)
-        let run = try sentinel("run", pipeline)
+        let check = try await sentinel("check", pipeline)
+        let run = try await sentinel("run", pipeline)
         #expect(check.status == 1 && run.status == 1)
         for line in expected {
             #expect(check.output.contains(line), "\(check.output)")
@@ -81,8 +81,8 @@ struct CommandLineTests {
     }
 
     @Test("--version names Sentinel, the OpenCV and SQLite it runs on, and each model with its checksum")
-    func version() throws {
-        let (status, output, _) = try sentinel("--version")
+    func version() async throws {
+        let (status, output, _) = try await sentinel("--version")
         #expect(status == 0)
         #expect(
             output.contains("sentinel 0.") && output.contains("OpenCV 4.") && output.contains("SQLite 3."), "\(output)")

@@ -7,7 +7,7 @@ import Testing
 
 /// `make install` into a staged root, then the installed binary run as an operator would: from another directory,
 /// with no SENTINEL_MODELS and no checkout to lean on.
-@Suite("make install: the installed binary works from anywhere", .serialized, .timeLimit(.minutes(3)))
+@Suite("make install: the installed binary works from anywhere", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct InstallTests {
     @Test(
         "installed into a DESTDIR with its models: the demo runs from another directory on an empty state directory (events, dashboard, OpenAPI), tells a notification socket it is ready, SIGTERM exits 0; the systemd unit verifies and rates 2.0 at most in systemd-analyze security"
@@ -21,15 +21,13 @@ struct InstallTests {
                 try? FileManager.default.removeItem(at: folder)
             }
         }
-        let make = try await Fixtures.onOwnThread {
-            try Fixtures.run(
-                URL(fileURLWithPath: "/usr/bin/make"),
-                [
-                    "--no-print-directory", "install-files", "install-models", "DESTDIR=\(destdir.path)",
-                    "BINARY=\(Fixtures.sentinel.path)",
-                ],
-                timeout: 300)
-        }
+        let make = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/make"),
+            [
+                "--no-print-directory", "install-files", "install-models", "DESTDIR=\(destdir.path)",
+                "BINARY=\(Fixtures.sentinel.path)",
+            ],
+            timeout: 300)
         try #require(make.status == 0, "make install-files install-models: \(make.errors)")
         let prefix = destdir.appendingPathComponent("usr/local")
         let binary = prefix.appendingPathComponent("bin/sentinel")
@@ -47,9 +45,7 @@ struct InstallTests {
             "STATE_DIRECTORY": state.path, "SENTINEL_MODELS": "", "NOTIFY_SOCKET": notifications.path,
         ]
         func sentinel(_ arguments: [String]) async throws -> Fixtures.Outcome {
-            try await Fixtures.onOwnThread {
-                try Fixtures.run(binary, arguments, timeout: 120, in: elsewhere, environment: environment)
-            }
+            try await Fixtures.run(binary, arguments, timeout: 120, in: elsewhere, environment: environment)
         }
         let models = prefix.appendingPathComponent("share/sentinel/models")
         let listed = try await sentinel(["models"])
@@ -63,7 +59,7 @@ struct InstallTests {
             "\(version.output)")
 
         let database = state.appendingPathComponent("showroom.sqlite").path
-        let demo = try RunningSentinel(
+        let demo = try await RunningSentinel(
             executable: binary, arguments: ["run", "--port", "0"], folder: elsewhere, database: database,
             directory: elsewhere, environment: environment)
         try await demo.explained {
@@ -91,14 +87,10 @@ struct InstallTests {
             let staged = elsewhere.appendingPathComponent("sentinel.service")
             try unit.replacingOccurrences(of: "/usr/local/bin/sentinel", with: binary.path).write(
                 to: staged, atomically: true, encoding: .utf8)
-            let verified = try await Fixtures.onOwnThread {
-                try Fixtures.run(analyze, ["verify", staged.path], timeout: 60)
-            }
+            let verified = try await Fixtures.run(analyze, ["verify", staged.path], timeout: 60)
             #expect(verified.status == 0, "\(verified.output) \(verified.errors)")
             // Its exposure as systemd rates it: 2.0 at most (the unit before this check rated 8.3, EXPOSED).
-            let security = try await Fixtures.onOwnThread {
-                try Fixtures.run(analyze, ["security", "--offline=true", staged.path], timeout: 60)
-            }
+            let security = try await Fixtures.run(analyze, ["security", "--offline=true", staged.path], timeout: 60)
             let overall = security.output.split(separator: "\n").first { $0.contains("Overall exposure level") }
             let score = overall.flatMap { line in
                 line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }

@@ -12,7 +12,7 @@ import Testing
 /// real time, as a camera sends it. What holds on a recording must hold here: dwell, one visit per visitor, and a
 /// service that survives the camera going away.
 @Suite(
-    "sentinel run on a live RTSP camera", .serialized, .timeLimit(.minutes(4)),
+    "sentinel run on a live RTSP camera", .ownThread, .serialized, .timeLimit(.minutes(4)),
     .enabled(
         if: RTSPCamera.isAvailable, "needs Debian's python3-gi and gir1.2-gst-rtsp-server-1.0 (make test installs them)"
     ))
@@ -50,11 +50,11 @@ struct LiveCameraTests {
         let truth = try JSONDecoder().decode(
             GroundTruth.self,
             from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: Fixtures.recording()))))
-        let camera = try RTSPCamera([("cam", Fixtures.recording())])
+        let camera = try await RTSPCamera([("cam", Fixtures.recording())])
         defer { camera.stop() }
         // The sample is 15 fps: detection on at most 5 frames a second, the tracker carrying visitors in between.
         let text = try Self.pipeline(sources: [("cam", camera.url("cam"))], maxFps: 5)
-        let sentinel = try RunningSentinel(pipeline: text, arguments: [])
+        let sentinel = try await RunningSentinel(pipeline: text, arguments: [])
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         // Every visitor of the recording has entered and left (the stream then starts again: later visits are not
         // part of this playback).
@@ -103,10 +103,10 @@ struct LiveCameraTests {
         "two cameras with the same zone names; the camera killed and restarted; SIGTERM during an outage exits 0 within 2 s"
     )
     func outageAndShutdown() async throws {
-        let camera = try RTSPCamera([("one", Fixtures.recording()), ("two", Fixtures.recording())])
+        let camera = try await RTSPCamera([("one", Fixtures.recording()), ("two", Fixtures.recording())])
         defer { camera.stop() }
         let text = try Self.pipeline(sources: [("cam1", camera.url("one")), ("cam2", camera.url("two"))])
-        let sentinel = try RunningSentinel(pipeline: text, arguments: [])
+        let sentinel = try await RunningSentinel(pipeline: text, arguments: [])
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         func states() async throws -> [String: String] {
             let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]] ?? []
@@ -135,7 +135,7 @@ struct LiveCameraTests {
         #expect(reconnecting.allSatisfy { ($0["reconnectAttempt"] as? Int ?? 0) >= 1 && $0["nextRetryAt"] != nil })
         #expect(try await waitFor { try await visitors().isEmpty })
         // It comes back: both run again and new visits start.
-        try camera.start()
+        try await camera.start()
         #expect(try await waitFor { try await states().values.allSatisfy(live.contains) })
         #expect(try await waitFor { try await !visitors().isEmpty })
         // Everything up to the visits started after the outage.

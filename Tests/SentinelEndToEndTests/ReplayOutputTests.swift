@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// `sentinel replay -o PATH`, the real binary, on the kinds of path a user gives: a device, a FIFO, a symlink.
-@Suite("sentinel replay -o: outputs that are not plain files")
+@Suite("sentinel replay -o: outputs that are not plain files", .ownThread)
 struct ReplayOutputTests {
     /// A 4 s clip of the showroom scene (visitors enter within it) and a folder to write into.
     static let clip: Result<(folder: URL, video: String), any Error> = Result {
@@ -13,8 +13,8 @@ struct ReplayOutputTests {
         return (video.deletingLastPathComponent(), video.path)
     }
 
-    func replay(to output: String) throws -> (status: Int32, errors: String) {
-        let (status, _, errors) = try Fixtures.run(
+    func replay(to output: String) async throws -> (status: Int32, errors: String) {
+        let (status, _, errors) = try await Fixtures.run(
             Fixtures.sentinel, ["replay", try Self.clip.get().video, "-o", output])
         return (status, errors)
     }
@@ -27,17 +27,17 @@ struct ReplayOutputTests {
     @Test(
         "a character device given as output is written in place, never replaced by a regular file",
         .enabled(if: getuid() == 0, "making a device node needs root"))
-    func deviceStaysDevice() throws {
+    func deviceStaysDevice() async throws {
         // A node of our own for the null device: a regression must not destroy the machine's /dev/null.
         let null = try Self.clip.get().folder.appendingPathComponent("null").path
         try #require(mknod(null, S_IFCHR | 0o666, dev_t(1 << 8 | 3)) == 0)  // makedev(1, 3) in glibc's encoding
-        let result = try replay(to: null)
+        let result = try await replay(to: null)
         #expect(result.status == 0, "\(result.errors)")
         #expect(fileType(null) == S_IFCHR)
     }
 
     @Test("a FIFO given as output stays a FIFO and its reader gets every event")
-    func fifoStaysFifo() throws {
+    func fifoStaysFifo() async throws {
         let fifo = try Self.clip.get().folder.appendingPathComponent("events.fifo").path
         try #require(mkfifo(fifo, 0o600) == 0)
         // The reader on a thread of its own: the writer blocks opening the FIFO until it does, and the
@@ -50,7 +50,7 @@ struct ReplayOutputTests {
             received.withLock { $0 = data }
             done.signal()
         }
-        let result = try replay(to: fifo)
+        let result = try await replay(to: fifo)
         #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(result.status == 0, "\(result.errors)")
         #expect(fileType(fifo) == S_IFIFO)
@@ -59,14 +59,14 @@ struct ReplayOutputTests {
     }
 
     @Test("a symlink given as output is followed: the link stays, its target gets the events and keeps its mode")
-    func symlinkIsFollowed() throws {
+    func symlinkIsFollowed() async throws {
         let folder = try Self.clip.get().folder
         let target = folder.appendingPathComponent("real.jsonl").path
         let link = folder.appendingPathComponent("link.jsonl").path
         try Data("old\n".utf8).write(to: URL(fileURLWithPath: target))
         chmod(target, 0o640)
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        let result = try replay(to: link)
+        let result = try await replay(to: link)
         #expect(result.status == 0, "\(result.errors)")
         #expect(fileType(link) == S_IFLNK)
         let lines = try String(contentsOfFile: target, encoding: .utf8).split(separator: "\n")
@@ -79,14 +79,15 @@ struct ReplayOutputTests {
     }
 
     @Test("a review video goes through a symlink to its target, whole or not at all; a FIFO is refused, not written")
-    func reviewVideo() throws {
+    func reviewVideo() async throws {
         let folder = try Fixtures.temporaryFolder()
         let clip = try Self.clip.get().video
         let target = folder.appendingPathComponent("review.mp4").path
         let link = folder.appendingPathComponent("latest.mp4").path
         try Data("old".utf8).write(to: URL(fileURLWithPath: target))
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        let written = try Fixtures.run(Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--annotate", link])
+        let written = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--annotate", link])
         #expect(written.status == 0, "\(written.errors)")
         #expect(fileType(link) == S_IFLNK && fileType(target) == S_IFREG)
         let video = try Data(contentsOf: URL(fileURLWithPath: target))
@@ -94,12 +95,14 @@ struct ReplayOutputTests {
         // A run that fails (its recording cannot be opened) leaves the video that was there.
         let before = try Data(contentsOf: URL(fileURLWithPath: target))
         let broken = Fixtures.root.appendingPathComponent("Tests/Corpus/media/zero-bytes.mp4").path
-        let failed = try Fixtures.run(Fixtures.sentinel, ["replay", broken, "-o", "/dev/null", "--annotate", link])
+        let failed = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", broken, "-o", "/dev/null", "--annotate", link])
         let after = try Data(contentsOf: URL(fileURLWithPath: target))
         #expect(failed.status == 1 && after == before)
         let fifo = folder.appendingPathComponent("review.avi").path
         try #require(mkfifo(fifo, 0o600) == 0)
-        let refused = try Fixtures.run(Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--annotate", fifo])
+        let refused = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--annotate", fifo])
         #expect(refused.status == 1 && refused.errors.contains("not a regular file"), "\(refused.errors)")
         #expect(fileType(fifo) == S_IFIFO)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".") }.isEmpty)
@@ -108,7 +111,7 @@ struct ReplayOutputTests {
     @Test(
         "interrupted by SIGINT or SIGTERM, replay leaves no temporary file (events or review video) and dies of the signal",
         arguments: [SIGINT, SIGTERM])
-    func interrupted(signal: Int32) throws {
+    func interrupted(signal: Int32) async throws {
         let folder = try Fixtures.temporaryFolder()
         let process = Process()
         process.executableURL = Fixtures.sentinel
@@ -125,12 +128,12 @@ struct ReplayOutputTests {
         // Both temporary files exist once the first frame is written.
         var seen: [String] = []
         for _ in 0..<200 where seen.count < 2 {
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
             seen = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         }
         #expect(seen.count == 2 && seen.allSatisfy { $0.hasPrefix(".") }, "\(seen)")
         kill(process.processIdentifier, signal)
-        process.waitUntilExit()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }

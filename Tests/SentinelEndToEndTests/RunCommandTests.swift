@@ -8,16 +8,16 @@ import SentinelServer
 import SentinelTestSupport
 import Testing
 
-@Suite("sentinel run, the real binary", .serialized, .timeLimit(.minutes(3)))
+@Suite("sentinel run, the real binary", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct RunCommandTests {
     @Test(
         "SIGTERM: open visits exit with reason shutdown, everything is stored, streams end, exit 0; no output carries an internal id, box, score, media time or image"
     )
     func gracefulShutdown() async throws {
         // At real time, so that visitors are in the showroom when the signal comes.
-        let sentinel = try RunningSentinel(pace: "realtime")
+        let sentinel = try await RunningSentinel(pace: "realtime")
         async let streamed = sentinel.events(count: .max)
-        #expect(try await sentinel.waitForVisitorsMidClip())
+        try await sentinel.waitForVisitorsMidClip()
         kill(sentinel.process.processIdentifier, SIGTERM)
         let status = try await sentinel.exitStatus(within: 60)
         #expect(status == 0, "\(sentinel.log)")
@@ -50,8 +50,8 @@ struct RunCommandTests {
 
     @Test("run publishes what replay writes for the same recording: the same visitor events and gauge readings")
     func runEqualsReplay() async throws {
-        let sentinel = try RunningSentinel(
-            pipeline: try RunningSentinel.showroomOnClip(), arguments: ["--pace", "fastest"])
+        let sentinel = try await RunningSentinel(
+            pipeline: try await RunningSentinel.showroomOnClip(), arguments: ["--pace", "fastest"])
         // The source ends, and the writer has committed everything it published (nothing waits, the log stays put).
         var logged = -1
         #expect(
@@ -75,10 +75,10 @@ struct RunCommandTests {
         _ = try await sentinel.exitStatus(within: 30)
 
         let output = sentinel.folder.appendingPathComponent("replay.jsonl")
-        let (status, _, errors) = try Fixtures.run(
+        let (status, _, errors) = try await Fixtures.run(
             Fixtures.sentinel,
             [
-                "replay", try RunningSentinel.clip.get().path, "--pipeline",
+                "replay", try await RunningSentinel.clip.value.path, "--pipeline",
                 sentinel.folder.appendingPathComponent("pipeline.yml").path, "-o", output.path,
             ])
         #expect(status == 0, "\(errors)")
@@ -111,7 +111,7 @@ struct RunCommandTests {
         "a second sentinel run on the port or the database of a running one is refused before it touches anything; the first keeps its visitors"
     )
     func oneInstance() async throws {
-        let first = try RunningSentinel(pace: "realtime")
+        let first = try await RunningSentinel(pace: "realtime")
         #expect(
             try await waitFor {
                 String(
@@ -121,7 +121,7 @@ struct RunCommandTests {
             })
         let pipeline = first.folder.appendingPathComponent("pipeline.yml").path
         let elsewhere = try Fixtures.temporaryFolder().appendingPathComponent("other.sqlite").path
-        let samePort = try Fixtures.run(
+        let samePort = try await Fixtures.run(
             Fixtures.sentinel, ["run", pipeline, "--port", "\(first.port)", "--database", elsewhere], timeout: 30)
         #expect(samePort.status == 1)
         #expect(
@@ -129,7 +129,7 @@ struct RunCommandTests {
             "\(samePort.errors)")
         #expect(!FileManager.default.fileExists(atPath: elsewhere), "the refused run made its database")
         // Opening the store would have closed the first one's open visits as interrupted.
-        let sameDatabase = try Fixtures.run(
+        let sameDatabase = try await Fixtures.run(
             Fixtures.sentinel, ["run", pipeline, "--port", "0", "--database", first.database], timeout: 30)
         #expect(sameDatabase.status == 1)
         #expect(
@@ -146,7 +146,7 @@ struct RunCommandTests {
     @Test("kill -9: every event a client received is in the store, byte for byte")
     func killNine() async throws {
         // 4x: a loop every 3 s, without taking both cores from the rest of the suite.
-        let sentinel = try RunningSentinel(pace: "4x")
+        let sentinel = try await RunningSentinel(pace: "4x")
         let received = try await sentinel.events(count: 60)
         kill(sentinel.process.processIdentifier, SIGKILL)
         #expect(try await sentinel.exitStatus(within: 10) != nil)
@@ -175,11 +175,11 @@ struct RunCommandTests {
     @Test("bad sources end alone: a file with no decodable frame, a truncated one, bogus timestamps, a dead camera")
     func isolation() async throws {
         let media = Fixtures.root.appendingPathComponent("Tests/Corpus/media").path
-        let sentinel = try RunningSentinel(
+        let sentinel = try await RunningSentinel(
             pipeline: """
                 version: 1
                 sources:
-                  - { id: good, input: \(try RunningSentinel.clip.get().path) }
+                  - { id: good, input: \(try await RunningSentinel.clip.value.path) }
                   - { id: garbage, input: \(media)/garbage-after-header.avi }
                   - { id: truncated, input: \(media)/truncated-90pct.avi }
                   - { id: stamps, input: \(media)/jpeg-renamed.mp4 }
@@ -215,14 +215,14 @@ struct RunCommandTests {
     }
 }
 
-@Suite("sentinel run: counters", .timeLimit(.minutes(2)))
+@Suite("sentinel run: counters", .ownThread, .timeLimit(.minutes(2)))
 struct CounterTests {
     @Test(
         "a looping recording's frame counts only grow across its loops, in /healthz as in /metrics, with the rate beside them"
     )
     func monotonicAcrossLoops() async throws {
         // 4x: a loop every 3 s, without taking both cores from the rest of the suite.
-        let sentinel = try RunningSentinel(pace: "4x")
+        let sentinel = try await RunningSentinel(pace: "4x")
         defer { kill(sentinel.process.processIdentifier, SIGKILL) }
         // Under the full suite's load a request can wait past the server's idle timeout and be closed: asked again.
         func fetch(_ path: String) async throws -> Data {

@@ -6,7 +6,9 @@ import Testing
 /// The installed unit as Debian's systemd runs it. This machine's PID 1 is not systemd, so the test boots systemd as
 /// PID 1 of new PID and mount namespaces (`systemd_boot.sh`, which keeps the host's /tmp, /run, /var and kernel
 /// settings out of reach) and drives it with systemctl through nsenter. Making namespaces needs root.
-@Suite("The installed unit under systemd", .timeLimit(.minutes(5)), .enabled(if: getuid() == 0, "namespaces need root"))
+@Suite(
+    "The installed unit under systemd", .ownThread, .timeLimit(.minutes(5)),
+    .enabled(if: getuid() == 0, "namespaces need root"))
 struct SystemdUnitTests {
     @Test(
         "installed with a prefix, the unit starts once the demo serves (Type=notify), runs it under its sandbox as a dynamic user with its camera, its store in the state directory (0600), and stops with status 0"
@@ -15,26 +17,24 @@ struct SystemdUnitTests {
         // Not under /tmp (the unit's PrivateTmp hides it) nor /root (ProtectHome): beside the build.
         let prefix = Fixtures.root.appendingPathComponent(".build/unit-tests/\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: prefix) }
-        let make = try await Fixtures.onOwnThread {
-            try Fixtures.run(
-                URL(fileURLWithPath: "/usr/bin/make"),
-                [
-                    "--no-print-directory", "install-files", "install-models", "PREFIX=\(prefix.path)",
-                    "SYSCONFDIR=\(prefix.path)/etc", "UNITDIR=\(prefix.path)/lib/systemd/system",
-                    "BINARY=\(Fixtures.sentinel.path)",
-                ],
-                timeout: 300)
-        }
+        let make = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/make"),
+            [
+                "--no-print-directory", "install-files", "install-models", "PREFIX=\(prefix.path)",
+                "SYSCONFDIR=\(prefix.path)/etc", "UNITDIR=\(prefix.path)/lib/systemd/system",
+                "BINARY=\(Fixtures.sentinel.path)",
+            ],
+            timeout: 300)
         try #require(make.status == 0, "make install-files install-models: \(make.errors)")
         // The operator's one edit: a port of their choosing (a free one here).
         let pipeline = prefix.appendingPathComponent("etc/sentinel/sentinel.yml")
-        let port = try await Fixtures.onOwnThread { try Self.freePort() }
+        let port = try await Self.freePort()
         let text = try String(contentsOf: pipeline, encoding: .utf8)
         try #require(text.contains("\n  port: 8080\n"))
         try text.replacingOccurrences(of: "\n  port: 8080\n", with: "\n  port: \(port)\n").write(
             to: pipeline, atomically: true, encoding: .utf8)
 
-        let boot = try OwnedProcess(
+        let boot = try await OwnedProcess(
             "/usr/bin/unshare",
             [
                 "--pid", "--fork", "--mount", "--mount-proc",
@@ -49,10 +49,8 @@ struct SystemdUnitTests {
         // Should the test stop early: SIGKILL to a namespace's init ends every process in it.
         defer { if boot.process.isRunning { kill(pid1, SIGKILL) } }
         func inside(_ arguments: [String]) async throws -> Fixtures.Outcome {
-            try await Fixtures.onOwnThread {
-                try Fixtures.run(
-                    URL(fileURLWithPath: "/usr/bin/nsenter"), ["-t", "\(pid1)", "-m", "-p"] + arguments, timeout: 60)
-            }
+            try await Fixtures.run(
+                URL(fileURLWithPath: "/usr/bin/nsenter"), ["-t", "\(pid1)", "-m", "-p"] + arguments, timeout: 60)
         }
         // Booted: until systemd has made /run/systemd/system and its socket, systemctl says "offline" (or nothing);
         // then `--wait` waits for the start-up to finish. A loaded machine (the whole suite on two cores) takes a while.
@@ -108,7 +106,7 @@ struct SystemdUnitTests {
         #expect(log.contains("Sentinel is serving \(pipeline.path) on http://127.0.0.1:\(port)"), "\(log)")
         #expect(!log.contains(" error "), "\(log)")
         // Standard input closed: the namespace powers off, systemd and everything in it end.
-        let poweredOff = await Fixtures.onOwnThread { boot.finish(within: 20) }
+        let poweredOff = await boot.finish(within: 20)
         #expect(poweredOff, "the namespace did not power off in 20 s")
     }
 
@@ -132,8 +130,8 @@ struct SystemdUnitTests {
     }
 
     /// A port nothing listens on now.
-    static func freePort() throws -> Int {
-        let outcome = try Fixtures.run(
+    static func freePort() async throws -> Int {
+        let outcome = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"],
             timeout: 10)

@@ -4,7 +4,7 @@ import SentinelEval
 import SentinelTestSupport
 import Testing
 
-@Suite("Label files: MOT Challenge, CVAT for video 1.1 and Label Studio in and out, with clear refusals")
+@Suite("Label files: MOT Challenge, CVAT for video 1.1 and Label Studio in and out, with clear refusals", .ownThread)
 struct TrackFileTests {
     static let corpus = Fixtures.root.appendingPathComponent("Tests/Corpus/labels")
 
@@ -91,7 +91,7 @@ struct TrackFileTests {
     @Test(
         "Sentinel's own truth format is the JSON Schema in Schemas/: the sample's truth validates, a broken copy names its faults"
     )
-    func truthSchema() throws {
+    func truthSchema() async throws {
         let truth = try JSONSerialization.jsonObject(
             with: Data(
                 contentsOf: URL(fileURLWithPath: Fixtures.recording()).deletingPathExtension().appendingPathExtension(
@@ -101,10 +101,10 @@ struct TrackFileTests {
         frames[3]["index"] = nil
         broken["frames"] = frames
         let folder = try Fixtures.temporaryFolder()
-        func validate(_ object: Any) throws -> (Int32, String) {
+        func validate(_ object: Any) async throws -> (Int32, String) {
             let file = folder.appendingPathComponent("truth.jsonl")
             try JSONSerialization.data(withJSONObject: object).write(to: file)
-            let outcome = try Fixtures.run(
+            let outcome = try await Fixtures.run(
                 URL(fileURLWithPath: "/usr/bin/python3"),
                 [
                     Fixtures.root.appendingPathComponent("Schemas/validate.py").path,
@@ -112,9 +112,9 @@ struct TrackFileTests {
                 ])
             return (outcome.status, outcome.output)
         }
-        let (good, goodText) = try validate(truth)
+        let (good, goodText) = try await validate(truth)
         #expect(good == 0 && goodText.contains("1 events, 0 invalid"), "\(goodText)")
-        let (bad, badText) = try validate(broken)
+        let (bad, badText) = try await validate(broken)
         #expect(bad == 1 && badText.contains("frames/3: 'index' is a required property"), "\(badText)")
     }
 }

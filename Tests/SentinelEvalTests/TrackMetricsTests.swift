@@ -18,8 +18,8 @@ enum References {
     }
 
     /// What the references compute, by sequence index and "combined", under Sentinel's names.
-    static func figures(_ pairs: [(truth: String, tracks: String)]) throws -> [String: [String: Double]] {
-        let outcome = try Fixtures.run(
+    static func figures(_ pairs: [(truth: String, tracks: String)]) async throws -> [String: [String: Double]] {
+        let outcome = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [Fixtures.root.appendingPathComponent("Tests/SentinelEvalTests/References/mot_reference.py").path]
                 + pairs.flatMap { [$0.truth, $0.tracks] }, timeout: 120, environment: ["PYTHONPATH": folder.path])
@@ -35,7 +35,7 @@ enum References {
     }
 }
 
-@Suite("Tracking metrics agree with py-motmetrics and TrackEval on public MOT data")
+@Suite("Tracking metrics agree with py-motmetrics and TrackEval on public MOT data", .ownThread)
 struct TrackMetricsTests {
     func figures(_ m: TrackMetrics) -> [String: Double] {
         [
@@ -51,8 +51,8 @@ struct TrackMetricsTests {
     @Test(
         "IDF1, IDP, IDR, MOTA, MOTP, switches, fragmentations, MT/PT/ML equal py-motmetrics, and HOTA, DetA, AssA, LocA equal TrackEval, to 1e-4, per sequence and combined"
     )
-    func agreement() throws {
-        let expected = try References.figures(References.sequences)
+    func agreement() async throws {
+        let expected = try await References.figures(References.sequences)
         var sequences: [TrackMetrics] = []
         for (index, pair) in References.sequences.enumerated() {
             let metrics = TrackMetrics.evaluate(
@@ -66,10 +66,10 @@ struct TrackMetricsTests {
     @Test(
         "sentinel eval tracks --json: both sequences (each tracks file named test.txt) combined, as the references combine them"
     )
-    func commandLine() throws {
-        let expected = try #require(try References.figures(References.sequences)["combined"])
+    func commandLine() async throws {
+        let expected = try #require(try await References.figures(References.sequences)["combined"])
         let json = try Fixtures.temporaryFolder().appendingPathComponent("score.json").path
-        let outcome = try Fixtures.run(
+        let outcome = try await Fixtures.run(
             Fixtures.sentinel,
             ["eval", "tracks", "--json", json]
                 + References.sequences.flatMap { ["--truth", $0.truth, "--tracks", $0.tracks] })

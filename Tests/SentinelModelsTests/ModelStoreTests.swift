@@ -4,7 +4,7 @@ import SentinelModels
 import SentinelTestSupport
 import Testing
 
-@Suite("Model manifest and set-up")
+@Suite("Model manifest and set-up", .computing)
 struct ModelStoreTests {
     @Test("the repository's manifest loads and names each detector's and the emotion model")
     func manifestLoads() throws {

@@ -4,7 +4,7 @@ import SentinelTestSupport
 import Testing
 
 /// What the README and the help say, held to what the code and the Makefile do.
-@Suite("The README and the help agree with the code")
+@Suite("The README and the help agree with the code", .ownThread)
 struct DocumentationTests {
     static func text(_ path: String) throws -> String {
         try String(contentsOf: Fixtures.root.appendingPathComponent(path), encoding: .utf8)
@@ -27,11 +27,11 @@ struct DocumentationTests {
     }
 
     @Test("sentinel run --help names every path of the API document, and the dashboard")
-    func runHelpListsEveryEndpoint() throws {
+    func runHelpListsEveryEndpoint() async throws {
         let document = try JSONSerialization.jsonObject(
             with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json")))
         let paths = try #require(((document as? [String: Any])?["paths"] as? [String: Any])?.keys)
-        let help = try Fixtures.run(Fixtures.sentinel, ["run", "--help"]).output
+        let help = try await Fixtures.run(Fixtures.sentinel, ["run", "--help"]).output
             .replacingOccurrences(of: "\n", with: " ")
         for path in paths { #expect(help.contains(path), "\(path) is not in run --help") }
         #expect(help.contains("dashboard at /"))

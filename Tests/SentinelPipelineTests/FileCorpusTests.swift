@@ -4,16 +4,16 @@ import Testing
 
 /// Malformed media and pipeline files, run through the real binary as a user would hand them over: each must end with
 /// its expected status and message, never a crash signal or a hang.
-@Suite("Fuzz corpus: media and pipeline files", .timeLimit(.minutes(5)))
+@Suite("Fuzz corpus: media and pipeline files", .ownThread, .timeLimit(.minutes(5)))
 struct FileCorpusTests {
     /// Runs `arguments` (with FILE replaced by each case's path) and checks the outcome; `output` picks the stream
     /// that carries the message.
-    func run(_ kind: String, _ arguments: [String], output: (Fixtures.Outcome) -> String) throws {
+    func run(_ kind: String, _ arguments: [String], output: (Fixtures.Outcome) -> String) async throws {
         let cases = try Corpus.cases(kind)
         #expect(cases.count >= 50)
         for item in cases {
             let path = "Tests/Corpus/\(kind)/\(item.file.lastPathComponent)"
-            let outcome = try Fixtures.run(
+            let outcome = try await Fixtures.run(
                 Fixtures.sentinel, arguments.map { $0 == "FILE" ? path : $0 }, timeout: 30)
             let expected = item.expected.replacingOccurrences(of: "FILE", with: path)
                 .replacingOccurrences(of: "ROOT", with: Fixtures.root.path)
@@ -28,12 +28,12 @@ struct FileCorpusTests {
     }
 
     @Test("media: truncated, renamed, empty, tiny, huge, corrupt or padded files end replay cleanly and say why")
-    func media() throws {
-        try run("media", ["replay", "FILE", "--pace", "fastest", "-o", "/dev/null"]) { $0.errors }
+    func media() async throws {
+        try await run("media", ["replay", "FILE", "--pace", "fastest", "-o", "/dev/null"]) { $0.errors }
     }
 
     @Test("pipelines: every malformed file gets its problem with file, line, column and field")
-    func pipelines() throws {
-        try run("pipelines", ["check", "FILE"]) { $0.output }
+    func pipelines() async throws {
+        try await run("pipelines", ["check", "FILE"]) { $0.output }
     }
 }

@@ -10,7 +10,7 @@ import Testing
 
 /// The one pipeline's loop (capture edge, detector, visitor stage, mask, finish) driven by scripted frames and
 /// detections: no decoder, no model.
-@Suite("Pipeline: the per-frame loop with scripted detections")
+@Suite("Pipeline: the per-frame loop with scripted detections", .computing)
 struct PipelineTests {
     /// 10 fps, 320x240: a visitor in the left zone for the first 3 s; another on the right from 4 s to the end (6 s).
     static func script(_ index: Int) -> [Detection] {

@@ -5,14 +5,14 @@ import SentinelPrivacy
 import SentinelTestSupport
 import Testing
 
-@Suite("Privacy: nothing identifying leaves the box under the default policy")
+@Suite("Privacy: nothing identifying leaves the box under the default policy", .ownThread)
 struct PrivacyLeakTests {
     @Test("the replay command's events and logs carry no internal id, box, score, media time or image data")
     func replayOutputsAreClean() async throws {
         let run = try await SampleRun.load()
         let folder = try Fixtures.temporaryFolder()
         let events = folder.appendingPathComponent("events.jsonl")
-        let (status, _, logs) = try Fixtures.run(
+        let (status, _, logs) = try await Fixtures.run(
             Fixtures.sentinel,
             [
                 "replay", run.recording, "-o", events.path, "--annotate",

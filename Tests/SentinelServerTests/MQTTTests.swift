@@ -67,7 +67,7 @@ struct MQTTOutputTests {
         "every stored event reaches a consumer once after de-duplication, in order, under its topic, with no PII; the availability topic says online"
     )
     func everyEventOnce() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let subscriber = try Subscriber(broker)
         let server = try await server(broker)
@@ -96,7 +96,7 @@ struct MQTTOutputTests {
         "MQTT's own allowlist: the fields it denies never reach the broker, while the event log and the SSE stream keep them"
     )
     func ownAllowlist() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let subscriber = try Subscriber(broker)
         let denied = ["emotion", "emotionConfidence", "valence", "zones"]
@@ -134,7 +134,7 @@ struct MQTTOutputTests {
         "the broker stopped for 10 s mid-stream: the box keeps recording, /healthz shows the backlog, and after the restart it arrives, nothing lost"
     )
     func brokerOutage() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let subscriber = try Subscriber(broker)
         let server = try await server(broker)
@@ -152,7 +152,7 @@ struct MQTTOutputTests {
                     && !health.contains("\"backlog\":0")
             }, "\(health)")
         try await Task.sleep(for: .seconds(10))
-        try broker.start()
+        try await broker.start()
         let received = try await receiveAll(stored, subscriber, of: server)
         #expect(Set(received.map(\.id)) == Set(1...stored))
         var seen = Set<Int64>()
@@ -164,12 +164,12 @@ struct MQTTOutputTests {
         "sentinel run killed -9 and restarted: forwarding resumes after the last acknowledged id; nothing lost, and only what was unacknowledged at the crash comes twice"
     )
     func killNine() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let subscriber = try Subscriber(broker)
         let pipeline =
-            try RunningSentinel.showroomOnClip() + "\noutputs:\n  mqtt: { url: \"\(broker.url)\", site: lab }\n"
-        let first = try RunningSentinel(pipeline: pipeline, arguments: ["--pace", "realtime", "--loop"])
+            try await RunningSentinel.showroomOnClip() + "\noutputs:\n  mqtt: { url: \"\(broker.url)\", site: lab }\n"
+        let first = try await RunningSentinel(pipeline: pipeline, arguments: ["--pace", "realtime", "--loop"])
         #expect(try await waitFor(seconds: 60) { subscriber.events.count >= 20 })
         kill(first.process.processIdentifier, SIGKILL)
         #expect(try await first.exitStatus(within: 10) != nil)
@@ -183,7 +183,7 @@ struct MQTTOutputTests {
         }
         let logged = try last()
         #expect(acknowledged > 0 && acknowledged <= logged)
-        let second = try RunningSentinel(
+        let second = try await RunningSentinel(
             pipeline: pipeline, arguments: ["--pace", "realtime", "--loop"], database: first.database)
         // The restart publishes the visits the crash left open as exited: the log grows past what the first run wrote.
         #expect(
@@ -204,7 +204,7 @@ struct MQTTOutputTests {
         "retained topics: availability, occupancy by zone (k-suppressed) and the gauge; Home Assistant discovery announces them in the shape it expects"
     )
     func retainedAndDiscovery() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let early = try Subscriber(broker, id: "gauge-consumer", topics: ["sentinel/lab/gauge"])
         let server = try await server(broker, ", homeAssistant: true")
@@ -279,7 +279,7 @@ struct MQTTOutputTests {
 
     @Test("a wrong password is a clear error in /healthz, and the box keeps trying")
     func wrongPassword() async throws {
-        let broker = try MQTTBroker(users: [("box", "right-password")])
+        let broker = try await MQTTBroker(users: [("box", "right-password")])
         defer { broker.stop() }
         let credentials = try Fixtures.temporaryFolder().appendingPathComponent("mqtt-credentials")
         try "box:wrong-password\n".write(to: credentials, atomically: true, encoding: .utf8)
@@ -378,7 +378,7 @@ struct FleetTests {
         "two boxes, one fleet: every event of both sites stored once, its SSE carries both (site filter too), the gauge is fleet-wide and k-suppressed across sites; a fleet restart leaves no gap and no duplicate"
     )
     func twoBoxes() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let sites = [
             "a": try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(broker.url)\", site: a }"),
@@ -487,7 +487,7 @@ struct FleetTests {
         "a site's hostile messages (the MQTT corpus) are refused and counted by site and reason; the fleet survives them, opens a store poisoned before events were checked, and a restart on its own store; the real site is still heard"
     )
     func hostileSites() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let folder = try Fixtures.temporaryFolder()
         let now = Date()
@@ -654,7 +654,7 @@ struct FleetTests {
     )
     func authenticatedSites() async throws {
         let acl = Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path
-        let broker = try MQTTBroker(
+        let broker = try await MQTTBroker(
             users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret"), ("ghost", "ghost-secret")], acl: acl)
         defer { broker.stop() }
         let folder = try Fixtures.temporaryFolder()
@@ -697,7 +697,7 @@ struct FleetTests {
         "a fleet that may learn one site takes the first it hears of, refuses the next (reason site), and after a restart still takes the first"
     )
     func learnedSites() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let folder = try Fixtures.temporaryFolder()
         var fleet = try await TestFleet(broker, folder: folder, sites: "{ learn: 1 }")
@@ -727,7 +727,7 @@ struct FleetTests {
         "two replicas in one shared-subscription group, one dies: once its session expires (broker.sessionExpiryHours) every message reaches the live one, and what the dead session held shows as missing"
     )
     func replicaDies() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let folder = try Fixtures.temporaryFolder()
         // 0.001 hours: 3.6 s.
@@ -784,10 +784,11 @@ struct FleetTests {
     )
     func bridgedSite() async throws {
         let acl = Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path
-        let central = try MQTTBroker(users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret")], acl: acl)
+        let central = try await MQTTBroker(
+            users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret")], acl: acl)
         defer { central.stop() }
         // The site's broker as the README's bridge.conf has it (without TLS on loopback), retrying every second.
-        let site = try MQTTBroker(config: [
+        let site = try await MQTTBroker(config: [
             "connection head-office", "address 127.0.0.1:\(central.port)", "remote_username lab",
             "remote_password lab-secret", "remote_clientid lab-bridge", "cleansession false",
             "bridge_protocol_version mqttv50", "restart_timeout 1", "topic sentinel/# out 1",
@@ -813,7 +814,7 @@ struct FleetTests {
         try box.publish(10, startingAt: 3_580)
         #expect(try await box.wait { try await box.service.store.logBounds().last >= 30 })
         try await Task.sleep(for: .seconds(1))
-        try central.start()
+        try await central.start()
         #expect(try await caughtUp(), "after the central broker came back")
         let sent = try await box.service.store.events(after: 0, limit: 1_000).filter { $0.type != .gauge }
         let stored = try await fleet.events().filter { $0.streamId == "lab/showroom" }

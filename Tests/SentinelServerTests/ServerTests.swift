@@ -287,7 +287,7 @@ struct APITests {
         }
         let file = server.folder.appendingPathComponent("responses.json")
         try JSONSerialization.data(withJSONObject: checked).write(to: file)
-        let (status, text, _) = try Fixtures.run(
+        let (status, text, _) = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 Fixtures.root.appendingPathComponent("Schemas/validate_openapi.py").path,
@@ -332,7 +332,7 @@ struct APITests {
         // Prometheus' own Python client parses it, and every family has its # HELP and # TYPE.
         let metricsFile = server.folder.appendingPathComponent("metrics.txt")
         try Data(metrics.utf8).write(to: metricsFile)
-        let (parsed, report, _) = try Fixtures.run(
+        let (parsed, report, _) = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 "-c",

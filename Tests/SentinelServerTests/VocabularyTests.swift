@@ -26,7 +26,7 @@ struct VocabularyTests {
         "a camera is sourceId everywhere (bodies, CSV, parameters, metric labels, OpenAPI, schema); ids are integers; durations are whole milliseconds; not measured is absent, never null or unknown; one set of dwell bins in reports, CSV and metrics"
     )
     func oneVocabulary() async throws {
-        let broker = try MQTTBroker()
+        let broker = try await MQTTBroker()
         defer { broker.stop() }
         let subscriber = try Subscriber(broker)
         let server = try await TestServer(

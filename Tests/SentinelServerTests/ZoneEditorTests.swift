@@ -9,16 +9,16 @@ import Testing
 
 /// `sentinel zones` in a real browser: Debian's headless Chromium, driven over the DevTools protocol by
 /// `zone_editor_probe.py`, dragging corners with the mouse and saving into a copy of the demo pipeline.
-@Suite("Zone editor in headless Chromium", .timeLimit(.minutes(3)))
+@Suite("Zone editor in headless Chromium", .ownThread, .timeLimit(.minutes(3)))
 struct ZoneEditorTests {
     /// `sentinel zones` on a copy of the demo pipeline (its source the short clip), in a folder of its own: the
     /// editor, the copy and its text.
-    static func editorOnShowroomCopy() throws -> (editor: RunningSentinel, pipeline: URL, text: String) {
+    static func editorOnShowroomCopy() async throws -> (editor: RunningSentinel, pipeline: URL, text: String) {
         let folder = try Fixtures.temporaryFolder()
         let pipeline = folder.appendingPathComponent("pipeline.yml")
-        let text = try RunningSentinel.showroomOnClip()
+        let text = try await RunningSentinel.showroomOnClip()
         try text.write(to: pipeline, atomically: true, encoding: .utf8)
-        let editor = try RunningSentinel(
+        let editor = try await RunningSentinel(
             arguments: ["zones", pipeline.path, "--port", "0"], folder: folder, database: "")
         return (editor, pipeline, text)
     }
@@ -27,7 +27,7 @@ struct ZoneEditorTests {
         "an operator drags a corner, adds and names a zone and saves: the file has them, every other line as it was, and passes the checks; a twisted zone is refused with its reason and the file is left alone"
     )
     func inChromium() async throws {
-        let (editor, pipeline, original) = try Self.editorOnShowroomCopy()
+        let (editor, pipeline, original) = try await Self.editorOnShowroomCopy()
         let folder = pipeline.deletingLastPathComponent()
         defer { kill(editor.process.processIdentifier, SIGKILL) }
         struct Shown: Decodable {
@@ -36,7 +36,7 @@ struct ZoneEditorTests {
             var zones: [String]
             var masked: String
         }
-        let shown = try probePage(
+        let shown = try await probePage(
             "zone_editor_probe", url: "http://127.0.0.1:\(editor.port)/", seconds: 60, folder: folder,
             keepAs: "SENTINEL_ZONES_SCREENSHOT", as: [String: Shown].self)
         let loaded = try #require(shown["loaded"])
@@ -117,7 +117,7 @@ struct ZoneEditorTests {
         let folder = try Fixtures.temporaryFolder()
         let target = folder.appendingPathComponent("target.yml")
         let link = folder.appendingPathComponent("link.yml")
-        let original = try RunningSentinel.showroomOnClip()
+        let original = try await RunningSentinel.showroomOnClip()
         try original.write(to: target, atomically: true, encoding: .utf8)
         chmod(target.path, 0o640)
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
@@ -126,7 +126,8 @@ struct ZoneEditorTests {
         try "untouched\n".write(to: victim, atomically: true, encoding: .utf8)
         try FileManager.default.createSymbolicLink(
             at: folder.appendingPathComponent(".target.yml.saving"), withDestinationURL: victim)
-        let editor = try RunningSentinel(arguments: ["zones", link.path, "--port", "0"], folder: folder, database: "")
+        let editor = try await RunningSentinel(
+            arguments: ["zones", link.path, "--port", "0"], folder: folder, database: "")
         defer { kill(editor.process.processIdentifier, SIGKILL) }
 
         // Two saves from the same version, at once: one is written, the other told the file changed.
@@ -169,7 +170,7 @@ struct ZoneEditorTests {
         "/api/frame: a second beyond the recording is 400 at once, frames are taken one at a time (429 meanwhile), and another site's page is refused even for an image"
     )
     func frameBounds() async throws {
-        let editor = try Self.editorOnShowroomCopy().editor
+        let editor = try await Self.editorOnShowroomCopy().editor
         defer { kill(editor.process.processIdentifier, SIGKILL) }
         let (far, body) = try await LoopbackClient.fetch(
             port: editor.port, path: "/api/frame?sourceId=showroom&at=1e300")
@@ -200,7 +201,7 @@ struct ZoneEditorTests {
     )
     func corpus() async throws {
         let cases = try Corpus.cases("zones")
-        let (editor, pipeline, text) = try Self.editorOnShowroomCopy()
+        let (editor, pipeline, text) = try await Self.editorOnShowroomCopy()
         defer { kill(editor.process.processIdentifier, SIGKILL) }
         for item in cases {
             let (_, zones) = try await LoopbackClient.fetch(port: editor.port, path: "/api/zones")

@@ -6,7 +6,7 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Detection accuracy on the sample recording against its ground truth")
+@Suite("Detection accuracy on the sample recording against its ground truth", .computing)
 struct DetectionAccuracyTests {
     /// Floors set a little under what `sentinel eval detections` measured on every frame (release build):
     /// cascade P 0.993 R 0.897, centerface P 0.996 R 0.990.

@@ -5,7 +5,7 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Sample recording generator")
+@Suite("Sample recording generator", .computing)
 struct SceneRendererTests {
     static let scenePath = Fixtures.root.appendingPathComponent("Recordings/showroom.yml").path
 

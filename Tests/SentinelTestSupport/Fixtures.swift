@@ -59,10 +59,10 @@ extension Fixtures {
     }
 
     /// Runs a program from the repository's root to its end; returns its exit status, standard output and error.
-    public static func run(_ executable: URL, _ arguments: [String]) throws -> (
+    public static func run(_ executable: URL, _ arguments: [String]) async throws -> (
         status: Int32, output: String, errors: String
     ) {
-        let outcome = try run(executable, arguments, timeout: nil)
+        let outcome = try await run(executable, arguments, timeout: nil)
         return (outcome.status, outcome.output, outcome.errors)
     }
 
@@ -76,11 +76,12 @@ extension Fixtures {
         public var errors: String
     }
 
-    /// Runs a program from the repository's root; one still running after `timeout` seconds is killed (SIGKILL).
+    /// Runs a program from the repository's root; one still running after `timeout` seconds is killed (SIGKILL). Its end
+    /// is awaited, not waited for: no task thread is held meanwhile.
     public static func run(
         _ executable: URL, _ arguments: [String], timeout: Double?, in directory: URL = root,
         environment: [String: String] = [:]
-    ) throws -> Outcome {
+    ) async throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.currentDirectoryURL = directory
@@ -93,11 +94,19 @@ extension Fixtures {
         let handles = try files.map { try FileHandle(forWritingTo: $0) }
         process.standardOutput = handles[0]
         process.standardError = handles[1]
-        try process.run()
         let killer = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
-        if let timeout { DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer) }
         let started = Date()
-        process.waitUntilExit()
+        try await withCheckedThrowingContinuation { (ended: CheckedContinuation<Void, any Error>) in
+            process.terminationHandler = { _ in ended.resume() }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                ended.resume(throwing: error)
+                return
+            }
+            if let timeout { DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer) }
+        }
         killer.cancel()
         for handle in handles { try handle.close() }
         let signalled = process.terminationReason == .uncaughtSignal

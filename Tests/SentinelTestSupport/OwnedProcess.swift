@@ -8,9 +8,9 @@ public final class OwnedProcess: @unchecked Sendable {
     /// The first line the child printed on standard output.
     public let firstLine: String
 
-    /// Starts `executable` and waits for its first line of output (the child prints one once it is ready), unless
+    /// Starts `executable` and awaits its first line of output (the child prints one once it is ready), unless
     /// `waitForOutput` is false.
-    public init(_ executable: String, _ arguments: [String], waitForOutput: Bool = true) throws {
+    public init(_ executable: String, _ arguments: [String], waitForOutput: Bool = true) async throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardInput = input
@@ -18,19 +18,23 @@ public final class OwnedProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var text = ""
-        while waitForOutput && !text.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            text += String(decoding: chunk, as: UTF8.self)
+        let reading = output.fileHandleForReading
+        let text = await Fixtures.onOwnThread {
+            var text = ""
+            while waitForOutput && !text.contains("\n") {
+                let chunk = reading.availableData
+                guard !chunk.isEmpty else { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text
         }
         firstLine = String(text.prefix { $0 != "\n" })
     }
 
     /// Starts one of the test servers' Python scripts, which prints `PORT <n>` once it listens; returns it and the
     /// port.
-    public static func server(_ script: String, _ arguments: [String]) throws -> (OwnedProcess, port: Int) {
-        let server = try OwnedProcess("/usr/bin/python3", [script] + arguments)
+    public static func server(_ script: String, _ arguments: [String]) async throws -> (OwnedProcess, port: Int) {
+        let server = try await OwnedProcess("/usr/bin/python3", [script] + arguments)
         guard let port = server.firstLine.firstMatch(of: /^PORT (\d+)$/).flatMap({ Int($0.1) }) else {
             server.kill()
             throw TestSupportError(
@@ -39,17 +43,17 @@ public final class OwnedProcess: @unchecked Sendable {
         return (server, port)
     }
 
-    /// Closes the child's standard input, its cue to end gracefully, and waits for it.
+    /// Closes the child's standard input, its cue to end gracefully, and waits for it (briefly: from a `defer` too).
     public func finish() {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }
 
-    /// Closes the child's standard input and waits at most `seconds` for it to end; false if it is still running.
-    public func finish(within seconds: Double) -> Bool {
+    /// Closes the child's standard input and awaits its end at most `seconds`; false if it is still running.
+    public func finish(within seconds: Double) async -> Bool {
         try? input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         return !process.isRunning
     }
 
@@ -88,14 +92,14 @@ public final class RTSPCamera: @unchecked Sendable {
         return check.terminationStatus == 0
     }()
 
-    public init(_ mounts: [(name: String, file: String)]) throws {
+    public init(_ mounts: [(name: String, file: String)]) async throws {
         self.mounts = mounts
-        try start()
+        try await start()
     }
 
     /// Starts the server, on the port it had before if it ran already.
-    public func start() throws {
-        (server, port) = try OwnedProcess.server(
+    public func start() async throws {
+        (server, port) = try await OwnedProcess.server(
             Self.script, ["--port", "\(port)"] + mounts.map { "\($0.name)=\($0.file)" })
     }
 
@@ -122,17 +126,18 @@ public final class MQTTBroker: @unchecked Sendable {
 
     /// A broker that takes anyone, or only `users`, holding them to the ACL file `acl` if given; `config` adds
     /// lines to its configuration (a bridge, say).
-    public init(users: [(name: String, password: String)] = [], acl: String? = nil, config: [String] = []) throws {
+    public init(users: [(name: String, password: String)] = [], acl: String? = nil, config: [String] = []) async throws
+    {
         folder = try Fixtures.temporaryFolder()
         self.users = users
         self.acl = acl
         self.config = config
-        try start()
+        try await start()
     }
 
     /// Starts the broker, on the port it had before if it ran already.
-    public func start() throws {
-        (server, port) = try OwnedProcess.server(
+    public func start() async throws {
+        (server, port) = try await OwnedProcess.server(
             Self.script,
             ["--port", "\(port)", "--folder", folder.path] + users.flatMap { ["--user", "\($0.name):\($0.password)"] }
                 + (acl.map { ["--acl", $0] } ?? []) + config.flatMap { ["--config", $0] })

@@ -5,9 +5,9 @@ public import Foundation
 /// the environment variable `keepAs` names (`make screenshot`, for the README).
 public func probePage<Shown: Decodable>(
     _ script: String, url: String, seconds: Int, folder: URL, keepAs: String, as: Shown.Type, extra: [String] = []
-) throws -> Shown {
+) async throws -> Shown {
     let screenshot = folder.appendingPathComponent("\(script).png")
-    let outcome = try Fixtures.run(
+    let outcome = try await Fixtures.run(
         URL(fileURLWithPath: "/usr/bin/python3"),
         [
             Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/\(script).py").path, url,

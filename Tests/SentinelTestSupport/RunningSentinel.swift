@@ -13,29 +13,31 @@ public final class RunningSentinel: @unchecked Sendable {
     public let logFile: URL
     public let port: Int
 
-    public static let clip: Result<URL, any Error> = Result { try Fixtures.showroomClip(seconds: 12) }
+    /// The clip, rendered once on a thread of its own by whichever test asks first, and awaited by the others.
+    public static let clip = Task { try await Fixtures.onOwnThread { try Fixtures.showroomClip(seconds: 12) } }
 
     /// The showroom pipeline's text, its source reading the short rendered clip.
-    public static func showroomOnClip() throws -> String {
+    public static func showroomOnClip() async throws -> String {
         let showroom = try String(
             contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8)
         return showroom.replacingOccurrences(
-            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try clip.get().path)")
+            of: "input: ../Recordings/out/showroom-640x480.mp4", with: "input: \(try await clip.value.path)")
     }
 
     /// The showroom pipeline on a short rendered clip, looping, at `pace`.
-    public convenience init(pace: String) throws {
-        try self.init(pipeline: try Self.showroomOnClip(), arguments: ["--pace", pace, "--loop", "--verbose"])
+    public convenience init(pace: String) async throws {
+        try await self.init(
+            pipeline: try await Self.showroomOnClip(), arguments: ["--pace", pace, "--loop", "--verbose"])
     }
 
     /// `sentinel run` on a pipeline file with this text, on a free port and a fresh database (or `database`, as a
     /// restart would).
-    public convenience init(pipeline text: String, arguments: [String], database: String? = nil) throws {
+    public convenience init(pipeline text: String, arguments: [String], database: String? = nil) async throws {
         let folder = try Fixtures.temporaryFolder()
         let database = database ?? folder.appendingPathComponent("sentinel.sqlite").path
         let pipeline = folder.appendingPathComponent("pipeline.yml")
         try text.write(to: pipeline, atomically: true, encoding: .utf8)
-        try self.init(
+        try await self.init(
             arguments: ["run", pipeline.path, "--port", "0", "--database", database] + arguments, folder: folder,
             database: database)
     }
@@ -45,7 +47,7 @@ public final class RunningSentinel: @unchecked Sendable {
     public init(
         executable: URL = Fixtures.sentinel, arguments: [String], folder: URL, database: String,
         directory: URL = Fixtures.root, environment: [String: String] = [:]
-    ) throws {
+    ) async throws {
         self.folder = folder
         self.database = database
         logFile = folder.appendingPathComponent("log.txt")
@@ -62,7 +64,7 @@ public final class RunningSentinel: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(60)
         var found: Int?
         while found == nil, Date() < deadline, process.isRunning {
-            Thread.sleep(forTimeInterval: 0.1)
+            try await Task.sleep(for: .milliseconds(100))
             let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
             found = text.firstMatch(of: /on http:\/\/127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
         }
@@ -133,18 +135,26 @@ public final class RunningSentinel: @unchecked Sendable {
     }
 
     /// Waits until a visitor is present with the clip at least 5 s from the end of its playback (its visitors stay to
-    /// the end), so that a stop then has an open visit to close; false if that does not come within `seconds`. A
-    /// visitor merely present is not enough: on a loaded machine the clip's end can close it before a signal is
-    /// handled.
-    public func waitForVisitorsMidClip(seconds: Double = 60) async throws -> Bool {
-        try await waitFor(seconds: seconds) {
+    /// the end), so that a stop then has an open visit to close; an error saying what was last seen if that does not
+    /// come within `seconds`. A visitor merely present is not enough: on a loaded machine the clip's end can close it
+    /// before a signal is handled.
+    public func waitForVisitorsMidClip(seconds: Double = 60) async throws {
+        var seen = "nothing"
+        let found = try await waitFor(seconds: seconds) {
             let health = try JSONDecoder.sentinel().decode(
                 ServiceHealth.self, from: try await LoopbackClient.fetch(port: port, path: "/healthz").1)
             guard let frames = health.sources?.first?.frames else { return false }
+            let visitors = String(
+                decoding: try await LoopbackClient.fetch(port: port, path: "/api/visitors").1, as: UTF8.self)
             // The clip is 12 s at 15 fps (180 frames a playback); a frame is analysed or dropped once.
-            guard (30..<105).contains((frames.analysed + frames.dropped) % 180) else { return false }
-            return String(decoding: try await LoopbackClient.fetch(port: port, path: "/api/visitors").1, as: UTF8.self)
-                .contains("\"faceId\"")
+            let position = (frames.analysed + frames.dropped) % 180
+            seen =
+                "frame \(position) of a playback, \(frames.analysed) analysed, \(frames.dropped) dropped; \(visitors)"
+            return (30..<105).contains(position) && visitors.contains("\"faceId\"")
+        }
+        guard found else {
+            throw TestSupportError(
+                "no visitor mid-clip within \(seconds) s; last seen: \(seen); the log ends: \(log.suffix(3000))")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelTestSupport
 import SentinelVision
 import Synchronization
 import Testing
@@ -26,7 +27,7 @@ final class ScriptedCamera: FrameSource {
     }
 }
 
-@Suite("Capture edge: a live source never waits for analysis")
+@Suite("Capture edge: a live source never waits for analysis", .ownThread)
 struct CaptureEdgeTests {
     /// Takes every frame, spending `work` seconds on each; returns the frames taken.
     func drain(_ edge: CaptureEdge, work: Double) throws -> [Frame] {
@@ -98,7 +99,7 @@ struct CaptureEdgeTests {
     }
 }
 
-@Suite("Capture timeline: live frames stamped at capture")
+@Suite("Capture timeline: live frames stamped at capture", .ownThread)
 struct CaptureTimelineTests {
     @Test("sane stream timestamps are used, anchored to the clock at the first frame")
     func usesStreamTime() {
@@ -136,7 +137,7 @@ struct CaptureTimelineTests {
     }
 }
 
-@Suite("Stop flag")
+@Suite("Stop flag", .ownThread)
 struct StopFlagTests {
     @Test("a sleeper wakes when the flag is set from another thread; unset, it sleeps its time; observers run once")
     func wakesAndObserves() async throws {

@@ -4,7 +4,7 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Face detectors on Debian's public-domain photos")
+@Suite("Face detectors on Debian's public-domain photos", .computing)
 struct DetectorTests {
     /// Detectors a fresh machine obtains with `make setup`; YuNet needs a manual download (or ../shared).
     static let obtainable: [DetectorKind] = [.cascade, .centerface, .retinaface]

@@ -5,7 +5,7 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Bad input becomes a Swift error that names it, never a crash")
+@Suite("Bad input becomes a Swift error that names it, never a crash", .computing)
 struct ErrorTests {
     func corruptFile(_ name: String, bytes: [UInt8] = Array("this is not a model".utf8)) throws -> String {
         let url = try Fixtures.temporaryFolder().appendingPathComponent(name)

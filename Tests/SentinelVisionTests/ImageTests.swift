@@ -3,7 +3,7 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Images: masking, encoding, classification")
+@Suite("Images: masking, encoding, classification", .computing)
 struct ImageTests {
     let face = Box(x: 175, y: 109, width: 183, height: 206)
 

@@ -5,25 +5,25 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Live sources over a real network stream")
+@Suite("Live sources over a real network stream", .ownThread)
 struct LiveSourceTests {
     /// Serves `folder` over HTTP on a free loopback port with Python's http.server, which exits when the test process
     /// does; returns the server and its port.
-    func serve(_ folder: URL) throws -> (OwnedProcess, Int) {
+    func serve(_ folder: URL) async throws -> (OwnedProcess, Int) {
         let program = """
             import os, runpy, sys, threading
             threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
             sys.argv = ["http.server", "0", "--bind", "127.0.0.1", "--directory", sys.argv[1]]
             runpy.run_module("http.server", run_name="__main__")
             """
-        let server = try OwnedProcess("/usr/bin/python3", ["-u", "-c", program, folder.path])
+        let server = try await OwnedProcess("/usr/bin/python3", ["-u", "-c", program, folder.path])
         // "Serving HTTP on 127.0.0.1 port 38123 (http://127.0.0.1:38123/) ..."
         let port = server.firstLine.firstMatch(of: #/ port (\d+) /#).flatMap { Int($0.1) }
         return (server, try #require(port, "http.server said: \(server.firstLine)"))
     }
 
     @Test("a stream that stops delivering is reopened with backoff; index and time keep increasing")
-    func reconnectsAfterStreamEnds() throws {
+    func reconnectsAfterStreamEnds() async throws {
         let folder = try Fixtures.temporaryFolder()
         let writer = try VideoWriter(
             path: folder.appendingPathComponent("clip.avi").path, fps: 25, width: 160, height: 120)
@@ -31,7 +31,7 @@ struct LiveSourceTests {
             try writer.write(try Image(width: 160, height: 120, fill: Color(red: UInt8(i * 20), green: 100, blue: 50)))
         }
         writer.finish()
-        let (server, port) = try serve(folder)
+        let (server, port) = try await serve(folder)
         defer { server.kill() }
         let url = "http://127.0.0.1:\(port)/clip.avi"
         let source = try LiveSource(

@@ -6,7 +6,7 @@ import Testing
 
 /// Evaluation on the real footage and models in ../shared, which a fresh clone lacks.
 @Suite(
-    "Evaluation on ../shared media and models",
+    "Evaluation on ../shared media and models", .computing,
     .enabled(if: Fixtures.hasShared, "../shared is absent beside the checkout: skipped"))
 struct SharedMediaTests {
     static let detectors: [(DetectorKind, String)] = [

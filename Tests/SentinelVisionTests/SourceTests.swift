@@ -5,7 +5,7 @@ import SentinelTestSupport
 import SentinelVision
 import Testing
 
-@Suite("Frame sources")
+@Suite("Frame sources", .computing)
 struct SourceTests {
     /// Writes a short video of moving squares: `frames` frames at `fps`.
     func makeVideo(_ name: String, frames: Int, fps: Double = 25) throws -> String {
