@@ -3,6 +3,7 @@ import GRDB
 public import NIOCore
 public import SentinelClient
 import SentinelLoopback
+import Synchronization
 
 /// `sentinel run` as a user starts it: the real binary on a short rendered clip, looping, with the showroom pipeline's
 /// zones and the default privacy policy.
@@ -60,6 +61,8 @@ public final class RunningSentinel: @unchecked Sendable {
         process.standardOutput = log
         process.standardError = log
         try process.run()
+        let pid = process.processIdentifier
+        Self.running.withLock { _ = $0.insert(pid) }
         // The banner names the port it bound.
         let deadline = Date().addingTimeInterval(60)
         var found: Int?
@@ -183,7 +186,21 @@ public final class RunningSentinel: @unchecked Sendable {
         }
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let pid = process.processIdentifier
+        Self.running.withLock { _ = $0.remove(pid) }
+    }
+
+    /// The services the test process started and has not released. A test that exceeds its time limit is abandoned,
+    /// not ended, so its service is never released: each is killed when the test process exits, or it would go on
+    /// serving (a looping clip in real time) and load every later run on the machine.
+    private static let running: Mutex<Set<pid_t>> = {
+        atexit {
+            for pid in RunningSentinel.running.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
+        return Mutex([])
+    }()
 }
 
 /// Polls `condition` until it holds (true) or `seconds` pass (false); errors count as not yet.
