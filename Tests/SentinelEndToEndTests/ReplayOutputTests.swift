@@ -133,7 +133,7 @@ struct ReplayOutputTests {
         }
         #expect(seen.count == 2 && seen.allSatisfy { $0.hasPrefix(".") }, "\(seen)")
         kill(process.processIdentifier, signal)
-        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        _ = await process.ended()
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }

@@ -52,9 +52,7 @@ public final class OwnedProcess: @unchecked Sendable {
     /// Closes the child's standard input and awaits its end at most `seconds`; false if it is still running.
     public func finish(within seconds: Double) async -> Bool {
         try? input.fileHandleForWriting.close()
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
-        return !process.isRunning
+        return await process.ended(within: seconds)
     }
 
     /// Kills the child (SIGKILL, as a crash or a pulled cable would) and waits for it.
@@ -150,6 +148,15 @@ public final class MQTTBroker: @unchecked Sendable {
     }
 
     public var url: String { "mqtt://127.0.0.1:\(port)" }
+}
+
+extension Process {
+    /// Awaits the end of the process, at most `seconds` (polling, holding no thread); false if it is still running.
+    public func ended(within seconds: Double = .infinity) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning, Date() < deadline, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(50)) }
+        return !isRunning
+    }
 }
 
 public struct TestSupportError: Error, CustomStringConvertible {

@@ -163,9 +163,7 @@ public final class RunningSentinel: @unchecked Sendable {
 
     /// Waits for the process to end; its exit status, or nil after `seconds`.
     public func exitStatus(within seconds: Double) async throws -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        return process.isRunning ? nil : process.terminationStatus
+        await process.ended(within: seconds) ? process.terminationStatus : nil
     }
 
     /// Every row of every table, as text.
