@@ -8,7 +8,7 @@ public import Testing
 /// each time it awaits: once started it has its thread until it ends.
 public struct OwnThread: SuiteTrait, TestTrait, TestScoping {
     /// Computing tests take turns: as many at once as the machine has cores. Twice as many (measured) made the full
-    /// run only 7 % shorter and starved the live-camera test's real-time service into splitting a visitor; without
+    /// run only 7 % shorter and starved the real-time services of other tests (see the Makefile's test target); without
     /// turns, the same. The others start at once: they mostly wait for a process or the network, and a turn waited
     /// for would count against their time limits.
     fileprivate static let turns = Slots(ProcessInfo.processInfo.activeProcessorCount)
