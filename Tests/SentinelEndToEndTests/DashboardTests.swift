@@ -36,7 +36,7 @@ struct DashboardTests {
             var rangeBucket: String?
             var stills: [Still]
             var body: String
-            /// The page's own requests the server answered 400 or more, as "401 /api/visitors".
+            /// The page's own requests the server refused for access (401 or 403), as "403 /api/visitors".
             var refused: [String]
         }
         struct Still: Decodable {

@@ -8,7 +8,7 @@ visitor, a mood gauge, its three charts drawn and a camera with its still (opene
 zones), and with "mood" until the overall mood shows a number (for the README's picture), or SECONDS pass. With the
 visitor token it then clicks the first visitor (the visit's zones must show) and widens the date range to yesterday
 and today (the visits chart must be redrawn per hour). It saves a screenshot and prints one line of JSON: what the
-page displays (text of the gauges, visitor rows, the visit, camera rows and stills, status, charts drawn, the page's requests the server refused). The Swift test judges
+page displays (text of the gauges, visitor rows, the visit, camera rows and stills, status, charts drawn, the page's requests the server refused for access: 401, 403). The Swift test judges
 it. Chromium is killed on every exit path.
 """
 import json
@@ -52,7 +52,8 @@ STATE = """(() => { try {
       zones: [...f.querySelectorAll('text')].map(t => t.textContent),
     })),
     body: document.body.innerText,
-    refused: performance.getEntriesByType('resource').filter(e => e.responseStatus >= 400)
+    // Refused for access (401, 403); a 503 from /healthz is an answer (a camera down), not a refusal.
+    refused: performance.getEntriesByType('resource').filter(e => [401, 403].includes(e.responseStatus))
       .map(e => e.responseStatus + ' ' + new URL(e.name).pathname)
       .filter(request => !request.endsWith(' /favicon.ico')),  // the browser's own request, without the token
   });
