@@ -9,3 +9,5 @@ const char *snl_opencv_version(void) {
     static const std::string version = cv::getVersionString();
     return version.c_str();
 }
+
+void snl_set_threads(int32_t count) { cv::setNumThreads(count > 0 ? count : -1); }

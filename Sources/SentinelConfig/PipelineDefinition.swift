@@ -124,6 +124,12 @@ public struct DetectorChoice: Sendable {
     /// Frames per second of media time each source detects faces on at most (0: every frame). Frames in between
     /// are not analysed: the tracker carries every visitor across them.
     public var maxFps = 0.0
+    /// Detectors per source detecting consecutive frames in parallel, each on a thread of its own with one OpenCV
+    /// thread (0: one per core). Only with every frame detected (`maxFps: 0`).
+    public var workers = 1
+
+    /// `workers`, with 0 resolved to this machine's cores.
+    public var resolvedWorkers: Int { workers == 0 ? ProcessInfo.processInfo.activeProcessorCount : workers }
 
     public init() {}
 
@@ -132,6 +138,10 @@ public struct DetectorChoice: Sendable {
         .number(
             "maxFps", \.maxFps, in: 0...1000,
             "analysed frames per media second at most, evenly spread; the tracker carries visitors between them (0: every frame)"
+        ),
+        .integer(
+            "workers", \.workers, in: 0...64,
+            "detectors per source on consecutive frames in parallel, one OpenCV thread each (0: one per core; maxFps 0 only)"
         ),
     ]
 }

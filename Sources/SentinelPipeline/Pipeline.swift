@@ -21,6 +21,8 @@ public struct Pipeline {
     /// Where media time 0 sits on the wall clock.
     public let origin: Date
     private let detector: any FaceDetector
+    /// More detectors like `detector`, for `detector.workers` above 1: with it, one per worker (`SourceRunner`).
+    let moreDetectors: [any FaceDetector]
     private let classifier: (any FaceClassifying)?
     private let settings: VisitorSettings
     private var cadence: DetectionCadence
@@ -43,11 +45,12 @@ public struct Pipeline {
 
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, detector: any FaceDetector,
-        classifier: (any FaceClassifying)?, keys: PseudonymKeyRing, origin: Date
+        classifier: (any FaceClassifying)?, keys: PseudonymKeyRing, origin: Date, moreDetectors: [any FaceDetector] = []
     ) {
         self.source = source
         self.origin = origin
         self.detector = detector
+        self.moreDetectors = moreDetectors
         self.classifier = classifier
         settings = definition.visitors
         cadence = DetectionCadence(maxFPS: definition.detection.maxFps)
@@ -61,10 +64,17 @@ public struct Pipeline {
         keys: PseudonymKeyRing, origin: Date
     ) throws -> Pipeline {
         let (detector, classifier) = try Self.models(definition, from: models)
+        // Workers detect consecutive frames, so only when every frame is detected: under a cadence, whether a frame
+        // is detected depends on what the tracker made of the one before.
+        let workers = definition.detection.maxFps > 0 ? 1 : definition.detection.resolvedWorkers
+        let moreDetectors = try (1..<max(workers, 1)).map { _ in try Self.models(definition, from: models).detector }
         return Pipeline(
             definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
-            origin: origin)
+            origin: origin, moreDetectors: moreDetectors)
     }
+
+    /// Every detector, for workers detecting frames ahead (`SourceRunner`); the pipeline then detects nothing itself.
+    var detectors: [any FaceDetector] { [detector] + moreDetectors }
 
     /// The detector a definition names, and its emotion model when emotion is on. Throws a `ModelError` for a model
     /// that is not there, a `VisionError` for one OpenCV cannot load.
@@ -85,8 +95,9 @@ public struct Pipeline {
     }
 
     /// Detects faces in `frame` (or, between two detections of the cadence, carries the visitors the tracker
-    /// follows), follows them into visitors and masks what that produced.
-    public mutating func process(_ frame: Frame) throws -> Step {
+    /// follows), follows them into visitors and masks what that produced. `detected`: the frame's detections, made
+    /// by a worker ahead of it (every frame detected).
+    public mutating func process(_ frame: Frame, detected: [Detection]? = nil) throws -> Step {
         lastTime = frame.time
         // Made at the first frame (zones in pixels need its size); taken out while it works, so it is not copied.
         var stage =
@@ -98,12 +109,12 @@ public struct Pipeline {
         defer { self.stage = stage }
         let clock = ContinuousClock()
         let start = clock.now
-        guard cadence.admits(frame.time, unsure: stage.needsDetection) else {
+        guard detected != nil || cadence.admits(frame.time, unsure: stage.needsDetection) else {
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(detect: .zero, visitors: clock.now - start)
             return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
         }
-        let detections = try detector.detect(frame.image)
+        let detections = try detected ?? detector.detect(frame.image)
         let detected = clock.now
         let classifier = classifier
         let result = try stage.process(time: frame.time, detections: detections) { box in

@@ -136,15 +136,21 @@ public final class SourceRunner {
             }
             try onStep(step)
         }
+        // With `detector.workers` above 1, frames are detected ahead on threads of their own, one OpenCV thread each.
+        let detectors = pipeline.detectors
+        let workers = detectors.count > 1 ? DetectionWorkers(detectors, name: source.id) : nil
+        if workers != nil { OpenCVFaceDetector.useThreads(1) }
+        defer { workers?.stop() }
+        var feed = FramesAhead(edge, workers: workers)
         do {
             var last: (time: MediaTime, capturedAt: ContinuousClock.Instant)?
             frames: while !stop.isSet {
-                switch try edge.next(idleAfter: ticksWhenIdle ? 1 : nil) {
+                switch try feed.next(idleAfter: ticksWhenIdle ? 1 : nil) {
                 case .end:
                     break frames
-                case .frame(let frame):
+                case .frame(let frame, let detected):
                     if let capturedAt = frame.capturedAt { last = (frame.time, capturedAt) }
-                    try deliver(try pipeline.process(frame))
+                    try deliver(try pipeline.process(frame, detected: detected))
                 case .idle:
                     guard let last else { continue }
                     try deliver(

@@ -105,6 +105,10 @@ public final class OpenCVFaceDetector: FaceDetector {
     /// The OpenCV library's version, as loaded ("4.6.0").
     public static var openCVVersion: String { String(cString: snl_opencv_version()) }
 
+    /// Threads OpenCV uses inside one call, for the whole process (0: its default, one per core). Detection workers
+    /// run one each: two frames on one thread each do more than one frame on two.
+    public static func useThreads(_ count: Int) { snl_set_threads(Int32(count)) }
+
     public let kind: DetectorKind
     public let settings: DetectorSettings
     public var name: String { kind.rawValue }

@@ -95,6 +95,23 @@ struct BenchPipeline: ParsableCommand {
                 row(
                     "sentinel (whole pipeline)", fps: sentinelFPS, recall: score.recall, idf1: score.idf1,
                     dwell: score.visitors.map(\.dwellError).max())
+                // Every core: a detector per core on consecutive frames (`detector.workers: 0`).
+                var parallelFPS: Double?
+                if definition.detection.maxFps == 0 {
+                    var parallel = definition
+                    parallel.detection.workers = 0
+                    let runner = try SourceRunner(
+                        definition: parallel.forEvaluation, source: parallel.sources[0], models: store,
+                        input: recording, pace: .fastest, logger: makeLogger("sentinel.bench"))
+                    let start = clock.now
+                    let (score, frames) = try runner.score(against: truth)
+                    parallelFPS = Double(frames) / (clock.now - start).seconds
+                    // The workers set OpenCV to one thread per call for the process: back to its default.
+                    OpenCVFaceDetector.useThreads(0)
+                    row(
+                        "sentinel, workers: 0 (\(parallel.detection.resolvedWorkers))", fps: parallelFPS!,
+                        recall: score.recall, idf1: score.idf1, dwell: score.visitors.map(\.dwellError).max())
+                }
                 let modelPath = try store.path(of: definition.detectorModel ?? kind.defaultModel)
                 let s = definition.detectorSettings
                 // The most a program that detects every frame gets from this box: two plain loops side by side, one
@@ -113,6 +130,14 @@ struct BenchPipeline: ParsableCommand {
                     let pair = try Self.run(loop, arguments, copies: 2, environment: ["OPENCV_FOR_THREADS_NUM": "1"])
                     ceiling = pair.map(fps).reduce(0, +)
                     row("C++ loop x2, 1 thread each", fps: ceiling!, recall: nil)
+                    if let parallelFPS {
+                        print(
+                            name.padding(toLength: 22, withPad: " ", startingAt: 0) + " "
+                                + config.padding(toLength: 16, withPad: " ", startingAt: 0) + " "
+                                + String(
+                                    format: "Sentinel / two C++ loops: %.2fx one detector, %.2fx workers: 0",
+                                    sentinelFPS / ceiling!, parallelFPS / ceiling!))
+                    }
                 }
                 if kind == .retinaface {
                     let script = "Tests/Peers/naive_pipeline.py"

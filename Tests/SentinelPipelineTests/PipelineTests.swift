@@ -36,22 +36,26 @@ struct PipelineTests {
         }
     }
 
-    /// Answers from `script` for the frame it is given, and fails on frame `failAt` if given.
+    /// Answers from `script` for the frame it is given, and fails on frame `failAt` if given. `slow`: every third frame
+    /// takes 20 ms, the others none, so that detectors working side by side finish out of order.
     final class ScriptedDetector: FaceDetector {
         let name = "scripted"
         let settings = DetectorSettings.defaults(for: .yunet)
         let images: [Image]
         let failAt: Int?
+        let slow: Bool
         private(set) var calls = 0
 
-        init(_ images: [Image], failAt: Int? = nil) {
+        init(_ images: [Image], failAt: Int? = nil, slow: Bool = false) {
             self.images = images
             self.failAt = failAt
+            self.slow = slow
         }
 
         func detect(_ image: Image) throws(VisionError) -> [Detection] {
             calls += 1
             let index = images.firstIndex { $0 === image }!
+            if slow && index % 3 == 0 { Thread.sleep(forTimeInterval: 0.02) }
             if index == failAt { throw VisionError(.processing, "scripted failure") }
             return PipelineTests.script(index)
         }
@@ -78,16 +82,20 @@ struct PipelineTests {
     }
 
     /// The store's copy of every event a run of `frames` produced, and the published JSON, and the error if any.
-    func run(failAt: Int? = nil, maxFPS: Double = 0) throws -> (
+    /// `workers` scripted detectors (slow on every third frame when more than one) detect frames ahead side by side.
+    func run(
+        failAt: Int? = nil, maxFPS: Double = 0, workers: Int = 1, keys: PseudonymKeyRing? = nil
+    ) throws -> (
         stored: [VisitorEvent], published: [String], steps: [Pipeline.Step], error: (any Error)?, detections: Int
     ) {
         let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
-        let detector = ScriptedDetector(images, failAt: failAt)
+        let detectors = (0..<workers).map { _ in ScriptedDetector(images, failAt: failAt, slow: workers > 1) }
         var definition = try Self.definition.get().forEvaluation
         definition.detection.maxFps = maxFPS
         let pipeline = Pipeline(
-            definition: definition, source: definition.sources[0], detector: detector, classifier: nil,
-            keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))
+            definition: definition, source: definition.sources[0], detector: detectors[0], classifier: nil,
+            keys: try keys ?? PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000),
+            moreDetectors: Array(detectors.dropFirst()))
         let runner = SourceRunner(
             pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
         var steps: [Pipeline.Step] = []
@@ -96,8 +104,27 @@ struct PipelineTests {
         let events = steps.flatMap(\.events)
         return (
             events.map(\.stored.event), events.map { String(decoding: $0.published.json, as: UTF8.self) },
-            steps, failure, detector.calls
+            steps, failure, detectors.map(\.calls).reduce(0, +)
         )
+    }
+
+    @Test(
+        "detectors on consecutive frames side by side (detector.workers): every frame, in order, and the events of one detector, whichever finishes first"
+    )
+    func workers() throws {
+        let keys = try PseudonymKeyRing()
+        let one = try run(keys: keys)
+        let three = try run(workers: 3, keys: keys)
+        #expect(three.error == nil)
+        #expect(three.detections == 60)
+        #expect(three.steps.compactMap(\.frame).map(\.index) == Array(0..<60))
+        #expect(three.stored == one.stored)
+        #expect(three.published == one.published)
+        // A detection that fails: the frames before it are followed, the open visit ends, then the error comes out.
+        let failing = try run(failAt: 50, workers: 3, keys: keys)
+        #expect((failing.error as? VisionError)?.message.contains("scripted failure") == true)
+        #expect(failing.steps.compactMap(\.frame).map(\.index) == Array(0..<50))
+        #expect(failing.stored.filter { $0.type == .exited }.map(\.reason) == [.lost, .endOfStream])
     }
 
     @Test("two scripted visits: one lost with its exact dwell, one ended by the end of the source")

@@ -63,6 +63,9 @@ SNL_STATIC_ASSERT(sizeof(snl_face) == 64, "snl_face layout is shared with Swift"
 /// The OpenCV library's version, as loaded ("4.6.0"). Static storage; never fails.
 const char *snl_opencv_version(void);
 
+/// Threads OpenCV uses inside one call (its parallel loops), for the whole process; 0 restores its default. Never fails.
+void snl_set_threads(int32_t count);
+
 snl_status snl_image_create(int32_t width, int32_t height, snl_color fill, snl_image **out, snl_error *error);
 snl_status snl_image_read(const char *path, snl_image **out, snl_error *error);
 snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *error);

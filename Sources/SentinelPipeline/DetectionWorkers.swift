@@ -1,0 +1,133 @@
+import Foundation
+import SentinelCore
+import SentinelVision
+
+/// Detectors on threads of their own, for detecting consecutive frames in parallel (`detector.workers`). Each thread
+/// owns its detector (an OpenCV network must not be shared) and takes the oldest frame given; results are taken in the
+/// order the frames were given, so the tracker, which stays sequential, sees them as if detected one by one.
+final class DetectionWorkers: @unchecked Sendable {
+    /// One frame's detection, under way or done.
+    final class Pending: @unchecked Sendable {
+        let frame: Frame
+        private let done = DispatchSemaphore(value: 0)
+        private var result: Result<[Detection], VisionError>?
+
+        init(_ frame: Frame) { self.frame = frame }
+
+        fileprivate func finish(_ result: Result<[Detection], VisionError>) {
+            self.result = result
+            done.signal()
+        }
+
+        /// Blocks until the frame is detected.
+        func detections() throws(VisionError) -> [Detection] {
+            done.wait()
+            return try result!.get()
+        }
+    }
+
+    let count: Int
+    private let condition = NSCondition()
+    private var queue: [Pending] = []
+    private var stopped = false
+
+    /// One thread per detector, named after the source.
+    init(_ detectors: [any FaceDetector], name: String) {
+        count = detectors.count
+        for (index, detector) in detectors.enumerated() {
+            nonisolated(unsafe) let detector = detector
+            let thread = Thread { [self] in serve(detector) }
+            thread.name = "detect \(index + 1) \(name)"
+            thread.start()
+        }
+    }
+
+    func submit(_ frame: Frame) -> Pending {
+        let pending = Pending(frame)
+        condition.lock()
+        queue.append(pending)
+        condition.signal()
+        condition.unlock()
+        return pending
+    }
+
+    /// The threads end once the frames already given are detected.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func serve(_ detector: any FaceDetector) {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopped { condition.wait() }
+            guard !queue.isEmpty else {
+                condition.unlock()
+                return
+            }
+            let pending = queue.removeFirst()
+            condition.unlock()
+            pending.finish(Result { () throws(VisionError) in try detector.detect(pending.frame.image) })
+        }
+    }
+}
+
+/// The frames of a capture edge, each with its detections when workers detect ahead: up to one frame per worker is
+/// taken from the edge and given to detection before the oldest is handed on. Without workers, frames pass as taken.
+struct FramesAhead {
+    enum Take {
+        /// A frame, and its detections if the workers made them.
+        case frame(Frame, detected: [Detection]?)
+        case idle
+        case end
+    }
+
+    let edge: CaptureEdge
+    let workers: DetectionWorkers?
+    private var ahead: [DetectionWorkers.Pending] = []
+    private var ended = false
+    /// The edge's failure, kept until the frames captured before it have been handed on.
+    private var failure: VisionError?
+
+    init(_ edge: CaptureEdge, workers: DetectionWorkers?) {
+        self.edge = edge
+        self.workers = workers
+    }
+
+    /// The oldest frame, or `.idle` when none arrives within `idleAfter` seconds and none is under detection.
+    mutating func next(idleAfter seconds: Double?) throws(VisionError) -> Take {
+        guard let workers else {
+            return switch try edge.next(idleAfter: seconds) {
+            case .frame(let frame): .frame(frame, detected: nil)
+            case .idle: .idle
+            case .end: .end
+            }
+        }
+        fill: while !ended && ahead.count < workers.count {
+            do {
+                // While frames are under detection, only what the edge already holds is taken.
+                switch try edge.next(idleAfter: ahead.isEmpty ? seconds : 0) {
+                case .frame(let frame): ahead.append(workers.submit(frame))
+                case .idle:
+                    if ahead.isEmpty { return .idle }
+                    break fill
+                case .end: ended = true
+                }
+            } catch {
+                failure = error
+                ended = true
+            }
+        }
+        guard !ahead.isEmpty else {
+            if let failure {
+                self.failure = nil
+                throw failure
+            }
+            return .end
+        }
+        let oldest = ahead.removeFirst()
+        return .frame(oldest.frame, detected: try oldest.detections())
+    }
+}
