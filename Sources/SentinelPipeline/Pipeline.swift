@@ -67,7 +67,7 @@ public struct Pipeline {
         // Workers detect consecutive frames, so only when every frame is detected: under a cadence, whether a frame
         // is detected depends on what the tracker made of the one before.
         let workers = definition.detection.maxFps > 0 ? 1 : definition.detection.resolvedWorkers
-        let moreDetectors = try (1..<max(workers, 1)).map { _ in try Self.models(definition, from: models).detector }
+        let moreDetectors = try (1..<max(workers, 1)).map { _ in try Self.detector(definition, from: models) }
         return Pipeline(
             definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
             origin: origin, moreDetectors: moreDetectors)
@@ -81,10 +81,7 @@ public struct Pipeline {
     public static func models(_ definition: PipelineDefinition, from models: ModelStore) throws -> (
         detector: OpenCVFaceDetector, classifier: FaceClassifier?
     ) {
-        let detector = try OpenCVFaceDetector(
-            kind: definition.detection.kind,
-            modelPath: try models.path(of: definition.detectorModel ?? definition.detection.kind.defaultModel),
-            settings: definition.detectorSettings)
+        let detector = try Self.detector(definition, from: models)
         let classifier =
             definition.emotionEnabled
             ? try FaceClassifier(
@@ -92,6 +89,14 @@ public struct Pipeline {
                 labels: Emotion.allCases.map(\.rawValue))
             : nil
         return (detector, classifier)
+    }
+
+    /// The detector a definition names.
+    static func detector(_ definition: PipelineDefinition, from models: ModelStore) throws -> OpenCVFaceDetector {
+        try OpenCVFaceDetector(
+            kind: definition.detection.kind,
+            modelPath: try models.path(of: definition.detectorModel ?? definition.detection.kind.defaultModel),
+            settings: definition.detectorSettings)
     }
 
     /// Detects faces in `frame` (or, between two detections of the cadence, carries the visitors the tracker
