@@ -84,33 +84,29 @@ struct BenchPipeline: ParsableCommand {
                     if let dwell { line += String(format: "   %.2f s", dwell) }
                     print(line)
                 }
-                // Sentinel, as replay runs it.
-                let runner = try SourceRunner(
-                    definition: definition.forEvaluation, source: definition.sources[0], models: store,
-                    input: recording, pace: .fastest, logger: makeLogger("sentinel.bench"))
-                let clock = ContinuousClock()
-                let start = clock.now
-                let (score, frames) = try runner.score(against: truth)
-                let sentinelFPS = Double(frames) / (clock.now - start).seconds
-                row(
-                    "sentinel (whole pipeline)", fps: sentinelFPS, recall: score.recall, idf1: score.idf1,
-                    dwell: score.visitors.map(\.dwellError).max())
+                // Sentinel, as replay runs it: its frames per second, with its row.
+                func sentinel(_ program: String, _ definition: PipelineDefinition) throws -> Double {
+                    let runner = try SourceRunner(
+                        definition: definition.forEvaluation, source: definition.sources[0], models: store,
+                        input: recording, pace: .fastest, logger: makeLogger("sentinel.bench"))
+                    let clock = ContinuousClock()
+                    let start = clock.now
+                    let (score, frames) = try runner.score(against: truth)
+                    let fps = Double(frames) / (clock.now - start).seconds
+                    row(
+                        program, fps: fps, recall: score.recall, idf1: score.idf1,
+                        dwell: score.visitors.map(\.dwellError).max())
+                    return fps
+                }
+                let sentinelFPS = try sentinel("sentinel (whole pipeline)", definition)
                 // Every core: a detector per core on consecutive frames (`detector.workers: 0`).
                 var parallelFPS: Double?
                 if definition.detection.maxFps == 0 {
                     var parallel = definition
                     parallel.detection.workers = 0
-                    let runner = try SourceRunner(
-                        definition: parallel.forEvaluation, source: parallel.sources[0], models: store,
-                        input: recording, pace: .fastest, logger: makeLogger("sentinel.bench"))
-                    let start = clock.now
-                    let (score, frames) = try runner.score(against: truth)
-                    parallelFPS = Double(frames) / (clock.now - start).seconds
+                    parallelFPS = try sentinel("sentinel, workers: 0 (\(parallel.detection.resolvedWorkers))", parallel)
                     // The workers set OpenCV to one thread per call for the process: back to its default.
                     OpenCVFaceDetector.useThreads(0)
-                    row(
-                        "sentinel, workers: 0 (\(parallel.detection.resolvedWorkers))", fps: parallelFPS!,
-                        recall: score.recall, idf1: score.idf1, dwell: score.visitors.map(\.dwellError).max())
                 }
                 let modelPath = try store.path(of: definition.detectorModel ?? kind.defaultModel)
                 let s = definition.detectorSettings
