@@ -42,8 +42,11 @@ lint:
 	swift format lint --strict -r Sources Tests Package.swift Client/Sources Client/Tests Client/Package.swift
 
 # The benches are an executable of their own (sentinel-bench), beside the release build's sentinel; not installed.
+# Their peers come from Debian too: nchan (in nginx) for the SSE bench.
 BENCH := .build/release/sentinel-bench
+BENCH_PACKAGES := nginx libnginx-mod-nchan
 bench: release
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BENCH_PACKAGES)"
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(BENCH) detect
 	$(BENCH) pipeline

@@ -24,10 +24,11 @@ public enum LoopbackClient {
         public var description: String { "no end of the response within \(timeout.nanoseconds / 1_000_000) ms" }
     }
 
-    /// GETs `path`, calling `onChunk` with each piece of the body until it returns false, the body ends, or `timeout`
-    /// passes (the connection is then closed and `TimedOut` thrown: a stream that never ends cannot hang its reader).
+    /// GETs `path` (POSTs `body` to it, if given), calling `onChunk` with each piece of the response's body until it
+    /// returns false, the body ends, or `timeout` passes (the connection is then closed and `TimedOut` thrown: a
+    /// stream that never ends cannot hang its reader).
     public static func get(
-        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [],
+        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [], body: Data? = nil,
         timeout: TimeAmount = .seconds(60),
         onHead: (Head) async throws -> Void = { _ in }, onChunk: (ByteBuffer) async throws -> Bool
     ) async throws {
@@ -48,7 +49,8 @@ public enum LoopbackClient {
         defer { deadline.cancel() }
         do {
             try await exchange(
-                channel, host: host, port: port, path: path, headers: headers, onHead: onHead, onChunk: onChunk)
+                channel, host: host, port: port, path: path, headers: headers, body: body, onHead: onHead,
+                onChunk: onChunk)
         } catch  where expired.fired.withLock({ $0 }) {
             throw TimedOut(timeout: timeout)
         }
@@ -60,14 +62,17 @@ public enum LoopbackClient {
 
     private static func exchange(
         _ channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, host: String, port: Int,
-        path: String, headers: [(String, String)], onHead: (Head) async throws -> Void,
+        path: String, headers: [(String, String)], body: Data?, onHead: (Head) async throws -> Void,
         onChunk: (ByteBuffer) async throws -> Bool
     ) async throws {
         try await channel.executeThenClose { inbound, outbound in
             var fields = HTTPHeaders([("Host", "\(host):\(port)")])
             for (name, value) in headers { fields.add(name: name, value: value) }
+            if let body { fields.add(name: "Content-Length", value: "\(body.count)") }
             try await outbound.write(
-                .head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: fields)))
+                .head(
+                    HTTPRequestHead(version: .http1_1, method: body == nil ? .GET : .POST, uri: path, headers: fields)))
+            if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
             try await outbound.write(.end(nil))
             for try await part in inbound {
                 switch part {
@@ -83,18 +88,19 @@ public enum LoopbackClient {
         }
     }
 
-    /// GETs `path` and returns the status, headers and whole body.
-    public static func fetch(host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [])
-        async throws -> (Head, Data)
-    {
+    /// GETs `path` (POSTs `body` to it, if given) and returns the status, headers and whole body of the response.
+    public static func fetch(
+        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [], body: Data? = nil
+    ) async throws -> (Head, Data) {
         var head = Head(status: 0, headers: [])
-        var body = Data()
+        var received = Data()
         try await get(
-            host: host, port: port, path: path, headers: headers, timeout: .seconds(30), onHead: { head = $0 },
+            host: host, port: port, path: path, headers: headers, body: body, timeout: .seconds(30),
+            onHead: { head = $0 },
             onChunk: { chunk in
-                body.append(contentsOf: chunk.readableBytesView)
+                received.append(contentsOf: chunk.readableBytesView)
                 return true
             })
-        return (head, body)
+        return (head, received)
     }
 }

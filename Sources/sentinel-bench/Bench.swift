@@ -131,3 +131,20 @@ func startBenchService(in folder: URL, extra: String = "") async throws -> (
         definition: definition, models: try ModelStore.located(folder: nil), options: options, logger: logger)
     return (service, port, task, PrivacyMask(policy: definition.pipeline.privacy, keys: try PseudonymKeyRing()))
 }
+
+/// A loopback TCP port nothing listens on now, for a server that must be told its port.
+func freeLoopbackPort() -> Int {
+    let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) }
+    }
+    close(probe)
+    return Int(UInt16(bigEndian: address.sin_port))
+}

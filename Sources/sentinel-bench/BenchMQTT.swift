@@ -122,19 +122,7 @@ struct BenchMQTT: AsyncParsableCommand {
 
     /// Debian's mosquitto on a free loopback port, for this run only.
     static func startMosquitto(in folder: URL) throws -> (String, Process) {
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) }
-        }
-        close(probe)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let port = freeLoopbackPort()
         let config = folder.appendingPathComponent("mosquitto.conf")
         try "listener \(port) 127.0.0.1\nallow_anonymous true\nlog_dest none\n\(getuid() == 0 ? "user root\n" : "")"
             .write(to: config, atomically: true, encoding: .utf8)
