@@ -56,12 +56,14 @@ snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *e
     });
 }
 
-snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, snl_image **out, snl_error *error) {
+snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, int32_t sampled, snl_image **out,
+                            snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
         require(width > 0 && height > 0, SNL_ERR_ARGUMENT, "resize needs a positive size");
         const cv::Mat &src = pixels(image);
         auto result = std::make_unique<snl_image>();
-        cv::resize(src, result->mat, cv::Size(width, height), 0, 0, width < src.cols ? cv::INTER_AREA : cv::INTER_LINEAR);
+        cv::resize(src, result->mat, cv::Size(width, height), 0, 0,
+                   width < src.cols && !sampled ? cv::INTER_AREA : cv::INTER_LINEAR);
         *out = result.release();
     });
 }
@@ -81,6 +83,20 @@ snl_status snl_image_region_difference(const snl_image *a, snl_rect region_a, co
         cv::absdiff(pixels(a)(ra), resized, diff);
         cv::Scalar m = cv::mean(diff);
         *difference = (m[0] + m[1] + m[2]) / 3.0;
+    });
+}
+
+snl_status snl_image_difference_grid(const snl_image *a, const snl_image *b, int32_t columns, int32_t rows,
+                                     uint8_t *cells, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        const cv::Mat &pa = pixels(a), &pb = pixels(b);
+        require(pa.size() == pb.size(), SNL_ERR_ARGUMENT, "images of different sizes");
+        require(columns > 0 && rows > 0 && columns <= pa.cols && rows <= pa.rows, SNL_ERR_ARGUMENT,
+                "a grid of no cells, or of more cells than pixels");
+        cv::Mat diff, grid;
+        cv::absdiff(pa, pb, diff);
+        cv::resize(grey(diff), grid, cv::Size(columns, rows), 0, 0, cv::INTER_AREA);
+        for (int y = 0; y < rows; ++y) std::memcpy(cells + static_cast<size_t>(y) * columns, grid.ptr<uint8_t>(y), columns);
     });
 }
 

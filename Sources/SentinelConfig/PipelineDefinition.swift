@@ -121,9 +121,13 @@ public struct PipelineDefinition: Sendable {
 /// The `detector:` keys that choose the detector and how often it runs (its tuning is `DetectorSettings`').
 public struct DetectorChoice: Sendable {
     public var kind = DetectorKind.retinaface
-    /// Frames per second of media time each source detects faces on at most (0: every frame). Frames in between
-    /// are not analysed: the tracker carries every visitor across them.
+    /// Frames per second of media time each source detects faces on by schedule (0: every frame). Frames in between
+    /// are not analysed: the tracker carries every visitor across them, unless it is unsure of one, or (`onChange`)
+    /// the image changed where no visitor explains it.
     public var maxFps = 0.0
+    /// Under `maxFps`: a frame in between that changed, since the last detection, where no followed visitor explains
+    /// it (someone coming in) is detected at once.
+    public var onChange = true
     /// Detectors per source detecting consecutive frames in parallel, each on a thread of its own with one OpenCV
     /// thread (0: one per core). Only with every frame detected (`maxFps: 0`).
     public var workers = 1
@@ -137,8 +141,11 @@ public struct DetectorChoice: Sendable {
         .choice("kind", \.kind, "the face detector; the settings below start from its defaults"),
         .number(
             "maxFps", \.maxFps, in: 0...1000,
-            "analysed frames per media second at most, evenly spread; the tracker carries visitors between them (0: every frame)"
+            "analysed frames per media second by schedule, evenly spread; the tracker carries visitors between them (0: every frame)"
         ),
+        .flag(
+            "onChange", \.onChange,
+            "under maxFps, also detect a frame that changed where no visitor explains it (someone coming in)"),
         .integer(
             "workers", \.workers, in: 0...64,
             "detectors per source on consecutive frames in parallel, one OpenCV thread each (0: one per core; maxFps 0 only)"

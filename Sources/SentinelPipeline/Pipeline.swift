@@ -26,6 +26,8 @@ public struct Pipeline {
     private let classifier: (any FaceClassifying)?
     private let settings: VisitorSettings
     private var cadence: DetectionCadence
+    /// Under a cadence: frames in between that changed where no visitor explains it are detected too.
+    private var watch: ChangeWatch?
     private var mask: PrivacyMask
     /// Made on the first frame, once the zones can be placed on its size.
     private var stage: VisitorStage?
@@ -54,6 +56,7 @@ public struct Pipeline {
         self.classifier = classifier
         settings = definition.visitors
         cadence = DetectionCadence(maxFPS: definition.detection.maxFps)
+        watch = cadence.interval != nil && definition.detection.onChange ? ChangeWatch() : nil
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
     }
 
@@ -114,11 +117,19 @@ public struct Pipeline {
         defer { self.stage = stage }
         let clock = ContinuousClock()
         let start = clock.now
-        guard detected != nil || cadence.admits(frame.time, unsure: stage.needsDetection) else {
+        let thumbnail = try watch.map { _ in try ChangeWatch.thumbnail(of: frame.image) }
+        var unsure = stage.needsDetection
+        if !unsure, let watch, let thumbnail {
+            unsure = try watch.changed(
+                thumbnail, width: frame.image.width, height: frame.image.height,
+                visitors: stage.carry(time: frame.time).predicted.map(\.box))
+        }
+        guard detected != nil || cadence.admits(frame.time, unsure: unsure) else {
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(detect: .zero, visitors: clock.now - start)
             return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
         }
+        if let thumbnail { watch?.detected(thumbnail) }
         let detections = try detected ?? detector.detect(frame.image)
         let detected = clock.now
         let classifier = classifier

@@ -34,9 +34,11 @@ public final class Image: @unchecked Sendable {
         return Image(handle: out!)
     }
 
-    public func resized(width: Int, height: Int) throws(VisionError) -> Image {
+    /// Resized: a smaller image averages the pixels it covers, or with `sampled`, takes a bilinear sample of them (a
+    /// twentieth of the time, for a thumbnail).
+    public func resized(width: Int, height: Int, sampled: Bool = false) throws(VisionError) -> Image {
         var out: OpaquePointer?
-        try bridge { snl_image_resize(handle, Int32(width), Int32(height), &out, $0) }
+        try bridge { snl_image_resize(handle, Int32(width), Int32(height), sampled ? 1 : 0, &out, $0) }
         return Image(handle: out!)
     }
 
@@ -45,6 +47,18 @@ public final class Image: @unchecked Sendable {
         var value = 0.0
         try bridge { snl_image_region_difference(handle, region.raw, other.handle, otherRegion.raw, &value, $0) }
         return value
+    }
+
+    /// Mean absolute difference (0-255, grey) from `other`, of the same size, in each cell of a grid of `columns` x
+    /// `rows`, row by row.
+    public func differences(from other: Image, columns: Int, rows: Int) throws(VisionError) -> [UInt8] {
+        var cells = [UInt8](repeating: 0, count: columns * rows)
+        _ = try cells.withUnsafeMutableBufferPointer { cells throws(VisionError) in
+            try bridge {
+                snl_image_difference_grid(handle, other.handle, Int32(columns), Int32(rows), cells.baseAddress, $0)
+            }
+        }
+        return cells
     }
 
     /// Variance of the Laplacian in `region`: high where a face shows detail, low where it is masked.
