@@ -1,5 +1,5 @@
 import SentinelCore
-import SentinelVision
+public import SentinelVision
 
 /// Under a detection cadence, what tells a frame between two detections that someone may have come in: the image
 /// changed, since the last detection, where no followed visitor explains it. Such a frame is detected at once rather
@@ -10,7 +10,7 @@ import SentinelVision
 /// reaches `threshold`, well above a camera's noise. A followed visitor explains the cells around where it was last
 /// seen and where it is predicted now, and those below it (its body). Decided by the frames alone, so a replay at any
 /// pace and a live camera detect the same frames.
-struct ChangeWatch {
+public struct ChangeWatch {
     static let thumbnailWidth = 160
     /// The grid's columns; its rows keep the frame's aspect (24 at 4:3, 18 at 16:9).
     static let columns = 32
@@ -20,7 +20,7 @@ struct ChangeWatch {
 
     /// The thumbnail a frame is compared by: sampled, not averaged (0.04 ms against 1.1 ms at 1280x720, measured),
     /// since each cell averages 25 of its pixels.
-    static func thumbnail(of image: Image) throws(VisionError) -> Image {
+    public static func thumbnail(of image: Image) throws(VisionError) -> Image {
         let height = max(1, Int((Double(image.height) * Double(thumbnailWidth) / Double(image.width)).rounded()))
         return try image.resized(width: thumbnailWidth, height: height, sampled: true)
     }

@@ -117,7 +117,7 @@ public struct Pipeline {
         defer { self.stage = stage }
         let clock = ContinuousClock()
         let start = clock.now
-        let thumbnail = try watch.map { _ in try ChangeWatch.thumbnail(of: frame.image) }
+        let thumbnail = try watch.map { _ in try frame.thumbnail ?? ChangeWatch.thumbnail(of: frame.image) }
         var unsure = stage.needsDetection
         if !unsure, let watch, let thumbnail {
             unsure = try watch.changed(

@@ -4,7 +4,7 @@ public import SentinelConfig
 public import SentinelCore
 public import SentinelModels
 import SentinelPipeline
-import SentinelVision
+public import SentinelVision
 
 /// What the detector (and the emotion model) made of every frame of a recording, once: a sweep then varies the
 /// tracker, zone, emotion and event settings over it without decoding or detecting again. One cache per recording and
@@ -16,6 +16,9 @@ public struct DetectionCache: Sendable {
         public var detections: [Detection]
         /// The emotion model's distribution for each detection's box (empty when emotion is off).
         public var emotions: [Box: [Double]]
+        /// The frame's thumbnail, under a cadence that watches for changes (`detector.onChange`): which frames it
+        /// detects depends on the pictures.
+        public var thumbnail: Image?
     }
 
     public let recording: String
@@ -28,11 +31,16 @@ public struct DetectionCache: Sendable {
     /// Seconds the decoding and detection took, for the speed-up a sweep reports.
     public var seconds: Double
 
-    /// The cache's key for a definition: what decides the detections.
+    /// The cache's key for a definition: what decides the detections, and whether thumbnails are kept.
     public static func key(_ definition: PipelineDefinition) -> String {
         ([definition.detection.kind.rawValue, definition.detectorModel ?? "default"]
             + DetectorSettings.settings.map { "\($0.key)=\($0.value(in: definition.detectorSettings))" }
-            + [definition.emotionEnabled ? definition.emotionModel : "no-emotion"]).joined(separator: "|")
+            + [definition.emotionEnabled ? definition.emotionModel : "no-emotion"]
+            + (watchesChanges(definition) ? ["thumbnails"] : [])).joined(separator: "|")
+    }
+
+    static func watchesChanges(_ definition: PipelineDefinition) -> Bool {
+        definition.detection.maxFps > 0 && definition.detection.onChange
     }
 
     /// Decodes `recording` and runs the definition's detector (and emotion model, if on) on every frame.
@@ -53,7 +61,11 @@ public struct DetectionCache: Sendable {
                     emotions[detection.box] = try classifier.classify(frame.image, face: detection.box)
                 }
             }
-            frames.append(Frame(index: frame.index, time: frame.time, detections: detections, emotions: emotions))
+            let thumbnail = watchesChanges(definition) ? try ChangeWatch.thumbnail(of: frame.image) : nil
+            frames.append(
+                Frame(
+                    index: frame.index, time: frame.time, detections: detections, emotions: emotions,
+                    thumbnail: thumbnail))
         }
         let origin =
             (try? FileManager.default.attributesOfItem(atPath: recording)[.modificationDate] as? Date)

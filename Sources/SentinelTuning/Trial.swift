@@ -150,7 +150,9 @@ public enum Trial {
         }
         for frame in cache.frames {
             models.frame = frame
-            take(try pipeline.process(Frame(index: frame.index, time: frame.time, image: image)))
+            take(
+                try pipeline.process(
+                    Frame(index: frame.index, time: frame.time, image: image, thumbnail: frame.thumbnail)))
         }
         take(try pipeline.finish(.endOfStream))
         let elapsed = ContinuousClock.now - start

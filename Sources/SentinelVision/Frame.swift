@@ -10,12 +10,18 @@ public struct Frame: Sendable {
     public var image: Image
     /// When a capture edge received the frame from its source (nil for frames pulled straight from a recording).
     public var capturedAt: ContinuousClock.Instant?
+    /// The frame's thumbnail for a detection cadence's change watch, when whoever hands the frame over made it
+    /// already (a tuning trial, whose frames are blank stand-ins for the cached ones); nil: made from `image`.
+    public var thumbnail: Image?
 
-    public init(index: Int, time: MediaTime, image: Image, capturedAt: ContinuousClock.Instant? = nil) {
+    public init(
+        index: Int, time: MediaTime, image: Image, capturedAt: ContinuousClock.Instant? = nil, thumbnail: Image? = nil
+    ) {
         self.index = index
         self.time = time
         self.image = image
         self.capturedAt = capturedAt
+        self.thumbnail = thumbnail
     }
 }
 

@@ -90,10 +90,13 @@ struct TuningTests {
         }
     }
 
-    @Test("a trial on the detection cache gives a replay's results: the same figures and the same events")
-    func cacheIsTheReplay() throws {
-        let definition = try PipelineDefinition.load(
+    @Test(
+        "a trial on the detection cache gives a replay's results: the same figures and the same events, with every frame detected and under a cadence that detects frames that changed",
+        arguments: [0.0, 5.0])
+    func cacheIsTheReplay(maxFps: Double) throws {
+        var definition = try PipelineDefinition.load(
             Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        definition.detection.maxFps = maxFps
         let recording = Fixtures.recording()
         let truthPath = URL(fileURLWithPath: recording).deletingPathExtension().appendingPathExtension("truth.json")
             .path
