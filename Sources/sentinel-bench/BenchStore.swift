@@ -14,6 +14,7 @@ import SentinelServer
 import SentinelStore
 import SentinelVision
 import ServiceLifecycle
+import Synchronization
 
 /// The store soak bench: a database filled with 30 days of a busy four-camera showroom, then served by the same
 /// service as `sentinel run` while visitor events are written at a busy rate, REST clients read, and a client
@@ -88,8 +89,13 @@ struct BenchStore: AsyncParsableCommand {
         let (service, port, server) = try await SentinelService.start(
             definition: definition, models: try ModelStore.located(folder: nil), options: options, logger: logger)
 
-        // Live: a writer at `rate`, two REST readers, memory sampled each second.
+        // Live: a writer at `rate`, two REST readers, memory sampled each second, and a canary: a thread of its own
+        // that only sleeps 10 ms at a time, so that a pause of the whole process or machine shows apart from the
+        // store's.
         let end = Date().addingTimeInterval(seconds)
+        let live = ContinuousClock.now
+        let stealBefore = Self.stealSeconds()
+        let canary = Canary()
         async let writes = write(to: service.store, until: end, mask: mask, policy: definition.pipeline.privacy)
         async let visitors = read(port: port, until: end, rate: restRate) { _ in
             "/api/visitors?from=\(ISO8601.string(from: Date().addingTimeInterval(-86_400)))&limit=100"
@@ -103,6 +109,8 @@ struct BenchStore: AsyncParsableCommand {
         let (written, writeTimes) = try await writes
         let visitorTimes = try await visitors
         let sentimentTimes = try await sentiment
+        let canaryTimes = canary.stop()
+        let steal = Self.stealSeconds() - stealBefore
 
         // Resume from far back, as a dashboard that was away for a while.
         let last = try await service.store.logBounds().last
@@ -126,8 +134,8 @@ struct BenchStore: AsyncParsableCommand {
         let size = ["", "-wal"].reduce(0.0) { total, suffix in
             total + ((try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? Double) ?? 0)
         }
-        func percentile(_ values: [Duration], _ p: Double) -> Double {
-            let sorted = values.sorted()
+        func percentile(_ timed: [Timed], _ p: Double) -> Double {
+            let sorted = timed.map(\.took).sorted()
             return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].seconds * 1000
         }
         print("store: \(path)")
@@ -154,6 +162,23 @@ struct BenchStore: AsyncParsableCommand {
                     format: "%@: %d requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms", name, times.count,
                     percentile(times, 0.5), percentile(times, 0.99), percentile(times, 1)))
         }
+        func pauses(_ timed: [Timed]) -> String {
+            let long = timed.filter { $0.took > .milliseconds(100) }
+            return long.isEmpty
+                ? "none"
+                : long.map { String(format: "%.1f s: %.0f ms", ($0.at - live).seconds, $0.took.seconds * 1000) }
+                    .joined(separator: ", ")
+        }
+        print(
+            String(
+                format: "canary (a thread sleeping 10 ms at a time): %d sleeps, late by p99 %.2f ms, max %.2f ms",
+                canaryTimes.count, percentile(canaryTimes, 0.99), percentile(canaryTimes, 1)))
+        print("above 100 ms (time into the live phase: duration):")
+        print("  batch writes: " + pauses(writeTimes))
+        print("  /api/visitors: " + pauses(visitorTimes))
+        print("  /api/sentiment: " + pauses(sentimentTimes))
+        print("  canary lateness: " + pauses(canaryTimes))
+        print(String(format: "CPU time stolen by the hypervisor during the live phase: %.2f s", steal))
         print(
             String(
                 format: "resume: %d events from id %d in %.1f s, %.0f events/s", received, from, resumeSeconds,
@@ -250,10 +275,10 @@ struct BenchStore: AsyncParsableCommand {
 
     /// Writes visitor events at `rate` in batches every 0.2 s until `end`; the count and each batch's write time.
     private func write(to store: EventStore, until end: Date, mask: PrivacyMask, policy: PrivacyPolicy) async throws
-        -> (Int, [Duration])
+        -> (Int, [Timed])
     {
         var mask = mask
-        var times: [Duration] = []
+        var times: [Timed] = []
         var count = 0
         var n = 10_000_000
         let perBatch = max(1, Int(rate / 5))
@@ -269,7 +294,7 @@ struct BenchStore: AsyncParsableCommand {
             }
             let start = ContinuousClock.now
             count += try await store.append(batch).count
-            times.append(ContinuousClock.now - start)
+            times.append(Timed(at: start, took: ContinuousClock.now - start))
             try await Task.sleep(until: due)
         }
         return (count, times)
@@ -280,8 +305,8 @@ struct BenchStore: AsyncParsableCommand {
     /// shows in that one too; at rate 0 they go back to back.
     private func read(
         port: Int, until end: Date, rate: Double, path: @escaping @Sendable (Int) -> String
-    ) async throws -> [Duration] {
-        var times: [Duration] = []
+    ) async throws -> [Timed] {
+        var times: [Timed] = []
         var k = 0
         var due = ContinuousClock.now
         while Date() < end {
@@ -293,9 +318,56 @@ struct BenchStore: AsyncParsableCommand {
             }
             let (head, _) = try await LoopbackClient.fetch(port: port, path: path(k))
             guard head.status == 200 else { throw CommandError("\(path(k)) answered \(head.status)") }
-            times.append(ContinuousClock.now - start)
+            times.append(Timed(at: start, took: ContinuousClock.now - start))
             k += 1
         }
         return times
+    }
+}
+
+/// When something started, and how long it took.
+struct Timed: Sendable {
+    var at: ContinuousClock.Instant
+    var took: Duration
+}
+
+extension BenchStore {
+    /// The machine's stolen CPU time so far (/proc/stat's steal column, all CPUs): time a virtual machine's CPUs were
+    /// ready to run but the hypervisor ran something else.
+    static func stealSeconds() -> Double {
+        let stat = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? ""
+        guard let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return .nan }
+        let fields = line.split(separator: " ")
+        guard fields.count > 8, let ticks = Double(fields[8]) else { return .nan }
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
+/// A thread that sleeps 10 ms at a time and records how late each wake-up was.
+final class Canary: Sendable {
+    private let state = Mutex((stopped: false, late: [Timed]()))
+
+    init() {
+        let thread = Thread { [self] in
+            while true {
+                let start = ContinuousClock.now
+                Thread.sleep(forTimeInterval: 0.01)
+                let late = ContinuousClock.now - start - .milliseconds(10)
+                let stopped = state.withLock { state in
+                    state.late.append(Timed(at: start, took: late))
+                    return state.stopped
+                }
+                if stopped { return }
+            }
+        }
+        thread.name = "canary"
+        thread.start()
+    }
+
+    func stop() -> [Timed] {
+        state.withLock { state in
+            state.stopped = true
+            return state.late
+        }
     }
 }
