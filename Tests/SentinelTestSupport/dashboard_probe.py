@@ -86,6 +86,9 @@ def main():
             while not any(row.split(" ")[2] != "\u2013" for row in state.get("visitors", [])) and time.time() < deadline + 20:
                 time.sleep(0.5)
                 state = json.loads(browser.evaluate(STATE))
+            # The list as it was when a visitor was clicked: the recording loops, and by the last step below everyone
+            # may have left (the page then rightly lists nobody).
+            visitors = state.get("visitors", [])
             state["clicked"] = browser.evaluate(CLICK_VISITOR)
             while not state.get("stays") and time.time() < deadline + 20:
                 time.sleep(0.5)
@@ -94,6 +97,7 @@ def main():
             while state.get("rangeBucket") != "per hour" and time.time() < deadline + 40:
                 time.sleep(0.5)
                 state = {**json.loads(browser.evaluate(STATE)), "clicked": state["clicked"]}
+            state["visitors"] = visitors
         browser.screenshot(screenshot)
         print(json.dumps(state))
 
