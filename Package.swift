@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
         // Tests only: the generator an app team would point at openapi.json must take it without a warning.
         .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
         // Tests only: the client that generator makes from openapi.json, built and run against the server.
@@ -162,11 +164,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        /// The fleet's store on a PostgreSQL server (postgres-nio), which replicas share: the same log as SQLite's.
+        .target(
+            name: "SentinelPostgres",
+            dependencies: [
+                "SentinelConfig", "SentinelCore", "SentinelAggregates", "SentinelStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         /// `sentinel fleet`: the sites' events in from MQTT, checked, stored, and served as one showroom chain.
         .target(
             name: "SentinelFleet",
             dependencies: [
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
+                "SentinelPostgres",
                 "SentinelRuntime", "SentinelHTTP", "SentinelMQTT", "SentinelServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -283,7 +296,10 @@ let package = Package(
             name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),
         .testTarget(
             name: "SentinelStoreTests",
-            dependencies: ["SentinelStore", "SentinelPrivacy", "SentinelAggregates", "SentinelCore"],
+            dependencies: [
+                "SentinelStore", "SentinelPostgres", "SentinelConfig", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelCore", "SentinelTestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             // A database written by Sentinel 0.4.0 (`sqlite3 .dump`), read by #filePath: the migration test's input.
             exclude: ["Fixtures"]),
         .testTarget(

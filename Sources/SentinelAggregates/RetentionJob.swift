@@ -4,7 +4,7 @@ public import SentinelPrivacy
 /// Something that keeps timestamped records and can delete the old ones (the store).
 public protocol RetentionTarget {
     /// Deletes every record whose time is strictly before `cutoff`; returns how many went.
-    mutating func deleteRecords(olderThan cutoff: Date) throws -> Int
+    mutating func deleteRecords(olderThan cutoff: Date) async throws -> Int
 }
 
 /// When to delete what: runs at most once per interval and deletes records older than the policy's age.
@@ -24,9 +24,9 @@ public struct RetentionJob: Sendable {
     }
 
     /// Deletes what is past retention if a run is due; returns how many records went (nil when not due).
-    public mutating func runIfDue(now: Date, on target: inout some RetentionTarget) throws -> Int? {
+    public mutating func runIfDue(now: Date, on target: inout some RetentionTarget) async throws -> Int? {
         guard isDue(now: now) else { return nil }
-        let deleted = try target.deleteRecords(olderThan: cutoff(now: now))
+        let deleted = try await target.deleteRecords(olderThan: cutoff(now: now))
         lastRun = now
         return deleted
     }

@@ -10,6 +10,8 @@ public struct FleetDefinition: Sendable {
     public var file: String
     public var broker: FleetBroker
     public var store: StoreSettings
+    /// The PostgreSQL server the fleet stores into instead of `store.path` (replicas share it); nil: SQLite.
+    public var database: DatabaseServer?
     public var server = ServerSettings()
     /// `minGroupSize` holds across sites; the allowlists can only narrow what the sites sent.
     public var privacy = PrivacyPolicy()
@@ -27,7 +29,7 @@ public struct FleetDefinition: Sendable {
 
     private static func read(_ root: Field, _ reader: ConfigReader) -> FleetDefinition? {
         guard
-            let top = reader.mapping(root, keys: ["version", "broker", "sites", "store", "server", "privacy", "gauge"])
+            let top = reader.mapping(root, keys: ["version", "broker", "sites", "store", "database", "server", "privacy", "gauge"])
         else { return nil }
         if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000),
             value != 1
@@ -47,6 +49,7 @@ public struct FleetDefinition: Sendable {
             _ = reader.section(field, StoreSettings.settings, into: &definition.store)
             definition.groupLocation = reader.locations["store.group"]
         }
+        if let field = top[DatabaseServer.section] { definition.database = DatabaseServer.read(field, reader) }
         if let field = top["server"] { definition.server.read(field, reader) }
         if let field = top["privacy"] {
             PipelineDefinition.readPrivacy(field, reader, into: &definition.privacy, outputs: [.events, .store])
@@ -74,6 +77,11 @@ public struct FleetDefinition: Sendable {
             + PipelineReference.section("broker", FleetBroker.settings, broker).dropFirst()
             + PipelineReference.section("sites", FleetSites.settings, FleetSites())
             + PipelineReference.section("store", StoreSettings.settings, StoreSettings(path: ""))
+            + ["# database: a PostgreSQL server to store into instead of store.path (replicas share it)."]
+            + PipelineReference.section(
+                DatabaseServer.section, DatabaseServer.settings,
+                DatabaseServer(url: "postgres://sentinel@127.0.0.1:5432/sentinel")
+            ).map { "# " + $0 }
             + PipelineReference.section("server", ServerSettings.settings, ServerSettings())
             + PipelineReference.section("privacy", PrivacyPolicy.settings, PrivacyPolicy())
             + PipelineReference.section("gauge", GaugeSettings.settings, GaugeSettings())).joined(separator: "\n")

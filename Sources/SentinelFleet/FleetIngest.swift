@@ -23,7 +23,7 @@ import ServiceLifecycle
 final class FleetIngest: Service, Sendable {
     let broker: FleetBroker
     let sites: FleetSites
-    let store: EventStore
+    let store: any EventLog
     let hub: Hub
     let live: LiveState
     let policy: PrivacyPolicy
@@ -32,7 +32,7 @@ final class FleetIngest: Service, Sendable {
     let check: EventCheck
 
     init(
-        broker: FleetBroker, sites: FleetSites, store: EventStore, hub: Hub, live: LiveState, policy: PrivacyPolicy,
+        broker: FleetBroker, sites: FleetSites, store: any EventLog, hub: Hub, live: LiveState, policy: PrivacyPolicy,
         telemetry: Telemetry, logger: Logger
     ) {
         self.broker = broker
@@ -197,12 +197,15 @@ final class FleetIngest: Service, Sendable {
         }
         guard envelope.id > 0 else { throw InvalidEvent(.id, "id", "not a log id (1 or more)") }
         let last = progress.sites[site]?.lastId ?? 0
-        guard envelope.id > last else {
+        // A replica sharing the log sees only its share of a site's ids, in no set order: the log drops what another
+        // stored already.
+        guard envelope.id > last || store.isShared else {
             progress.sites[site]?.duplicates += 1
             telemetry.fleetDuplicates.increment()
             return
         }
-        guard idWindow(site, last: last, progress).contains(envelope.id) else {
+        let window = idWindow(site, last: last, progress)
+        guard (store.isShared ? 1...window.upperBound : window).contains(envelope.id) else {
             throw InvalidEvent(.id, "id", "beyond the ids the site's last one (\(last)) makes plausible")
         }
         let origin = Publication.Origin(site: site, id: envelope.id)
@@ -232,7 +235,7 @@ final class FleetIngest: Service, Sendable {
             logger.notice("learned a site", metadata: ["site": "\(site)", "learned": "\(progress.learned.count)"])
         }
         var health = progress.sites[site] ?? .init(site: site, availability: progress.heard.removeValue(forKey: site))
-        if envelope.id > health.lastId + 1 {
+        if envelope.id > health.lastId + 1, !store.isShared {
             let missing = envelope.id - health.lastId - 1
             health.missing += missing
             telemetry.fleetMissing.increment(by: Int(missing))
@@ -240,7 +243,7 @@ final class FleetIngest: Service, Sendable {
                 "events from a site never arrived (sent before this fleet subscribed, or lost on the way)",
                 metadata: ["site": "\(site)", "count": "\(missing)", "before": "\(envelope.id)"])
         }
-        health.lastId = envelope.id
+        health.lastId = max(health.lastId, envelope.id)
         health.lastEventAt = Date()
         health.received += 1
         progress.sites[site] = health

@@ -4,6 +4,7 @@ public import SentinelConfig
 import SentinelCore
 public import SentinelHTTP
 import SentinelMQTT
+import SentinelPostgres
 import SentinelPrivacy
 public import SentinelRuntime
 public import SentinelServer
@@ -14,22 +15,27 @@ import UnixSignals
 /// `sentinel fleet`: the sites' forwarded events, the fleet's store writer and the same HTTP API as a box, as one
 /// ServiceGroup. The writer, the gauge, the SSE broadcaster and the API are a box's own: the ingest takes the place
 /// of the cameras. On SIGTERM the ingest disconnects and hands over what it received, the writer stores it and ends
-/// the SSE streams, and the server stops.
+/// the SSE streams, and the server stops. The store is the fleet file's SQLite file, or its PostgreSQL server
+/// (`database:`), which replicas share.
 public struct FleetService: Sendable {
     public let group: ServiceGroup
-    public let store: EventStore
+    public let store: any EventLog
     public let live: LiveState
     public let telemetry: Telemetry
 
     public init(
         definition: FleetDefinition, options: SentinelService.Options = .init(), logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) throws {
+    ) async throws {
         let (definition, tokens) = try Self.preflight(definition: definition, options: options)
         let server = definition.server
         try server.checkListening()
-        store = try EventStore(
-            path: options.databasePath ?? definition.store.path, group: definition.store.group, ownsVisits: false)
+        if let database = definition.database, options.databasePath == nil {
+            store = try await PostgresEventStore.open(database, logger: logger)
+        } else {
+            store = try EventStore(
+                path: options.databasePath ?? definition.store.path, group: definition.store.group, ownsVisits: false)
+        }
         let telemetry = Telemetry()
         self.telemetry = telemetry
         let publishing = definition.publishing
@@ -77,6 +83,12 @@ public struct FleetService: Sendable {
         if let port = options.port { definition.server.port = port }
         var problems = definition.broker.connection.problems(section: FleetBroker.section).map {
             ConfigProblem(file: definition.file, path: $0.path, message: $0.message)
+        }
+        if let database = definition.database {
+            do { _ = try database.password() } catch {
+                problems.append(
+                    ConfigProblem(file: definition.file, path: "database.passwordFile", message: error.message))
+            }
         }
         let tokens = SentinelService.hostingChecks(
             file: definition.file, server: definition.server,

@@ -85,7 +85,7 @@ extension HTTPAPI {
     /// Writes the retry hint, what the client missed (from the store), then live events and heartbeats until the
     /// subscription ends; a client cut off for being slow gets a last `stream.cutoff` message saying why.
     static func stream(
-        _ subscription: Broadcaster.Subscription, resume: String?, filter: EventFilter, store: EventStore,
+        _ subscription: Broadcaster.Subscription, resume: String?, filter: EventFilter, store: any EventLog,
         settings: ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -136,7 +136,7 @@ extension HTTPAPI {
     }
 
     /// Where a resuming client continues, and the `stream.reset` notice when its id is not in the log.
-    static func resumePoint(_ requested: String, store: EventStore) async throws -> (notice: String?, after: Int64) {
+    static func resumePoint(_ requested: String, store: any EventLog) async throws -> (notice: String?, after: Int64) {
         let bounds = try await store.logBounds()
         if let id = Int64(requested), id >= bounds.floor, id <= bounds.last { return (nil, id) }
         let expired = Int64(requested).map { $0 >= 0 && $0 < bounds.floor } ?? false
@@ -153,7 +153,7 @@ extension HTTPAPI {
     }
 
     /// Sends the logged events after `id` that match `filter`; returns the last id read.
-    static func replay(after id: Int64, filter: EventFilter, store: EventStore, writer: inout any ResponseBodyWriter)
+    static func replay(after id: Int64, filter: EventFilter, store: any EventLog, writer: inout any ResponseBodyWriter)
         async throws -> Int64
     {
         // The next page is read while this one is written.

@@ -29,7 +29,7 @@ extension HTTPAPI {
                 return n
             } ?? 100
         let cursor = try query["cursor"].map { text in
-            guard let cursor = EventStore.VisitCursor(String(text)) else {
+            guard let cursor = VisitCursor(String(text)) else {
                 throw HTTPError(.badRequest, message: "cursor=\(text) is not a cursor this API returned")
             }
             return cursor

@@ -14,7 +14,7 @@ package import ServiceLifecycle
 /// The HTTP surface of `sentinel run`: `/events` (SSE), the REST API, `/healthz`, `/metrics` and `/openapi.json`.
 public struct HTTPAPI: Sendable {
     let settings: ServerSettings
-    let store: EventStore
+    let store: any EventLog
     let live: LiveState
     let hub: Hub
     let broadcaster: Broadcaster
@@ -25,7 +25,7 @@ public struct HTTPAPI: Sendable {
     let logger: Logger
 
     public init(
-        settings: ServerSettings, store: EventStore, live: LiveState, hub: Hub, broadcaster: Broadcaster,
+        settings: ServerSettings, store: any EventLog, live: LiveState, hub: Hub, broadcaster: Broadcaster,
         telemetry: Telemetry, tokens: AccessTokens, publishing: Publishing, logger: Logger
     ) {
         self.settings = settings

@@ -15,7 +15,7 @@ public import ServiceLifecycle
 /// made of its batch goes back to the hub (bounded) and the writer retries with backoff. Retention runs when it is
 /// due, between batches.
 public final class StoreWriter: Service, Sendable {
-    let store: EventStore
+    let store: any EventLog
     let hub: Hub
     let broadcaster: Broadcaster
     let live: LiveState
@@ -38,7 +38,7 @@ public final class StoreWriter: Service, Sendable {
     }
 
     public init(
-        store: EventStore, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
+        store: any EventLog, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
         publishing: Publishing, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
     ) {
         batchLimit = min(500, max(1, clientBufferEvents / 2))
@@ -202,14 +202,14 @@ public final class StoreWriter: Service, Sendable {
             }
             telemetry.eventsPublished.increment(by: logged.count)
         }
-        runRetention(&progress.retention)
+        await runRetention(&progress.retention)
         return true
     }
 
-    private func runRetention(_ retention: inout RetentionJob) {
+    private func runRetention(_ retention: inout RetentionJob) async {
         var target = store
         do {
-            if let deleted = try retention.runIfDue(now: Date(), on: &target), deleted > 0 {
+            if let deleted = try await retention.runIfDue(now: Date(), on: &target), deleted > 0 {
                 logger.info("retention deleted old records", metadata: ["count": "\(deleted)"])
             }
         } catch {

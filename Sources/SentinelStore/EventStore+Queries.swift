@@ -6,7 +6,6 @@ import SentinelPrivacy
 import Synchronization
 
 extension EventStore {
-    /// The published visitor events logged at or after `time`, oldest first (to rebuild the gauge's window).
     public func visitorEvents(since time: Date) async throws(StoreError) -> [Data] {
         try await read { db in
             try EventRow.filter(Column("time") >= time.timeIntervalSince1970 && Column("type").like("visitor.%"))
@@ -14,15 +13,12 @@ extension EventStore {
         }
     }
 
-    /// Log rows after `id`, oldest first.
     public func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent] {
         try await read { db in
             try EventRow.filter(Column("id") > id).order(Column("id")).limit(limit).fetchAll(db).map(\.logged)
         }
     }
 
-    /// What a resuming client can be given: ids after `floor` are all in the log (ids at or below it were deleted by
-    /// retention), and `last` is the newest id ever assigned.
     public func logBounds() async throws(StoreError) -> (floor: Int64, last: Int64) {
         try await read { db in
             let last = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") ?? 0
@@ -31,30 +27,21 @@ extension EventStore {
         }
     }
 
-    /// A visit as published, with its zone stays.
-    public struct Visit: Sendable, Equatable {
-        public var record: Data
-        public var exitReason: ExitReason?
-        public var stays: [VisitorEvent.Stay]
-    }
-
-    public func visit(_ faceId: String) async throws(StoreError) -> Visit? {
+    public func visit(_ faceId: String) async throws(StoreError) -> StoredVisit? {
         try await read { db in
             guard let visit = try VisitRow.filter(Column("faceId") == faceId).fetchOne(db) else { return nil }
             let stays = try StayRow.filter(Column("faceId") == faceId).order(Column("id")).fetchAll(db)
-            return Visit(record: Data(visit.record.utf8), exitReason: visit.exitReason, stays: stays.map(\.stay))
+            return StoredVisit(record: Data(visit.record.utf8), exitReason: visit.exitReason, stays: stays.map(\.stay))
         }
     }
 
-    /// Visits that overlap `from..<to`, in order of first sighting, a page at a time: pass the returned cursor back
-    /// for the next page (nil when there is none).
     public func visits(from: Date, to: Date, after cursor: VisitCursor?, limit: Int) async throws(StoreError) -> (
         records: [Data], next: VisitCursor?
     ) {
         // A visit overlapping the window was first seen before its end and at most the longest visit before its
         // start: a range of the firstSeen index, walked in (firstSeen, rowid) order from the cursor.
         let earliest = from.timeIntervalSince1970 - longestVisit.withLock { $0 }
-        let start = cursor ?? VisitCursor(firstSeen: -.greatestFiniteMagnitude, row: 0)
+        let start = cursor ?? .start
         return try await read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -74,28 +61,6 @@ extension EventStore {
         }
     }
 
-    /// Where a page of visits ended. Written `firstSeen:rowid` (`firstSeen` as the shortest decimal that reads back
-    /// exactly), opaque to clients.
-    public struct VisitCursor: Sendable, Equatable, LosslessStringConvertible {
-        var firstSeen: Double
-        var row: Int64
-
-        init(firstSeen: Double, row: Int64) {
-            self.firstSeen = firstSeen
-            self.row = row
-        }
-
-        public init?(_ text: String) {
-            let parts = text.split(separator: ":")
-            guard parts.count == 2, let firstSeen = Double(parts[0]), firstSeen.isFinite, let row = Int64(parts[1])
-            else { return nil }
-            self.init(firstSeen: firstSeen, row: row)
-        }
-
-        public var description: String { "\(firstSeen):\(row)" }
-    }
-
-    /// Gauge readings since `since`, oldest first, at most `limit` (the newest ones).
     public func gaugeReadings(since: Date, limit: Int) async throws(StoreError) -> [Data] {
         try await read { db in
             try GaugeRow.filter(Column("time") >= since.timeIntervalSince1970).order(Column("time").desc).limit(limit)
@@ -103,12 +68,7 @@ extension EventStore {
         }
     }
 
-    /// What a report of `from..<to` is made of: the visits that overlap it (of `source` alone, if given), their zone
-    /// stays, and the gauge's overall readings in it.
-    public func reportInput(from: Date, to: Date, source: String?) async throws(StoreError) -> (
-        visits: [ReportBuilder.Visit], stays: [ReportBuilder.Stay],
-        moods: [(time: Date, overall: Aggregate<GaugeReading.Level>)]
-    ) {
+    public func reportInput(from: Date, to: Date, source: String?) async throws(StoreError) -> ReportInput {
         let earliest = from.timeIntervalSince1970 - longestVisit.withLock { $0 }
         return try await read { db in
             let visitRows = try Row.fetchAll(
@@ -146,7 +106,7 @@ extension EventStore {
                 let reading = try decoder.decode(GaugeReading.self, from: Data(row.reading.utf8))
                 return (time: reading.time, overall: reading.overall)
             }
-            return (visits, stays, moods)
+            return ReportInput(visits: visits, stays: stays, moods: moods)
         }
     }
 }

@@ -5,13 +5,13 @@ import SentinelCore
 import SentinelPrivacy
 import Synchronization
 
-extension EventStore: RetentionTarget {
+extension EventStore {
     /// Deletes log rows and gauge readings older than `cutoff`, and visits last seen before it (their stays go with
     /// them, by the foreign key). Returns the rows deleted, cascaded ones not counted.
-    public func deleteRecords(olderThan cutoff: Date) throws -> Int {
+    public func deleteRecords(olderThan cutoff: Date) async throws -> Int {
         let time = cutoff.timeIntervalSince1970
         do {
-            return try pool.write { db in
+            return try await pool.write { db in
                 var deleted = 0
                 try db.execute(sql: "DELETE FROM gaugeReadings WHERE time < ?", arguments: [time])
                 deleted += db.changesCount

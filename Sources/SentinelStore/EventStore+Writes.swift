@@ -6,8 +6,9 @@ import SentinelPrivacy
 import Synchronization
 
 extension EventStore {
-    /// Writes a batch in one transaction and returns its log rows, ids assigned. The write runs on GRDB's writer
-    /// queue: waiting for a lock held by another process suspends the caller instead of blocking its thread.
+    /// The write runs on GRDB's writer queue: waiting for a lock held by another process suspends the caller instead
+    /// of blocking its thread. A forwarded publication is logged already when its id is at or below the last one
+    /// stored from its site: one ingest takes each site's ids in order.
     public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
         guard !batch.isEmpty else { return [] }
         do {
@@ -26,25 +27,12 @@ extension EventStore {
                 var logged: [LoggedEvent] = []
                 var longest = 0.0
                 for publication in batch {
-                    var row: LoggedEvent
-                    switch publication {
-                    case .visitor(let stored, let published, _):
-                        let event = published.event
-                        row = LoggedEvent(
-                            id: 0, sequenceNumber: try next(event.visitor.sourceId), streamId: event.visitor.sourceId,
-                            type: .visitor(event.type), time: event.time, zone: event.stay?.zone ?? event.visitor.zone,
-                            payload: published.json)
-                        try Self.record(stored.event, record: try encoder.encode(published.event.visitor), in: db)
-                        let visitor = stored.event.visitor
-                        longest = max(
-                            longest, stored.event.time.timeIntervalSince(visitor.firstSeen ?? stored.event.time))
-                    case .gauge(let reading, let origin):
-                        // A site's readings are a stream of their own beside the fleet's.
-                        let stream = origin.map { "\($0.site)/\(Publication.gaugeStream)" } ?? Publication.gaugeStream
-                        row = LoggedEvent(
-                            id: 0, sequenceNumber: try next(stream), streamId: stream,
-                            type: .gauge, time: reading.time, zone: nil,
-                            payload: try encoder.encode(reading))
+                    if let origin = publication.origin, try Self.isLogged(origin, in: db) { continue }
+                    var row = try publication.logRow(
+                        sequenceNumber: try next(publication.streamId), encoder: encoder)
+                    if let visit = try publication.visit(encoder: encoder) {
+                        try Self.record(visit.event, record: visit.record, in: db)
+                        longest = max(longest, visit.span)
                     }
                     try db.cachedStatement(
                         sql:

@@ -25,7 +25,7 @@ public enum Publication: Sendable {
         }
     }
 
-    var origin: Origin? {
+    package var origin: Origin? {
         switch self {
         case .visitor(_, _, let origin), .gauge(_, let origin): origin
         }
@@ -95,13 +95,16 @@ extension LoggedEvent {
 /// Everything here has passed the mask: rows hold the store's copy of each event, and the log holds the published
 /// copy (the store's, reduced to what the events output allows). Every batch is one transaction with
 /// `synchronous = FULL`, so a batch that `append` returned from survives kill -9 and power loss.
-public final class EventStore: Sendable {
+public final class EventStore: EventLog {
     /// The SQLite library's version, as loaded ("3.40.1"), or "unknown" if an in-memory database cannot be opened.
     public static var sqliteVersion: String {
         ((try? DatabaseQueue().read { try String.fetchOne($0, sql: "SELECT sqlite_version()") }) ?? nil) ?? "unknown"
     }
 
     public let path: String
+    public var location: String { path }
+    /// One process at a time (see `Owner`).
+    public var isShared: Bool { false }
     let pool: DatabasePool
     /// The store's records of the visits a crash (or kill -9) left open, closed as `interrupted` when this store was
     /// opened: the service publishes their `visitor.exited`, so clients drop them.
@@ -180,7 +183,6 @@ public final class EventStore: Sendable {
     /// store may open it in this process, as one would in the next. A process that ends gives it up all the same.
     public func relinquish() { owner.release() }
 
-    /// A cheap query that fails when the database cannot be read.
     public func check() async throws(StoreError) {
         _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }

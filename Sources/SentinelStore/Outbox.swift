@@ -6,7 +6,6 @@ import GRDB
 /// boxes forwarded (`sentinel fleet`) keeps the last log id it stored from each site, in the transaction that stored
 /// it, so a message the broker delivers again is recognised as a duplicate even after a crash.
 extension EventStore {
-    /// The last log id stored from each site that forwarded events to this store.
     public func received() async throws(StoreError) -> [String: Int64] {
         try await read { db in
             Dictionary(
@@ -14,6 +13,12 @@ extension EventStore {
                     ($0["site"], $0["received"])
                 })
         }
+    }
+
+    static func isLogged(_ origin: Publication.Origin, in db: Database) throws -> Bool {
+        let last = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT received FROM inbox WHERE site = ?"), arguments: [origin.site])
+        return origin.id <= last ?? 0
     }
 
     static func received(_ origin: Publication.Origin, in db: Database) throws {

@@ -17,10 +17,10 @@ public struct StoreError: SentinelError {
     public let message: String
     public let underlying: (any Error)?
 
-    init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
-        underlying = nil
+        self.underlying = underlying
     }
 
     init(_ error: any Error, path: String) {

@@ -55,7 +55,7 @@ struct BenchFleet: AsyncParsableCommand {
         options.port = 0
         var logger = Logger(label: "bench-fleet")
         logger.logLevel = .error
-        let fleet = try FleetService(definition: definition, options: options, logger: logger)
+        let fleet = try await FleetService(definition: definition, options: options, logger: logger)
         let task = Task { try await fleet.run() }
         let publishers = try (0..<sites).map { i in
             let client = try MQTTClient(clientID: "bench-site-\(i)")

@@ -29,7 +29,7 @@ struct Fleet: AsyncParsableCommand {
     @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the fleet file's server.port, 8080).")
     var port: Int?
 
-    @Option(help: "SQLite database (default: the fleet file's store.path).")
+    @Option(help: "SQLite database (default: the fleet file's database server, else its store.path).")
     var database: String?
 
     @Flag(help: "Check the fleet file and this machine, print ok or every problem, and exit.")
@@ -65,7 +65,7 @@ struct Fleet: AsyncParsableCommand {
         let host = host ?? definition.server.host
         let service: FleetService
         do {
-            service = try FleetService(definition: definition, options: options, logger: logger) { port in
+            service = try await FleetService(definition: definition, options: options, logger: logger) { port in
                 printBanner(
                     "Sentinel fleet is serving \(definition.file), following \(definition.broker.connection.url),",
                     host: host, port: port

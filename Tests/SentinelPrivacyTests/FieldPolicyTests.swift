@@ -162,7 +162,7 @@ struct RetentionTests {
     }
 
     @Test("deletes exactly the records older than the limit, at most once per interval")
-    func deletesOlderThanLimit() throws {
+    func deletesOlderThanLimit() async throws {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let limit = 30 * 86_400.0
         var records = Records(times: [
@@ -171,10 +171,10 @@ struct RetentionTests {
             now.addingTimeInterval(-limit + 0.001), now.addingTimeInterval(-60), now,
         ])
         var job = RetentionJob(policy: RetentionPolicy())
-        #expect(try job.runIfDue(now: now, on: &records) == 2)
+        #expect(try await job.runIfDue(now: now, on: &records) == 2)
         #expect(records.times.count == 4 && records.times.min() == now.addingTimeInterval(-limit))
-        #expect(try job.runIfDue(now: now.addingTimeInterval(3_599), on: &records) == nil)
-        #expect(try job.runIfDue(now: now.addingTimeInterval(3_600), on: &records) == 2)
+        #expect(try await job.runIfDue(now: now.addingTimeInterval(3_599), on: &records) == nil)
+        #expect(try await job.runIfDue(now: now.addingTimeInterval(3_600), on: &records) == 2)
         #expect(records.times.count == 2)
     }
 }

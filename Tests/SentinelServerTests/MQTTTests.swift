@@ -352,7 +352,7 @@ final class TestFleet {
         var logger = Logger(label: "test-fleet")
         logger.logLevel = .warning
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
-        let service = try FleetService(definition: definition, options: options, logger: logger) {
+        let service = try await FleetService(definition: definition, options: options, logger: logger) {
             listening.yield($0)
         }
         self.service = service

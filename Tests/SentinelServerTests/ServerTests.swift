@@ -58,7 +58,7 @@ struct StreamTests {
         #expect(unknown.last?.event == "stream.reset" && unknown.last!.data.contains("\"reason\":\"unknown\""))
         // Retention deletes the first events; a client that last saw one of them is told, then gets what is kept.
         let cutoff = server.origin.addingTimeInterval(4.5)
-        _ = try server.service.store.deleteRecords(olderThan: cutoff)
+        _ = try await server.service.store.deleteRecords(olderThan: cutoff)
         let expired = try await server.stream(headers: [("Last-Event-ID", "2")]) { $0.ids.last == 10 }
         #expect(expired.first { $0.event != nil }?.event == "stream.reset")
         #expect(expired.first { $0.event == "stream.reset" }!.data.contains("\"reason\":\"expired\""))

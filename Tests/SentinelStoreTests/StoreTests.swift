@@ -1,8 +1,12 @@
 import Foundation
 import GRDB
+import Logging
 import SentinelAggregates
+import SentinelConfig
 import SentinelCore
+import SentinelPostgres
 import SentinelPrivacy
+import SentinelTestSupport
 import Testing
 
 @testable import SentinelStore
@@ -53,24 +57,105 @@ func temporaryDatabase() throws -> String {
     return folder.appendingPathComponent("test.sqlite").path
 }
 
+/// Each log a test can open: the embedded SQLite store, and the PostgreSQL one (a throwaway Debian server, started
+/// by the test).
+enum LogKind: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    /// A new, empty log, and how to open it again (as the next process, or a second replica, would).
+    func make() async throws -> (log: any EventLog, reopen: () async throws -> any EventLog, server: PostgresServer?) {
+        switch self {
+        case .sqlite:
+            let path = try temporaryDatabase()
+            let log = try EventStore(path: path)
+            return (
+                log,
+                {
+                    log.relinquish()
+                    return try EventStore(path: path)
+                }, nil
+            )
+        case .postgres:
+            let server = try await PostgresServer()
+            var logger = Logger(label: "test-postgres")
+            logger.logLevel = .warning
+            let database = DatabaseServer(url: server.url)
+            var plain = database
+            plain.tls = .disable
+            let log = try await PostgresEventStore.open(plain, logger: logger)
+            return (log, { try await PostgresEventStore.open(plain, logger: logger) }, server)
+        }
+    }
+}
+
 @Suite("Store")
 struct StoreTests {
     let start = Date(timeIntervalSince1970: 1_790_000_000)
 
-    @Test("the log assigns increasing ids and gap-free sequence numbers per stream, across a reopen")
-    func idsAndSequences() async throws {
-        let path = try temporaryDatabase()
+    @Test(
+        "the log assigns increasing ids and gap-free sequence numbers per stream, across a reopen",
+        arguments: LogKind.allCases)
+    func idsAndSequences(kind: LogKind) async throws {
+        let (log, reopen, server) = try await kind.make()
+        defer { server?.stop() }
         var visit = Visit(start: start)
-        let first = try await EventStore(path: path).append(try visit.whole() + [.gauge(reading(at: 7))])
+        let first = try await log.append(try visit.whole() + [.gauge(reading(at: 7))])
         #expect(first.map(\.id) == [1, 2, 3, 4, 5])
         #expect(first.map(\.sequenceNumber) == [1, 2, 3, 4, 1])
         #expect(first.map(\.streamId) == ["cam", "cam", "cam", "cam", "sentiment"])
-        let again = try EventStore(path: path)
+        let again = try await reopen()
         let second = try await again.append(try visit.whole(id: "cam#1#2", at: 10) + [.gauge(reading(at: 17))])
         #expect(second.map(\.id) == [6, 7, 8, 9, 10])
         #expect(second.map(\.sequenceNumber) == [5, 6, 7, 8, 2])
         #expect(try await again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
+        #expect(try await again.events(after: 0, limit: 20) == first + second)
         #expect(try await again.logBounds() == (floor: 0, last: 10))
+    }
+
+    @Test("a forwarded event is logged once: its site's id again is left out", arguments: LogKind.allCases)
+    func forwardedOnce(kind: LogKind) async throws {
+        let (log, reopen, server) = try await kind.make()
+        defer { server?.stop() }
+        func forwarded(_ ids: [Int64]) -> [Publication] {
+            ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
+        }
+        let first = try await log.append(forwarded([1, 2, 3]))
+        #expect(first.map(\.streamId) == Array(repeating: "paris-1/sentiment", count: 3))
+        let second = try await reopen().append(forwarded([2, 4, 3]))
+        #expect(second.map(\.id) == [4] && second.map(\.sequenceNumber) == [4])
+        #expect(try await log.received() == ["paris-1": 4])
+        #expect(try await log.events(after: 0, limit: 10).count == 4)
+    }
+
+    @Test("replicas appending to one PostgreSQL log at once: each origin once, ids and sequence numbers without gaps")
+    func replicasShareTheLog() async throws {
+        let (first, open, server) = try await LogKind.postgres.make()
+        defer { server?.stop() }
+        let second = try await open()
+        // Each replica gets its share of a site's messages, and the same few (a broker delivering again what a dead
+        // replica never acknowledged) overlap: ids 1-205, 50 of them twice.
+        func batches(offset: Int64) -> [[Publication]] {
+            (0..<Int64(20)).map { (batch: Int64) -> [Publication] in
+                (Int64(1)...10).map { (i: Int64) -> Publication in
+                    let id: Int64 = batch * 10 + i + offset
+                    return Publication.gauge(reading(at: Double(id)), origin: .init(site: "lyon-2", id: id))
+                }
+            }
+        }
+        async let one: Void = { for batch in batches(offset: 0) { _ = try await first.append(batch) } }()
+        async let two: Void = { for batch in batches(offset: 5) { _ = try await second.append(batch) } }()
+        _ = try await (one, two)
+        let log = try await first.events(after: 0, limit: 1_000)
+        #expect(log.map(\.id) == Array(1...205))
+        #expect(log.map(\.sequenceNumber) == Array(1...205))
+        let decoder = JSONDecoder.sentinel()
+        let seconds = try log.map {
+            try decoder.decode(GaugeReading.self, from: $0.payload).time.timeIntervalSince(start)
+        }
+        #expect(Set(seconds) == Set((1...205).map(Double.init)))
+        #expect(try await second.received() == ["lyon-2": 205])
     }
 
     @Test(
@@ -168,9 +253,10 @@ struct StoreTests {
         #expect(plan.contains { $0.contains("events_stream_sequence") }, "\(plan)")
     }
 
-    @Test("visits and zone stays follow the events; the log holds exactly the published JSON")
-    func visitsAndStays() async throws {
-        let store = try EventStore(path: try temporaryDatabase())
+    @Test("visits and zone stays follow the events; the log holds exactly the published JSON", arguments: LogKind.allCases)
+    func visitsAndStays(kind: LogKind) async throws {
+        let (store, _, server) = try await kind.make()
+        defer { server?.stop() }
         var visit = Visit(start: start)
         let batch = try visit.whole()
         let logged = try await store.append(batch)
@@ -230,9 +316,12 @@ struct StoreTests {
         #expect(try await EventStore(path: path).visit(faceId)?.exitReason == .interrupted)
     }
 
-    @Test("retention deletes exactly the records older than the limit, and the job runs once per interval")
-    func retention() async throws {
-        let store = try EventStore(path: try temporaryDatabase())
+    @Test(
+        "retention deletes exactly the records older than the limit, and the job runs once per interval",
+        arguments: LogKind.allCases)
+    func retention(kind: LogKind) async throws {
+        let (store, _, server) = try await kind.make()
+        defer { server?.stop() }
         var policy = RetentionPolicy()
         policy.maxAgeSeconds = 30 * 86_400
         let now = start.addingTimeInterval(40 * 86_400)
@@ -244,16 +333,14 @@ struct StoreTests {
         var job = RetentionJob(policy: policy)
         var target = store
         // 4 events + 1 gauge event, 1 gauge row, 1 visit (its stay goes with it, not counted).
-        #expect(try job.runIfDue(now: now, on: &target) == 5 + 1 + 1)
-        #expect(try job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
+        #expect(try await job.runIfDue(now: now, on: &target) == 5 + 1 + 1)
+        #expect(try await job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
         #expect(try await store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
         #expect(try await store.logBounds() == (floor: 5, last: 10))
         #expect(try await store.gaugeReadings(since: start, limit: 10).count == 1)
         #expect(try await store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
-        let stays = try await DatabaseQueue(path: store.path).read {
-            try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM zoneStays")
-        }
-        #expect(stays == 1)
+        let report = try await store.reportInput(from: start, to: now, source: nil)
+        #expect(report.visits.count == 1 && report.stays.count == 1 && report.moods.count == 1)
     }
 
     @Test("a database written by 0.4.0 is upgraded in place: its records are kept, stays now belong to visits")
@@ -314,9 +401,12 @@ struct StoreTests {
         #expect(orphans == 0)
     }
 
-    @Test("history pages visits overlapping a window in order of first sighting, a long visit included")
-    func historyPages() async throws {
-        let store = try EventStore(path: try temporaryDatabase())
+    @Test(
+        "history pages visits overlapping a window in order of first sighting, a long visit included",
+        arguments: LogKind.allCases)
+    func historyPages(kind: LogKind) async throws {
+        let (store, _, server) = try await kind.make()
+        defer { server?.stop() }
         var visit = Visit(start: start)
         // One visit an hour for two days (the whole() visit lasts 8 s), and one that began 30 hours before the end.
         var batch: [Publication] = []
@@ -327,7 +417,7 @@ struct StoreTests {
         // The last six hours: six hourly visits, and the long one (first seen before them).
         let from = start.addingTimeInterval(42 * 3_600 - 1)
         var seen: [Data] = []
-        var cursor: EventStore.VisitCursor?
+        var cursor: VisitCursor?
         repeat {
             let page = try await store.visits(from: from, to: .distantFuture, after: cursor, limit: 3)
             seen += page.records
@@ -337,7 +427,7 @@ struct StoreTests {
         #expect(seen.count == 7)
         #expect(firstSeen == firstSeen.sorted())
         #expect(firstSeen.first == start.addingTimeInterval(18 * 3_600))
-        #expect(EventStore.VisitCursor("garbage") == nil && EventStore.VisitCursor("1.5:7")?.description == "1.5:7")
+        #expect(VisitCursor("garbage") == nil && VisitCursor("1.5:7")?.description == "1.5:7")
     }
 
     @Test("database failures say which file and what is wrong: full disk, locked, not a database")

@@ -150,6 +150,29 @@ public final class MQTTBroker: @unchecked Sendable {
     public var url: String { "mqtt://127.0.0.1:\(port)" }
 }
 
+/// A database server stand-in: Debian's PostgreSQL (`postgres_server.py`), a throwaway cluster in a folder of its
+/// own on a loopback port, user `sentinel` with trust authentication, stopped with the test.
+public final class PostgresServer: @unchecked Sendable {
+    public let port: Int
+    public let folder: URL
+    private let server: OwnedProcess
+
+    public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/postgres_server.py").path
+
+    public init() async throws {
+        folder = try Fixtures.temporaryFolder()
+        (server, port) = try await OwnedProcess.server(Self.script, ["--folder", folder.path])
+    }
+
+    /// A database of its own on this server, for one store.
+    public var url: String { "postgres://sentinel@127.0.0.1:\(port)/postgres" }
+
+    /// Stops the server (a fast shutdown).
+    public func stop() { server.finish() }
+
+    deinit { stop() }
+}
+
 extension Process {
     /// Awaits the end of the process, at most `seconds` (polling, holding no thread); false if it is still running.
     public func ended(within seconds: Double = .infinity) async -> Bool {
