@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <time.h>
 
 typedef struct {
@@ -58,6 +59,9 @@ struct snl_mqtt {
     snl_mqtt_state state;
     queue acks;      // of snl_mqtt_ack
     queue messages;  // of snl_mqtt_message
+    int hold;        // acknowledge received messages only once released (snl_mqtt_hold_acknowledgements)
+    long handed;     // messages handed over, counted from the first connection (each message's sequence)
+    long released;   // every message up to this sequence may be acknowledged
     subscription *subscriptions;
     int subscription_count;
 };
@@ -139,9 +143,11 @@ static void on_message(struct mosquitto *mosq, void *object, const struct mosqui
     }
     memcpy(payload, message->payload, (size_t)message->payloadlen);
     ((char *)payload)[message->payloadlen] = 0;
-    snl_mqtt_message received = {topic, payload, message->payloadlen};
+    snl_mqtt_message received = {topic, payload, message->payloadlen, 0};
     pthread_mutex_lock(&c->lock);
+    received.sequence = c->handed + 1;
     int kept = queue_push(&c->messages, &received);
+    if (kept) c->handed += 1;
     pthread_mutex_unlock(&c->lock);
     if (!kept) snl_mqtt_message_free(&received);
 }
@@ -166,6 +172,53 @@ static int is_stopping(snl_mqtt *c) {
     int stopping = c->stopping;
     pthread_mutex_unlock(&c->lock);
     return stopping;
+}
+
+/// Waits until every message handed over has been released, at most `seconds`; true when they all are.
+static int wait_released(snl_mqtt *c, double seconds) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long nanoseconds = until.tv_nsec + (long)(seconds * 1e9);
+    until.tv_sec += nanoseconds / 1000000000L;
+    until.tv_nsec = nanoseconds % 1000000000L;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stopping && c->released < c->handed && pthread_cond_timedwait(&c->wake, &c->lock, &until) == 0) {
+    }
+    int released = c->released >= c->handed;
+    pthread_mutex_unlock(&c->lock);
+    return released;
+}
+
+/// At most this many packets are read in one turn before what they handed over must be released.
+#define SNL_MQTT_READ_BURST 1000
+
+/// One turn of the connection. A client that holds acknowledgements runs the loop in parts: libmosquitto queues a
+/// QoS 1 message's PUBACK before it hands the message over, and writes it with whatever else is queued, so this
+/// writes only once every message handed over has been released by the owner (stored, for a fleet), and reads no
+/// more until then. What arrived meanwhile waits in the socket and at the broker, which holds what was never
+/// acknowledged for this client's session: a client killed between reading and releasing loses nothing.
+static int serve(snl_mqtt *c) {
+    if (!c->hold) return mosquitto_loop(c->mosq, 100, 1);
+    if (!wait_released(c, 0.1)) return mosquitto_loop_misc(c->mosq);
+    if (mosquitto_want_write(c->mosq)) {
+        int rc = mosquitto_loop_write(c->mosq, 1);
+        if (rc != MOSQ_ERR_SUCCESS) return rc;
+    }
+    struct timeval timeout = {0, 100000};
+    for (int i = 0; i < SNL_MQTT_READ_BURST; i++) {
+        int sock = mosquitto_socket(c->mosq);
+        if (sock < 0) return MOSQ_ERR_NO_CONN;
+        fd_set readable;
+        FD_ZERO(&readable);
+        FD_SET(sock, &readable);
+        int ready = select(sock + 1, &readable, NULL, NULL, &timeout);
+        if (ready < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
+        if (ready == 0) break;
+        int rc = mosquitto_loop_read(c->mosq, 1);
+        if (rc != MOSQ_ERR_SUCCESS) return rc;
+        timeout = (struct timeval){0, 0};
+    }
+    return mosquitto_loop_misc(c->mosq);
 }
 
 /// Seconds a broker has to answer CONNECT once the TCP connection is up.
@@ -197,7 +250,12 @@ static void *network(void *argument) {
             struct timespec started;
             clock_gettime(CLOCK_MONOTONIC, &started);
             int unanswered = 0;
-            while (!is_stopping(c) && (rc = mosquitto_loop(c->mosq, 100, 1)) == MOSQ_ERR_SUCCESS) {
+            // A new connection: what was handed over before and never acknowledged comes again (its PUBACKs, queued
+            // on the old one, are gone), so only later sequences are held.
+            pthread_mutex_lock(&c->lock);
+            c->released = c->handed;
+            pthread_mutex_unlock(&c->lock);
+            while (!is_stopping(c) && (rc = serve(c)) == MOSQ_ERR_SUCCESS) {
                 pthread_mutex_lock(&c->lock);
                 int answered = c->state.connects > connects_before || c->state.failures > failures_before;
                 pthread_mutex_unlock(&c->lock);
@@ -340,6 +398,24 @@ snl_mqtt_status snl_mqtt_will(
         return SNL_MQTT_ERR_ARGUMENT;
     }
     return SNL_MQTT_OK;
+}
+
+snl_mqtt_status snl_mqtt_hold_acknowledgements(snl_mqtt *c, int receive_maximum, snl_mqtt_error *error) {
+    if (c == NULL || c->started || receive_maximum < 1 || receive_maximum > 65535) {
+        fail(error, "%sacknowledgements are held from before the client starts, with a receive maximum of 1 to 65535", NULL);
+        return SNL_MQTT_ERR_ARGUMENT;
+    }
+    c->hold = 1;
+    mosquitto_int_option(c->mosq, MOSQ_OPT_RECEIVE_MAXIMUM, receive_maximum);
+    return SNL_MQTT_OK;
+}
+
+void snl_mqtt_release(snl_mqtt *c, long sequence) {
+    if (c == NULL) return;
+    pthread_mutex_lock(&c->lock);
+    if (sequence > c->released) c->released = sequence < c->handed ? sequence : c->handed;
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->lock);
 }
 
 snl_mqtt_status snl_mqtt_subscribe(snl_mqtt *c, const char *topic, int qos, snl_mqtt_error *error) {

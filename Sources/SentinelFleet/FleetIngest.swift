@@ -30,11 +30,17 @@ final class FleetIngest: Service, Sendable {
     let telemetry: Telemetry
     let logger: Logger
     let check: EventCheck
+    /// Rung by the store writer as it commits.
+    let commits: Doorbell
+    /// What the hub holds (`store.bufferEvents`).
+    let bufferEvents: Int
 
     init(
-        broker: FleetBroker, sites: FleetSites, store: any EventLog, hub: Hub, live: LiveState, policy: PrivacyPolicy,
-        telemetry: Telemetry, logger: Logger
+        broker: FleetBroker, sites: FleetSites, store: any EventLog, hub: Hub, bufferEvents: Int, commits: Doorbell,
+        live: LiveState, policy: PrivacyPolicy, telemetry: Telemetry, logger: Logger
     ) {
+        self.commits = commits
+        self.bufferEvents = bufferEvents
         self.broker = broker
         self.sites = sites
         self.store = store
@@ -86,6 +92,10 @@ final class FleetIngest: Service, Sendable {
     func run() async throws {
         let client = try broker.connection.client(
             cleanStart: false, sessionExpiry: UInt32(broker.sessionExpiryHours * 3_600), section: FleetBroker.section)
+        // A message is acknowledged to the broker once it is stored (or refused, or found a duplicate), never before:
+        // what this process had taken and not stored when it died comes again from the session. The broker sends at
+        // most this many unacknowledged, fewer than the hub holds, so the hub never drops a forwarded event.
+        try client.holdAcknowledgements(receiveMaximum: min(1_000, max(1, bufferEvents / 2)))
         try client.subscribe(broker.eventsFilter)
         try client.subscribe(broker.availabilityFilter)
         try client.start(broker.connection.endpoint)
@@ -99,20 +109,34 @@ final class FleetIngest: Service, Sendable {
         logger.info(
             "following the sites through the broker",
             metadata: ["broker": "\(broker.connection.url)", "subscription": "\(broker.eventsFilter)"])
+        // The messages taken and not acknowledged yet, in order: each with its place among the hub's forwarded
+        // entries, if it was forwarded (a refused message or a duplicate has nothing to wait for).
+        var unacknowledged: [(sequence: Int, forwarded: Int?)] = []
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             let messages = client.takeMessages()
-            for message in messages { take(message, &progress) }
+            for message in messages { unacknowledged.append((message.sequence, take(message, &progress))) }
+            let settled = hub.settled
+            let safe = unacknowledged.prefix { ($0.forwarded ?? 0) <= settled }
+            if let last = safe.last {
+                client.release(through: last.sequence)
+                unacknowledged.removeFirst(safe.count)
+            }
             report(client.state, &progress)
-            if messages.isEmpty { try? await Task.sleep(for: .milliseconds(20)) }
+            // The writer rings as it commits: what it stored is acknowledged at once.
+            if messages.isEmpty { await commits.wait(timeout: .milliseconds(5)) }
         }
         // Disconnect first, so nothing more is acknowledged, then hand over what arrived: the writer, stopped after
-        // this service, stores it. What the broker sent and this fleet did not acknowledge comes again next time.
+        // this service, stores it. What the broker sent and this fleet did not acknowledge comes again next time,
+        // and is dropped then as logged already.
         client.stop()
         for message in client.takeMessages() { take(message, &progress) }
         report(client.state, &progress, force: true)
     }
 
-    private func take(_ message: MQTTClient.Message, _ progress: inout Progress) {
+    /// Checks a message and hands it to the hub; returns its place among the hub's forwarded entries if it was
+    /// forwarded.
+    @discardableResult
+    private func take(_ message: MQTTClient.Message, _ progress: inout Progress) -> Int? {
         let prefix = broker.connection.topicPrefix + "/"
         let levels = message.topic.hasPrefix(prefix) ? message.topic.dropFirst(prefix.count).split(separator: "/") : []
         switch levels.count {
@@ -128,13 +152,14 @@ final class FleetIngest: Service, Sendable {
         case 3:
             let site = String(levels[0])
             do {
-                try forward(message, site: site, stream: String(levels[1]), type: String(levels[2]), &progress)
+                return try forward(message, site: site, stream: String(levels[1]), type: String(levels[2]), &progress)
             } catch {
                 reject(error, site: site, &progress)
             }
         default:
             break
         }
+        return nil
     }
 
     /// Whether the fleet takes `site`'s messages: allowed, or learned already.
@@ -173,9 +198,10 @@ final class FleetIngest: Service, Sendable {
         var payload: Content
     }
 
+    /// Returns the message's place among the hub's forwarded entries, or nil for a duplicate.
     private func forward(
         _ message: MQTTClient.Message, site: String, stream: String, type: String, _ progress: inout Progress
-    ) throws(InvalidEvent) {
+    ) throws(InvalidEvent) -> Int? {
         let decoder = JSONDecoder.sentinel()
         func decode<T: Decodable>(_ type: T.Type) throws(InvalidEvent) -> T {
             do { return try decoder.decode(type, from: message.payload) } catch {
@@ -202,20 +228,21 @@ final class FleetIngest: Service, Sendable {
         guard envelope.id > last || store.isShared else {
             progress.sites[site]?.duplicates += 1
             telemetry.fleetDuplicates.increment()
-            return
+            return nil
         }
         let window = idWindow(site, last: last, progress)
         guard (store.isShared ? 1...window.upperBound : window).contains(envelope.id) else {
             throw InvalidEvent(.id, "id", "beyond the ids the site's last one (\(last)) makes plausible")
         }
         let origin = Publication.Origin(site: site, id: envelope.id)
+        let place: Int
         switch LoggedEvent.Kind(rawValue: type) {
         case .gauge:
             var reading = try decode(Payload<GaugeReading>.self).payload
             try check.validate(reading)
             reading.sources = Dictionary(uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
             reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
-            hub.forward(reading, origin: origin)
+            place = hub.forward(reading, origin: origin)
         case .visitor(let kind):
             var event = try decode(Payload<VisitorEvent>.self).payload
             guard event.type == kind, event.visitor.sourceId == stream else {
@@ -226,7 +253,7 @@ final class FleetIngest: Service, Sendable {
             event.visitor.sourceId = "\(site)/\(stream)"
             event.visitor.faceId = "\(site):\(event.visitor.faceId)"
             learn(event, &progress)
-            hub.forward(policy.forwarded(event), origin: origin)
+            place = hub.forward(policy.forwarded(event), origin: origin)
         case nil:
             throw InvalidEvent(.format, "payloadType", "an event type Sentinel does not know")
         }
@@ -249,6 +276,7 @@ final class FleetIngest: Service, Sendable {
         progress.sites[site] = health
         progress.lastTaken[site] = .now
         telemetry.fleetReceived.increment()
+        return place
     }
 
     /// A new camera or zone is listed by the API from its first event on.

@@ -49,9 +49,9 @@ public struct FleetService: Sendable {
             publishing: publishing, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
             logger: logger)
         let ingest = FleetIngest(
-            broker: definition.broker, sites: definition.sites, store: store, hub: hub, live: live,
-            policy: definition.privacy,
-            telemetry: telemetry, logger: logger)
+            broker: definition.broker, sites: definition.sites, store: store, hub: hub,
+            bufferEvents: definition.store.bufferEvents, commits: broadcaster.commits, live: live,
+            policy: definition.privacy, telemetry: telemetry, logger: logger)
         let api = HTTPAPI(
             settings: server, store: store, live: live, hub: hub, broadcaster: broadcaster, telemetry: telemetry,
             tokens: tokens, publishing: publishing, logger: logger)

@@ -46,6 +46,8 @@ public final class MQTTClient {
     public struct Message: Sendable, Equatable {
         public var topic: String
         public var payload: Data
+        /// Its place among the messages this client received, from 1 (see `release(through:)`).
+        public var sequence: Int = 0
     }
 
     /// `cleanStart: false` with a `sessionExpiry` keeps the broker's session (subscriptions, queued messages) across
@@ -73,6 +75,16 @@ public final class MQTTClient {
     public func will(topic: String, payload: String, retain: Bool) throws(MQTTError) {
         try Self.call { snl_mqtt_will(handle, topic, payload, 1, retain ? 1 : 0, $0) }
     }
+
+    /// Acknowledges each QoS 1 message received only once `release(through:)` has released it, the broker sending at
+    /// most `receiveMaximum` unacknowledged (before `start`): what this client's owner has not made safe comes again
+    /// after a crash, from the broker's session.
+    public func holdAcknowledgements(receiveMaximum: Int) throws(MQTTError) {
+        try Self.call { snl_mqtt_hold_acknowledgements(handle, Int32(receiveMaximum), $0) }
+    }
+
+    /// Releases every message received up to `sequence`: they are acknowledged to the broker.
+    public func release(through sequence: Int) { snl_mqtt_release(handle, sequence) }
 
     /// Subscribes at every connection (before `start`).
     public func subscribe(_ topic: String, qos: Int = 1) throws(MQTTError) {
@@ -133,7 +145,8 @@ public final class MQTTClient {
                 messages.append(
                     Message(
                         topic: String(cString: buffer[i].topic),
-                        payload: Data(bytes: buffer[i].payload, count: Int(buffer[i].length))))
+                        payload: Data(bytes: buffer[i].payload, count: Int(buffer[i].length)),
+                        sequence: buffer[i].sequence))
                 snl_mqtt_message_free(&buffer[i])
             }
         }

@@ -4,7 +4,7 @@ import NIOSSL
 import PostgresNIO
 import SentinelAggregates
 public import SentinelConfig
-public import SentinelCore
+import SentinelCore
 public import SentinelStore
 
 /// The event log on a PostgreSQL server, shared by the replicas of a fleet: the same tables, guarantees and answers

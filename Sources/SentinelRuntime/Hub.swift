@@ -31,10 +31,14 @@ public final class Hub: Sendable {
     private struct Queue {
         var pending: [Entry] = []
         var dropped = 0
+        /// Forwarded entries handed over so far, and of those (the oldest first) the ones committed or dropped.
+        var forwarded = 0
+        var settled = 0
 
         /// Drops the oldest beyond `bound`; returns how many went.
         mutating func trim(to bound: Int) -> Int {
             let excess = max(pending.count - bound, 0)
+            settled += pending.prefix(excess).filter(\.isForwarded).count
             pending.removeFirst(excess)
             dropped += excess
             return excess
@@ -54,13 +58,26 @@ public final class Hub: Sendable {
     }
 
     /// What another box logged and forwarded (`sentinel fleet`): a visitor event as this box's policy masks it.
-    public func forward(_ masked: Masked, origin: Publication.Origin) {
+    /// Returns its place among the forwarded entries (see `settled`).
+    @discardableResult
+    public func forward(_ masked: Masked, origin: Publication.Origin) -> Int {
         append(.event(masked, capturedAt: nil, origin: origin))
     }
 
     /// A gauge reading another box logged and forwarded: logged as it is, in that site's gauge stream.
-    public func forward(_ reading: GaugeReading, origin: Publication.Origin) {
+    @discardableResult
+    public func forward(_ reading: GaugeReading, origin: Publication.Origin) -> Int {
         append(.publication(.gauge(reading, origin: origin), capturedAt: nil))
+    }
+
+    /// How many forwarded entries, the oldest first, are settled: committed by the writer (or found logged already),
+    /// or dropped by the bound. A forwarded entry whose place is at most this is safe to acknowledge to its sender.
+    package var settled: Int { queue.withLock { $0.settled } }
+
+    /// The writer committed a batch holding `count` forwarded entries.
+    func settle(_ count: Int) {
+        guard count > 0 else { return }
+        queue.withLock { $0.settled += count }
     }
 
     /// A frame was processed at `time`. Ticks with nothing between them are one: only the latest counts, so a
@@ -69,17 +86,21 @@ public final class Hub: Sendable {
         append(.tick(time))
     }
 
-    private func append(_ entry: Entry) {
-        let (dropped, depth) = queue.withLock { queue in
+    /// Returns the count of forwarded entries handed over so far.
+    @discardableResult
+    private func append(_ entry: Entry) -> Int {
+        let (dropped, depth, forwarded) = queue.withLock { queue in
             if case .tick = entry, case .tick = queue.pending.last {
                 queue.pending[queue.pending.count - 1] = entry
             } else {
                 queue.pending.append(entry)
             }
-            return (queue.trim(to: bound), queue.pending.count)
+            if entry.isForwarded { queue.forwarded += 1 }
+            return (queue.trim(to: bound), queue.pending.count, queue.forwarded)
         }
         report(dropped: dropped, depth: depth)
         wake.yield()
+        return forwarded
     }
 
     /// Takes up to `limit` waiting entries, oldest first.
@@ -112,4 +133,15 @@ public final class Hub: Sendable {
     package var counts: (waiting: Int, dropped: Int) { queue.withLock { ($0.pending.count, $0.dropped) } }
 
     func wakeUp() { wake.yield() }
+}
+
+extension Hub.Entry {
+    /// Whether another box logged it first.
+    var isForwarded: Bool {
+        switch self {
+        case .event(_, _, let origin): origin != nil
+        case .tick: false
+        case .publication(let publication, _): publication.origin != nil
+        }
+    }
 }

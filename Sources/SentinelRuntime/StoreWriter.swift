@@ -170,6 +170,7 @@ public final class StoreWriter: Service, Sendable {
                 return false
             }
             telemetry.storeLatency.recordInterval(since: start)
+            hub.settle(batch.filter { $0.origin != nil }.count)
             if progress.failure != nil {
                 logger.notice(
                     "the store is writable again; flushing the events kept in memory",

@@ -52,6 +52,8 @@ typedef struct {
     char *topic;
     void *payload;
     int length;
+    /// Its place among the messages this client received, from 1 (for `snl_mqtt_release`).
+    long sequence;
 } snl_mqtt_message;
 
 /// A client with this id. `clean_start` 0 keeps the broker's session (subscriptions and queued messages) across
@@ -68,6 +70,12 @@ snl_mqtt_status snl_mqtt_tls(snl_mqtt *client, const char *ca_file, snl_mqtt_err
 /// The last will, published by the broker when the connection is lost without a disconnect.
 snl_mqtt_status snl_mqtt_will(
     snl_mqtt *client, const char *topic, const char *payload, int qos, int retain, snl_mqtt_error *error);
+/// Acknowledges a received QoS 1 message only once the owner has released it (`snl_mqtt_release`), with the
+/// broker sending at most `receive_maximum` unacknowledged messages: given before `snl_mqtt_start`. Without it a
+/// message is acknowledged as it is handed over.
+snl_mqtt_status snl_mqtt_hold_acknowledgements(snl_mqtt *client, int receive_maximum, snl_mqtt_error *error);
+/// Releases every message up to `sequence` (a message's own): they may be acknowledged.
+void snl_mqtt_release(snl_mqtt *client, long sequence);
 /// Topics to subscribe to (MQTT 5 shared subscriptions such as `$share/group/topic` allowed) at every connect.
 snl_mqtt_status snl_mqtt_subscribe(snl_mqtt *client, const char *topic, int qos, snl_mqtt_error *error);
 
