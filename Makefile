@@ -7,7 +7,7 @@
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := libopencv-dev opencv-data libsqlite3-dev python3-h5py python3-onnx python3-numpy python3-pip python3-jsonschema \
 	python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv \
-	libmosquitto-dev mosquitto libjs-chart.js chromium python3-websocket python3-scipy python3-pandas systemd
+	libmosquitto-dev mosquitto libjs-chart.js chromium python3-websocket python3-scipy python3-pandas systemd postgresql
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4
 DEBUG := .build/debug/sentinel

@@ -308,7 +308,7 @@ let package = Package(
                 "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelPipeline",
                 "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
-                "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelZoneEditor",
+                "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelZoneEditor", "SentinelPostgres",
                 "SentinelVision",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

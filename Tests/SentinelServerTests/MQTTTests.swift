@@ -8,6 +8,7 @@ import SentinelFleet
 import SentinelHTTP
 import SentinelLoopback
 import SentinelMQTT
+import SentinelPostgres
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer
@@ -518,17 +519,13 @@ struct FleetTests {
                 })
         }
         var fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab] }")
-        func poll(_ condition: () async throws -> Bool) async throws -> Bool {
-            for _ in 0..<500 where !(try await condition()) { try await Task.sleep(for: .milliseconds(20)) }
-            return try await condition()
-        }
         func health() async throws -> [String: Any] {
             let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
             return (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any] ?? [:]
         }
         let site = try MQTTClient(clientID: "hostile-site", cleanStart: true, sessionExpiry: 0)
         try site.start(MQTTEndpoint(url: broker.url)!)
-        #expect(try await poll { site.state.connected })
+        #expect(try await Self.poll { site.state.connected })
         let cases = try Self.mqttCorpus()
         let folderURL = Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt")
         for (index, entry) in cases.enumerated() {
@@ -539,7 +536,7 @@ struct FleetTests {
                 .replacingOccurrences(of: "@PAD@", with: String(repeating: "x", count: 100_000))
             try site.publish(topic: "sentinel/" + entry.topic, payload: Data(text.utf8))
             // One at a time, so the outcomes are the corpus's order's.
-            if index == 0 { #expect(try await poll { try await fleet.service.store.received()["lab"] == 1 }) }
+            if index == 0 { #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 1 }) }
         }
         let stored = cases.filter { $0.topic.hasPrefix("lab/") && $0.outcome == "stored" }.count
         let expected = Dictionary(
@@ -547,7 +544,7 @@ struct FleetTests {
                 .map { ($0.outcome, 1) }, uniquingKeysWith: +)
         var lab: [String: Any] = [:]
         #expect(
-            try await poll {
+            try await Self.poll {
                 lab = (try await health()["sites"] as? [[String: Any]])?.first { $0["site"] as? String == "lab" } ?? [:]
                 return lab["received"] as? Int == stored
                     && (lab["rejected"] as? [String: Int]).map { $0.values.reduce(0, +) }
@@ -564,7 +561,7 @@ struct FleetTests {
             uniquingKeysWith: +)
         var fleetHealth: [String: Any] = [:]
         #expect(
-            try await poll {
+            try await Self.poll {
                 fleetHealth = try await health()
                 return fleetHealth["rejected"] as? [String: Int] == unknown
             }, "\(fleetHealth)")
@@ -637,8 +634,12 @@ struct FleetTests {
         return client
     }
 
+    /// Whether `condition` holds within 10 s, asking every 20 ms.
     static func poll(_ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<500 where !(try await condition()) { try await Task.sleep(for: .milliseconds(20)) }
+        for _ in 0..<500 {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         return try await condition()
     }
 
@@ -779,6 +780,83 @@ struct FleetTests {
             health["missing"] as? Int == taken + held, "taken \(taken), held \(held), ids \(ids.sorted()), \(health)")
         lab.stop()
         try await fleet.stop()
+    }
+
+    @Test(
+        "two replicas share one PostgreSQL store through the group: one killed with -9 mid-run and started again, every event of every site is logged exactly once, and either answers for all"
+    )
+    func replicasOnPostgres() async throws {
+        let broker = try await MQTTBroker()
+        defer { broker.stop() }
+        let database = try await PostgresServer()
+        defer { database.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        func start(_ name: String) async throws -> RunningSentinel {
+            let file = folder.appendingPathComponent("\(name).yml")
+            try """
+            version: 1
+            broker: { url: "\(broker.url)", clientId: \(name), group: chain }
+            sites: { learn: 10 }
+            database: { url: "\(database.url)", tls: disable }
+            """.write(to: file, atomically: true, encoding: .utf8)
+            let logs = folder.appendingPathComponent(name + "-\(UUID().uuidString.prefix(4))")
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            let fleet = try await RunningSentinel(
+                arguments: ["fleet", file.path, "--port", "0"], folder: logs, database: database.url)
+            _ = try await Self.poll {
+                let health = try await fleet.json("/healthz")
+                return (health["fleet"] as? [String: Any])?["connected"] as? Bool == true
+            }
+            return fleet
+        }
+        var a = try await start("fleet-a")
+        let b = try await start("fleet-b")
+        let sites = ["paris-1", "lyon-2", "nice-3"]
+        let perSite: Int64 = 200
+        var clients: [MQTTClient] = []
+        for site in sites { clients.append(try await Self.site(broker, site)) }
+        // Each site sends its events at 100 a second; a dies a third of the way through, and comes back at the end.
+        for id in 1...perSite {
+            for (site, client) in zip(sites, clients) {
+                try client.publish(
+                    topic: "sentinel/\(site)/showroom/visitor.entered", payload: try Self.goodEvent(site: site, id: id))
+            }
+            if id == perSite / 3 { kill(a.process.processIdentifier, SIGKILL) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        a.process.waitUntilExit()
+        a = try await start("fleet-a")
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        var server = DatabaseServer(url: database.url)
+        server.tls = .disable
+        let log = try await PostgresEventStore.open(server, logger: logger)
+        defer { log.relinquish() }
+        var visitors: [String] = []
+        _ = try await Self.poll {
+            visitors = try await log.events(after: 0, limit: 10_000).filter { $0.type == .visitor(.entered) }.map {
+                try JSONDecoder.sentinel().decode(VisitorEvent.self, from: $0.payload).visitor.faceId
+            }
+            return visitors.count >= sites.count * Int(perSite)
+        }
+        let expected = sites.flatMap { site in (1...perSite).map { "\(site):\(Self.pseudonym($0))" } }
+        #expect(visitors.count == expected.count, "logged \(visitors.count) of \(expected.count)")
+        let missing = Set(expected).subtracting(visitors)
+        #expect(missing.isEmpty, "\(missing.count) never logged, such as \(missing.sorted().prefix(5))")
+        #expect(try await log.received() == Dictionary(uniqueKeysWithValues: sites.map { ($0, perSite) }))
+        // Either replica answers for every site from the shared store.
+        for fleet in [a, b] {
+            var seen = 0
+            var cursor: String?
+            repeat {
+                let page = try await fleet.json(
+                    "/api/visitors?from=2000-01-01T00:00:00Z&limit=1000" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                seen += (page["visitors"] as? [Any])?.count ?? 0
+                cursor = page["nextCursor"] as? String
+            } while cursor != nil
+            #expect(seen == expected.count)
+        }
+        for client in clients { client.stop() }
     }
 
     @Test(
