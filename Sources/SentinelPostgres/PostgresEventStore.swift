@@ -6,6 +6,7 @@ import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
 public import SentinelStore
+import Synchronization
 
 /// The event log on a PostgreSQL server, shared by the replicas of a fleet: the same tables, guarantees and answers
 /// as the SQLite store (`EventStore`), for many writers.
@@ -22,10 +23,14 @@ public final class PostgresEventStore: EventLog {
     let client: PostgresClient
     let runner: Task<Void, Never>
     let logger: Logger
+    /// The connection of its own on which this replica holds (or tries for) the lead.
+    let leadConnection: PostgresConnection.Configuration
+    private let lead = Mutex<(connection: PostgresConnection?, held: Bool)>((nil, false))
 
-    /// Appends take this lock, migrations the next: numbers no other program is likely to use.
+    /// Appends take this lock, migrations the next, the lead the third: numbers no other program is likely to use.
     static let appendLock: Int64 = 0x5345_4e54_0001
     static let migrationLock: Int64 = 0x5345_4e54_0002
+    static let leadLock: Int64 = 0x5345_4e54_0003
 
     /// Connects, waits for the server (at most `timeout`) and migrates the schema. A fleet's visits are its sites' to
     /// close, so nothing is closed as interrupted here.
@@ -36,18 +41,32 @@ public final class PostgresEventStore: EventLog {
             throw StoreError(.cannotOpen, "database \(server.url): not a postgres://user@host[:port]/database URL")
         }
         let tls: PostgresClient.Configuration.TLS
-        switch server.tls {
-        case .disable: tls = .disable
-        case .prefer: tls = .prefer(.makeClientConfiguration())
-        case .require: tls = .require(.makeClientConfiguration())
+        let leadTLS: PostgresConnection.Configuration.TLS
+        do {
+            switch server.tls {
+            case .disable:
+                (tls, leadTLS) = (.disable, .disable)
+            case .prefer:
+                tls = .prefer(.makeClientConfiguration())
+                leadTLS = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require:
+                tls = .require(.makeClientConfiguration())
+                leadTLS = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        } catch {
+            throw StoreError(.cannotOpen, "database \(endpoint): cannot set up TLS: \(error)", underlying: error)
         }
+        let password = try server.password()
         var configuration = PostgresClient.Configuration(
-            host: endpoint.host, port: endpoint.port, username: endpoint.user, password: try server.password(),
+            host: endpoint.host, port: endpoint.port, username: endpoint.user, password: password,
             database: endpoint.database, tls: tls)
         configuration.options.maximumConnections = server.connections
         configuration.options.minimumConnections = 1
         let store = PostgresEventStore(
             location: endpoint.description, client: PostgresClient(configuration: configuration, backgroundLogger: logger),
+            leadConnection: .init(
+                host: endpoint.host, port: endpoint.port, username: endpoint.user, password: password,
+                database: endpoint.database, tls: leadTLS),
             logger: logger)
         do {
             try await store.within(timeout) { try await store.migrate() }
@@ -58,17 +77,52 @@ public final class PostgresEventStore: EventLog {
         return store
     }
 
-    private init(location: String, client: PostgresClient, logger: Logger) {
+    private init(
+        location: String, client: PostgresClient, leadConnection: PostgresConnection.Configuration, logger: Logger
+    ) {
         self.location = location
         self.client = client
+        self.leadConnection = leadConnection
         self.logger = logger
         runner = Task { await client.run() }
     }
 
-    deinit { runner.cancel() }
+    deinit { relinquish() }
 
-    /// Closes the connections.
-    public func relinquish() { runner.cancel() }
+    /// Closes the connections, and with the lead's the lead.
+    public func relinquish() {
+        runner.cancel()
+        if let connection = lead.withLock({ state in defer { state = (nil, false) }; return state.connection }) {
+            Task { try? await connection.close() }
+        }
+    }
+
+    /// One replica leads: the one holding a session advisory lock on a connection of its own. When it dies its
+    /// session ends, the server releases the lock, and the next replica to ask takes the lead.
+    public func leads() async -> Bool {
+        let (held, open) = lead.withLock { ($0.held, $0.connection.map { !$0.isClosed } ?? false) }
+        if held && open { return true }
+        do {
+            let connection: PostgresConnection
+            if open, let kept = lead.withLock({ $0.connection }) {
+                connection = kept
+            } else {
+                connection = try await PostgresConnection.connect(configuration: leadConnection, id: 0, logger: logger)
+            }
+            var taken = false
+            for try await value in try await connection.query(
+                "SELECT pg_try_advisory_lock(\(Self.leadLock))", logger: logger
+            ).decode(Bool.self) {
+                taken = value
+            }
+            lead.withLock { $0 = (connection, taken) }
+            if taken && !held { logger.notice("this replica leads", metadata: ["database": "\(location)"]) }
+            return taken
+        } catch {
+            lead.withLock { $0 = (nil, false) }
+            return false
+        }
+    }
 
     public func check() async throws(StoreError) {
         _ = try await rows("SELECT 1") { _ in () }

@@ -19,6 +19,14 @@ public struct MaskedEvent: Sendable {
     }
 }
 
+extension MaskedEvent {
+    /// A published event read back from the event log, where it was put as the mask made it: a replica of a fleet
+    /// follows what the others logged.
+    public static func logged(_ json: Data) throws -> MaskedEvent {
+        MaskedEvent(output: .events, event: try JSONDecoder.sentinel().decode(VisitorEvent.self, from: json), json: json)
+    }
+}
+
 /// A visitor event as it leaves the mask: the store's copy, and the published copy made from it (what the event log,
 /// SSE and MQTT carry), which never holds more than either allowlist lets through, so a stream read back from the
 /// store is the stream that was sent. The mask makes both; the policy makes them for an event no mask saw (a visit a

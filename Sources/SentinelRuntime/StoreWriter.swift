@@ -35,6 +35,10 @@ public final class StoreWriter: Service, Sendable {
         var retention: RetentionJob
         /// The store's last failure, to log a change of state once, not every retry.
         var failure: StoreError?
+        /// A shared log: the last id published from it, and whether this replica leads (asked once a second).
+        var followed: Int64 = 0
+        var leading = true
+        var leadAsked = ContinuousClock.now - .seconds(1)
     }
 
     public init(
@@ -93,7 +97,17 @@ public final class StoreWriter: Service, Sendable {
         var progress = Progress(
             gauge: publishing.sentimentGauge(), now: live.now, retention: RetentionJob(policy: policy.retention))
         await recover(&progress.gauge)
+        if store.isShared { progress.followed = (try? await store.logBounds().last) ?? 0 }
         await withThrowingTaskGroup(of: Void.self) { group in
+            // A shared log grows with the other replicas' commits too: look every 100 ms.
+            if store.isShared {
+                group.addTask { [hub] in
+                    while true {
+                        hub.wakeUp()
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                }
+            }
             // Retention is due at start and then by the clock, not only when events arrive: a closed showroom still
             // forgets on time.
             group.addTask { [hub, interval = policy.retention.intervalSeconds] in
@@ -129,15 +143,18 @@ public final class StoreWriter: Service, Sendable {
 
     /// The publications a batch of the hub's entries makes, in order: each event's store copy and published copy
     /// (the gauge votes with the latter), and the gauge's readings as the ticks make them due.
-    private func publications(_ entries: [Hub.Entry], gauge: inout SentimentGauge)
+    private func publications(_ entries: [Hub.Entry], gauge: inout SentimentGauge, leading: Bool)
         -> [(publication: Publication, capturedAt: ContinuousClock.Instant?)]
     {
         entries.compactMap { entry in
             switch entry {
             case .event(let masked, let capturedAt, let origin):
-                gauge.record(masked.published)
+                // A replica of a shared log votes with what it follows, every replica's events.
+                if !store.isShared { gauge.record(masked.published) }
                 return (.visitor(stored: masked.stored, published: masked.published, origin: origin), capturedAt)
             case .tick(let time):
+                // Of replicas, the one that leads publishes the gauge.
+                guard leading else { return nil }
                 return gauge.tick(now: time).map { (.gauge($0), nil) }
             case .publication(let publication, let capturedAt):
                 return (publication, capturedAt)
@@ -148,8 +165,12 @@ public final class StoreWriter: Service, Sendable {
     /// Writes everything waiting; false when the database refused (what the writer made of the batch is back in
     /// the hub).
     func flush(_ progress: inout Progress) async -> Bool {
+        if store.isShared, ContinuousClock.now - progress.leadAsked >= .seconds(1) {
+            progress.leading = await store.leads()
+            progress.leadAsked = .now
+        }
         while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
-            let made = publications(entries, gauge: &progress.gauge)
+            let made = publications(entries, gauge: &progress.gauge, leading: progress.leading)
             guard !made.isEmpty else { continue }
             let batch = made.map(\.publication)
             let start = ContinuousClock.now
@@ -181,30 +202,71 @@ public final class StoreWriter: Service, Sendable {
                 $0.writable = true
                 $0.message = nil
             }
+            if store.isShared {
+                await follow(&progress)
+                continue
+            }
             var visitorEvents: [MaskedEvent] = []
+            var gauge: GaugeReading?
             for publication in batch {
                 switch publication {
-                case .visitor(_, let published, _):
-                    progress.now.occupancy.process(published)
-                    visitorEvents.append(published)
-                case .gauge(let reading, nil): progress.now.gauge = reading
+                case .visitor(_, let published, _): visitorEvents.append(published)
+                case .gauge(let reading, nil): gauge = reading
                 case .gauge: break
                 }
             }
-            live.publish(progress.now)
-            telemetry.record(visitorEvents)
-            telemetry.record(
-                progress.now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), progress.now.gauge)
-            let published = ContinuousClock.now
-            broadcaster.publish(logged)
-            telemetry.publishLatency.recordInterval(since: published)
+            publish(logged, visitorEvents, gauge: gauge, &progress)
             for case let captured? in made.map(\.capturedAt) {
                 telemetry.captureToPublish.recordInterval(since: captured)
             }
-            telemetry.eventsPublished.increment(by: logged.count)
         }
+        if store.isShared { await follow(&progress) }
         await runRetention(&progress.retention)
         return true
+    }
+
+    /// Hands what was committed to who-is-present, the live state and the SSE clients.
+    private func publish(
+        _ logged: [LoggedEvent], _ visitorEvents: [MaskedEvent], gauge: GaugeReading?, _ progress: inout Progress
+    ) {
+        for event in visitorEvents { progress.now.occupancy.process(event) }
+        if let gauge { progress.now.gauge = gauge }
+        live.publish(progress.now)
+        telemetry.record(visitorEvents)
+        telemetry.record(progress.now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), progress.now.gauge)
+        let published = ContinuousClock.now
+        broadcaster.publish(logged)
+        telemetry.publishLatency.recordInterval(since: published)
+        telemetry.eventsPublished.increment(by: logged.count)
+    }
+
+    /// A replica of a shared log publishes what every replica committed since it last looked, in log order (its
+    /// own commits come back the same way): its SSE clients, who is present and the gauge's votes are the whole
+    /// fleet's, whichever replica stored an event.
+    private func follow(_ progress: inout Progress) async {
+        let decoder = JSONDecoder.sentinel()
+        do {
+            while case let rows = try await store.events(after: progress.followed, limit: batchLimit), !rows.isEmpty {
+                var visitorEvents: [MaskedEvent] = []
+                var gauge: GaugeReading?
+                for row in rows {
+                    switch row.type {
+                    case .visitor:
+                        guard let event = try? MaskedEvent.logged(row.payload) else { continue }
+                        progress.gauge.record(event)
+                        visitorEvents.append(event)
+                    case .gauge where row.streamId == Publication.gaugeStream:
+                        gauge = try? decoder.decode(GaugeReading.self, from: row.payload)
+                    case .gauge:
+                        break
+                    }
+                }
+                progress.followed = rows[rows.count - 1].id
+                publish(rows, visitorEvents, gauge: gauge, &progress)
+            }
+        } catch {
+            logger.error("cannot read the shared log", metadata: ["error": "\(error.message)"])
+        }
     }
 
     private func runRetention(_ retention: inout RetentionJob) async {

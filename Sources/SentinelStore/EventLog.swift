@@ -43,6 +43,9 @@ public protocol EventLog: RetentionTarget, Sendable {
     func reportInput(from: Date, to: Date, source: String?) async throws(StoreError) -> ReportInput
     /// The last log id stored from each site that forwarded events to this log.
     func received() async throws(StoreError) -> [String: Int64]
+    /// Whether this process publishes what one process publishes for all (a fleet's gauge readings): always, for a
+    /// log of its own; for a shared one, while this replica holds the lead.
+    func leads() async -> Bool
     /// Gives up this process's claim on the log, once its service has stopped.
     func relinquish()
 }

@@ -105,6 +105,7 @@ public final class EventStore: EventLog {
     public var location: String { path }
     /// One process at a time (see `Owner`).
     public var isShared: Bool { false }
+    public func leads() async -> Bool { true }
     let pool: DatabasePool
     /// The store's records of the visits a crash (or kill -9) left open, closed as `interrupted` when this store was
     /// opened: the service publishes their `visitor.exited`, so clients drop them.

@@ -7,6 +7,7 @@ import SentinelCore
 import SentinelFleet
 import SentinelHTTP
 import SentinelLoopback
+import NIOCore
 import SentinelMQTT
 import SentinelPostgres
 import SentinelPrivacy
@@ -815,6 +816,17 @@ struct FleetTests {
         let perSite: Int64 = 200
         var clients: [MQTTClient] = []
         for site in sites { clients.append(try await Self.site(broker, site)) }
+        // b's SSE clients see every event as it is logged, whichever replica stored it.
+        // One connection, live from an empty log, no resuming: what a's commits are, b must follow as they happen.
+        let stream = Task {
+            var parser = EventStreamParser()
+            var messages: [EventStreamParser.Message] = []
+            try await LoopbackClient.get(port: b.port, path: "/events", timeout: .seconds(30)) { chunk in
+                messages += parser.feed(chunk.readableBytesView)
+                return messages.filter { $0.event == "visitor.entered" }.count < 600
+            }
+            return messages
+        }
         // Each site sends its events at 100 a second; a dies a third of the way through, and comes back at the end.
         for id in 1...perSite {
             for (site, client) in zip(sites, clients) {
@@ -844,6 +856,11 @@ struct FleetTests {
         let missing = Set(expected).subtracting(visitors)
         #expect(missing.isEmpty, "\(missing.count) never logged, such as \(missing.sorted().prefix(5))")
         #expect(try await log.received() == Dictionary(uniqueKeysWithValues: sites.map { ($0, perSite) }))
+        let streamed = try await stream.value.filter { $0.event == "visitor.entered" }.compactMap {
+            $0.id.flatMap { Int64($0) }
+        }
+        #expect(streamed.count == expected.count && Set(streamed).count == expected.count)
+        #expect(streamed == streamed.sorted(), "in log order")
         // Either replica answers for every site from the shared store.
         for fleet in [a, b] {
             var seen = 0

@@ -129,6 +129,26 @@ struct StoreTests {
         #expect(try await log.events(after: 0, limit: 10).count == 4)
     }
 
+    @Test("one replica of a PostgreSQL log leads at a time; when it goes, the next to ask takes the lead")
+    func oneLeader() async throws {
+        let (first, open, server) = try await LogKind.postgres.make()
+        defer { server?.stop() }
+        let second = try await open()
+        #expect(await first.leads())
+        #expect(await first.leads())
+        #expect(await !second.leads())
+        first.relinquish()
+        var taken = await second.leads()
+        for _ in 0..<50 {
+            if taken { break }
+            try await Task.sleep(for: .milliseconds(100))
+            taken = await second.leads()
+        }
+        #expect(taken)
+        let own = try EventStore(path: try temporaryDatabase())
+        #expect(await own.leads(), "a log of its own always leads")
+    }
+
     @Test("replicas appending to one PostgreSQL log at once: each origin once, ids and sequence numbers without gaps")
     func replicasShareTheLog() async throws {
         let (first, open, server) = try await LogKind.postgres.make()
