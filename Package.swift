@@ -264,7 +264,8 @@ let package = Package(
             ],
             path: "Tests/SentinelTestSupport",
             exclude: [
-                "rtsp_camera.py", "mqtt_broker.py", "postgres_server.py", "dashboard_probe.py", "chromium.py", "zone_editor_probe.py",
+                "rtsp_camera.py", "mqtt_broker.py", "postgres_server.py", "dashboard_probe.py", "chromium.py",
+                "zone_editor_probe.py",
                 "systemd_boot.sh",
             ]),
         /// The real binary as a user runs it: its commands, `sentinel run` (signals, crashes, bad sources), the

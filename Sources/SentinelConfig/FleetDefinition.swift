@@ -29,7 +29,8 @@ public struct FleetDefinition: Sendable {
 
     private static func read(_ root: Field, _ reader: ConfigReader) -> FleetDefinition? {
         guard
-            let top = reader.mapping(root, keys: ["version", "broker", "sites", "store", "database", "server", "privacy", "gauge"])
+            let top = reader.mapping(
+                root, keys: ["version", "broker", "sites", "store", "database", "server", "privacy", "gauge"])
         else { return nil }
         if let version = reader.required(top, "version", in: root), let value = reader.integer(version, in: 1...1000),
             value != 1

@@ -63,7 +63,8 @@ public final class PostgresEventStore: EventLog {
         configuration.options.maximumConnections = server.connections
         configuration.options.minimumConnections = 1
         let store = PostgresEventStore(
-            location: endpoint.description, client: PostgresClient(configuration: configuration, backgroundLogger: logger),
+            location: endpoint.description,
+            client: PostgresClient(configuration: configuration, backgroundLogger: logger),
             leadConnection: .init(
                 host: endpoint.host, port: endpoint.port, username: endpoint.user, password: password,
                 database: endpoint.database, tls: leadTLS),
@@ -92,7 +93,10 @@ public final class PostgresEventStore: EventLog {
     /// Closes the connections, and with the lead's the lead.
     public func relinquish() {
         runner.cancel()
-        if let connection = lead.withLock({ state in defer { state = (nil, false) }; return state.connection }) {
+        if let connection = lead.withLock({ state in
+            defer { state = (nil, false) }
+            return state.connection
+        }) {
             Task { try? await connection.close() }
         }
     }
@@ -406,7 +410,9 @@ public final class PostgresEventStore: EventLog {
 
     public func received() async throws(StoreError) -> [String: Int64] {
         Dictionary(
-            uniqueKeysWithValues: try await rows("SELECT site, received FROM inbox") { try $0.decode((String, Int64).self) })
+            uniqueKeysWithValues: try await rows("SELECT site, received FROM inbox") {
+                try $0.decode((String, Int64).self)
+            })
     }
 
     // MARK: Plumbing

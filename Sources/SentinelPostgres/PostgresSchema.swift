@@ -88,14 +88,16 @@ extension PostgresEventStore {
             if let unknown = applied.subtracting(known).sorted().first {
                 throw StoreError(
                     .other,
-                    "database \(location) was migrated by a newer Sentinel (migration \"\(unknown)\"): run that version")
+                    "database \(location) was migrated by a newer Sentinel (migration \"\(unknown)\"): run that version"
+                )
             }
             for migration in Self.migrations where !applied.contains(migration.name) {
                 for statement in migration.statements {
                     try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await db.query("INSERT INTO sentinel_migrations (name) VALUES (\(migration.name))", logger: logger)
-                logger.notice("migrated the database", metadata: ["database": "\(location)", "migration": "\(migration.name)"])
+                logger.notice(
+                    "migrated the database", metadata: ["database": "\(location)", "migration": "\(migration.name)"])
             }
         }
     }

@@ -23,7 +23,8 @@ extension MaskedEvent {
     /// A published event read back from the event log, where it was put as the mask made it: a replica of a fleet
     /// follows what the others logged.
     public static func logged(_ json: Data) throws -> MaskedEvent {
-        MaskedEvent(output: .events, event: try JSONDecoder.sentinel().decode(VisitorEvent.self, from: json), json: json)
+        MaskedEvent(
+            output: .events, event: try JSONDecoder.sentinel().decode(VisitorEvent.self, from: json), json: json)
     }
 }
 

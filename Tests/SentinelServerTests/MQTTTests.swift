@@ -1,13 +1,13 @@
 import Foundation
 import GRDB
 import Logging
+import NIOCore
 import SentinelClient
 import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
 import SentinelLoopback
-import NIOCore
 import SentinelMQTT
 import SentinelPostgres
 import SentinelPrivacy

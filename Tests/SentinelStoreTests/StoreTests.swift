@@ -273,7 +273,9 @@ struct StoreTests {
         #expect(plan.contains { $0.contains("events_stream_sequence") }, "\(plan)")
     }
 
-    @Test("visits and zone stays follow the events; the log holds exactly the published JSON", arguments: LogKind.allCases)
+    @Test(
+        "visits and zone stays follow the events; the log holds exactly the published JSON", arguments: LogKind.allCases
+    )
     func visitsAndStays(kind: LogKind) async throws {
         let (store, _, server) = try await kind.make()
         defer { server?.stop() }
