@@ -56,7 +56,7 @@ let package = Package(
                 "SentinelStore", "SentinelRuntime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         /// Domain types shared by every layer, the wire types (SentinelWire) among them.
@@ -239,7 +239,7 @@ let package = Package(
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
                 "SentinelStore", "SentinelRuntime", "SentinelHTTP", "SentinelServer", "SentinelFleet",
-                "SentinelLoopback",
+                "SentinelLoopback", "SentinelPostgres",
                 "SentinelMQTT", "SentinelAggregates",
                 "SentinelEval",
                 "SentinelSynth", "SentinelTuning", "SentinelCommandLine",
