@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
+#include <poll.h>
 #include <time.h>
 
 typedef struct {
@@ -204,19 +204,17 @@ static int serve(snl_mqtt *c) {
         int rc = mosquitto_loop_write(c->mosq, 1);
         if (rc != MOSQ_ERR_SUCCESS) return rc;
     }
-    struct timeval timeout = {0, 100000};
+    // poll, not select: a process with many connections (a fleet's SSE clients) gives sockets numbers past FD_SETSIZE.
+    int timeout = 100;
     for (int i = 0; i < SNL_MQTT_READ_BURST; i++) {
-        int sock = mosquitto_socket(c->mosq);
-        if (sock < 0) return MOSQ_ERR_NO_CONN;
-        fd_set readable;
-        FD_ZERO(&readable);
-        FD_SET(sock, &readable);
-        int ready = select(sock + 1, &readable, NULL, NULL, &timeout);
+        struct pollfd socket = {mosquitto_socket(c->mosq), POLLIN, 0};
+        if (socket.fd < 0) return MOSQ_ERR_NO_CONN;
+        int ready = poll(&socket, 1, timeout);
         if (ready < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
         if (ready == 0) break;
         int rc = mosquitto_loop_read(c->mosq, 1);
         if (rc != MOSQ_ERR_SUCCESS) return rc;
-        timeout = (struct timeval){0, 0};
+        timeout = 0;
     }
     return mosquitto_loop_misc(c->mosq);
 }

@@ -210,11 +210,13 @@ public final class PostgresEventStore: EventLog {
                     \(readings.map { String(decoding: $0.payload, as: UTF8.self) })::text[])
                 """, logger: logger)
         }
+        var visits: [(event: VisitorEvent, record: Data)] = []
         for publication in fresh {
             guard let visit = try publication.visit(encoder: encoder) else { continue }
-            try await record(visit.event, record: visit.record, in: db)
+            visits.append((visit.event, visit.record))
             longest = max(longest, visit.span)
         }
+        try await record(visits, in: db)
         if longest > 0 {
             try await db.query("UPDATE visit_span SET longest = greatest(longest, \(longest))", logger: logger)
         }
@@ -229,36 +231,54 @@ public final class PostgresEventStore: EventLog {
         return rows
     }
 
-    /// Keeps the visits and zone-stay tables in step with an event (the store's copy), as `EventStore` does.
-    private func record(_ event: VisitorEvent, record: Data, in db: PostgresConnection) async throws {
-        let visitor = event.visitor
-        let time = event.time.timeIntervalSince1970
+    /// Keeps the visits and zone-stay tables in step with a batch's events (the store's copies), as `EventStore` does
+    /// event by event: one statement for the visits (each as its last event in the batch left it, first seen as its
+    /// first said), then each zone stay in order.
+    private func record(_ events: [(event: VisitorEvent, record: Data)], in db: PostgresConnection) async throws {
+        guard !events.isEmpty else { return }
+        var order: [String] = []
+        var latest: [String: (event: VisitorEvent, record: Data, firstSeen: Double)] = [:]
+        for (event, record) in events {
+            let visitor = event.visitor
+            let firstSeen =
+                latest[visitor.faceId]?.firstSeen ?? (visitor.firstSeen ?? event.time).timeIntervalSince1970
+            if latest[visitor.faceId] == nil { order.append(visitor.faceId) }
+            latest[visitor.faceId] = (event, record, firstSeen)
+        }
+        let rows = order.compactMap { latest[$0] }
         try await db.query(
             """
             INSERT INTO visits (face_id, source_id, state, zone, first_seen, last_seen, exit_reason, record)
-            VALUES (\(visitor.faceId), \(visitor.sourceId), \(visitor.state.rawValue), \(visitor.zone),
-                \((visitor.firstSeen ?? event.time).timeIntervalSince1970), \(time), \(event.reason?.rawValue),
-                \(String(decoding: record, as: UTF8.self)))
+            SELECT face, source, state, NULLIF(zone, ''), first, last, NULLIF(reason, ''), record
+            FROM unnest(\(rows.map(\.event.visitor.faceId))::text[], \(rows.map(\.event.visitor.sourceId))::text[],
+                \(rows.map(\.event.visitor.state.rawValue))::text[], \(rows.map { $0.event.visitor.zone ?? "" })::text[],
+                \(rows.map(\.firstSeen))::float8[], \(rows.map(\.event.time.timeIntervalSince1970))::float8[],
+                \(rows.map { $0.event.reason?.rawValue ?? "" })::text[],
+                \(rows.map { String(decoding: $0.record, as: UTF8.self) })::text[])
+                AS t(face, source, state, zone, first, last, reason, record)
             ON CONFLICT (face_id) DO UPDATE SET state = excluded.state, zone = excluded.zone,
                 last_seen = excluded.last_seen, exit_reason = excluded.exit_reason, record = excluded.record
             """, logger: logger)
-        guard let stay = event.stay else { return }
-        switch event.type {
-        case .zoneEntered:
-            try await db.query(
-                """
-                INSERT INTO zone_stays (face_id, zone, entered_at)
-                VALUES (\(visitor.faceId), \(stay.zone), \(stay.enteredAt.timeIntervalSince1970))
-                """, logger: logger)
-        case .zoneExited:
-            try await db.query(
-                """
-                UPDATE zone_stays SET exited_at = \((stay.exitedAt ?? event.time).timeIntervalSince1970),
-                    dwell_seconds = \(stay.dwellSeconds)
-                WHERE face_id = \(visitor.faceId) AND zone = \(stay.zone) AND exited_at IS NULL
-                """, logger: logger)
-        default:
-            break
+        for (event, _) in events {
+            guard let stay = event.stay else { continue }
+            let face = event.visitor.faceId
+            switch event.type {
+            case .zoneEntered:
+                try await db.query(
+                    """
+                    INSERT INTO zone_stays (face_id, zone, entered_at)
+                    VALUES (\(face), \(stay.zone), \(stay.enteredAt.timeIntervalSince1970))
+                    """, logger: logger)
+            case .zoneExited:
+                try await db.query(
+                    """
+                    UPDATE zone_stays SET exited_at = \((stay.exitedAt ?? event.time).timeIntervalSince1970),
+                        dwell_seconds = \(stay.dwellSeconds)
+                    WHERE face_id = \(face) AND zone = \(stay.zone) AND exited_at IS NULL
+                    """, logger: logger)
+            default:
+                break
+            }
         }
     }
 

@@ -191,7 +191,9 @@ public final class StoreWriter: Service, Sendable {
                 return false
             }
             telemetry.storeLatency.recordInterval(since: start)
+            // What was forwarded is safe now: the fleet's ingest acknowledges it at once, before it is published.
             hub.settle(batch.filter { $0.origin != nil }.count)
+            broadcaster.commits.ring()
             if progress.failure != nil {
                 logger.notice(
                     "the store is writable again; flushing the events kept in memory",

@@ -124,7 +124,7 @@ struct BenchMQTT: AsyncParsableCommand {
     static func startMosquitto(in folder: URL) throws -> (String, Process) {
         let port = freeLoopbackPort()
         let config = folder.appendingPathComponent("mosquitto.conf")
-        try "listener \(port) 127.0.0.1\nallow_anonymous true\nlog_dest none\n\(getuid() == 0 ? "user root\n" : "")"
+        try "listener \(port) 127.0.0.1\nallow_anonymous true\nlog_dest none\nmax_inflight_messages 1000\n\(getuid() == 0 ? "user root\n" : "")"
             .write(to: config, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
