@@ -18,8 +18,8 @@ import time
 from chromium import Chromium
 
 CLICK_VISITOR = """(() => {
-  const rows = [...document.querySelectorAll('#visitors tr')];
-  const row = rows.find(r => r.cells[2].innerText !== '\u2013') || rows[0];
+  const row = [...document.querySelectorAll('#visitors tr')].find(r => r.cells[2].innerText !== '\u2013');
+  if (!row) return null;
   row.querySelector('button[data-visit]').click();
   return row.cells[0].innerText;
 })()"""
@@ -81,18 +81,27 @@ def main():
                 break
             time.sleep(0.5)
         if state.get("scope") == "visitors" and state.get("visitors"):
-            # A person's next steps: one visit, then a wider range of days.
-            # A visitor in a zone (one just seen may not have entered any yet).
-            while not any(row.split(" ")[2] != "\u2013" for row in state.get("visitors", [])) and time.time() < deadline + 20:
-                time.sleep(0.5)
+            # A person's next steps: one visit, then a wider range of days. A visitor in a zone is clicked (one just
+            # seen may not have entered any yet); the list refreshes, so if the visitor clicked had left the list by
+            # then, or no one was in a zone, another is clicked, until the visit shows its zones.
+            clicked, visitors = None, state.get("visitors", [])
+
+            def shown(state):
+                return clicked and state.get("stays") and (state.get("visit") or "").startswith(clicked + " ")
+
+            while not shown(state) and time.time() < deadline + 30:
                 state = json.loads(browser.evaluate(STATE))
-            # The list as it was when a visitor was clicked: the recording loops, and by the last step below everyone
-            # may have left (the page then rightly lists nobody).
-            visitors = state.get("visitors", [])
-            state["clicked"] = browser.evaluate(CLICK_VISITOR)
-            while not state.get("stays") and time.time() < deadline + 20:
-                time.sleep(0.5)
-                state = {**json.loads(browser.evaluate(STATE)), "clicked": state["clicked"]}
+                # The list as it was when a visitor was clicked: the recording loops, and by the last step below
+                # everyone may have left (the page then rightly lists nobody).
+                visitors = state.get("visitors", [])
+                clicked = browser.evaluate(CLICK_VISITOR)
+                shown_until = time.time() + 5
+                while clicked and not shown(state) and time.time() < shown_until:
+                    time.sleep(0.5)
+                    state = json.loads(browser.evaluate(STATE))
+                if not clicked:
+                    time.sleep(0.5)
+            state["clicked"] = clicked
             browser.evaluate(WIDEN_RANGE)
             while state.get("rangeBucket") != "per hour" and time.time() < deadline + 40:
                 time.sleep(0.5)
