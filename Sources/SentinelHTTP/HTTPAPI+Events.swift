@@ -107,20 +107,27 @@ extension HTTPAPI {
                 lastSent = try await replay(after: start, filter: filter, store: store, writer: &writer)
             }
             defer { logger.debug("SSE stream ended", metadata: ["lastEventId": "\(lastSent)"]) }
-            // Whatever the client has queued goes in one write.
+            // Whatever the client has queued goes in one write, each commit's buffer as the broadcaster made it.
             while let items = await subscription.next() {
-                var text = ""
+                var buffers: [ByteBuffer] = []
                 for item in items {
                     switch item {
-                    case .event(let event, let message):
-                        guard event.id > lastSent else { continue }
-                        text += message
-                        lastSent = event.id
+                    case .messages(let messages):
+                        if messages.events[0].id > lastSent {
+                            buffers.append(messages.text)
+                        } else {
+                            // Committed while the store was replayed to this client: only what it has not had.
+                            let rest = messages.events.filter { $0.id > lastSent }
+                            if !rest.isEmpty {
+                                buffers.append(ByteBuffer(string: rest.map(ServerSentEvents.message).joined()))
+                            }
+                        }
+                        lastSent = max(lastSent, messages.events[messages.events.count - 1].id)
                     case .heartbeat:
-                        text += ServerSentEvents.heartbeat
+                        buffers.append(ByteBuffer(string: ServerSentEvents.heartbeat))
                     }
                 }
-                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+                if !buffers.isEmpty { try await writer.write(contentsOf: buffers) }
             }
             if subscription.droppedMessages > 0 {
                 logger.warning("SSE client cut off: too slow", metadata: ["lastEventId": "\(lastSent)"])

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+public import NIOCore
 import SentinelCore
 public import SentinelStore
 import Synchronization
@@ -7,7 +8,7 @@ import Synchronization
 /// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.
 /// The zone filter applies to visitor events; gauge readings have no zone and pass it. A zone is written `name` (that
 /// zone at every camera) or `source/name` (at one camera).
-public struct EventFilter: Sendable, Equatable {
+public struct EventFilter: Sendable, Hashable {
     public var sources: Set<String>?
     public var zones: Set<String>?
     public var types: Set<LoggedEvent.Kind>?
@@ -49,8 +50,16 @@ public final class Broadcaster: Sendable {
 
     /// What a client's queue holds.
     public enum Item: Sendable {
-        case event(LoggedEvent, message: String)
+        case messages(Messages)
         case heartbeat
+    }
+
+    /// One commit's events that match a filter, and their messages rendered once into one buffer, shared by every
+    /// client with that filter: a client's write sends the buffer as it is.
+    public struct Messages: Sendable {
+        /// In log order, never empty.
+        public let events: [LoggedEvent]
+        public let text: ByteBuffer
     }
 
     /// One client's queue. The writer offers each commit's messages at once; the client's stream takes everything
@@ -121,24 +130,25 @@ public final class Broadcaster: Sendable {
 
         /// Queues one commit's messages for this client; false when they do not fit and the client has been cut off.
         /// Called by the writer alone.
-        fileprivate func offer(_ messages: [Item]) -> Bool {
+        fileprivate func offer(_ messages: Messages) -> Bool {
+            let count = messages.events.count
             if cut.load(ordering: .relaxed) > 0 {
-                cut.add(messages.count, ordering: .relaxed)
+                cut.add(count, ordering: .relaxed)
                 return false
             }
             var fits = true
             resume { queue in
                 guard !queue.finished else { return }
-                guard queue.events + messages.count <= capacity else {
+                guard queue.events + count <= capacity else {
                     fits = false
                     queue.finished = true
                     return
                 }
                 if queue.items.count == 1, case .heartbeat = queue.items[0] { queue.items = [] }
-                queue.items += messages
-                queue.events += messages.count
+                queue.items.append(.messages(messages))
+                queue.events += count
             }
-            if !fits { cut.add(messages.count, ordering: .relaxed) }
+            if !fits { cut.add(count, ordering: .relaxed) }
             return fits
         }
 
@@ -182,19 +192,28 @@ public final class Broadcaster: Sendable {
 
     public var subscriberCount: Int { state.withLock { $0.subscriptions.count } }
 
-    /// Offers committed events to every client whose filter matches; each message is rendered once.
+    /// Offers committed events to every client whose filter matches. Each message is rendered once, and each
+    /// filter's share of the commit is put in one buffer once, however many clients share that filter.
     public func publish(_ events: [LoggedEvent]) {
         guard !events.isEmpty else { return }
         commits.ring()
-        let messages = events.map { Item.event($0, message: ServerSentEvents.message(for: $0)) }
+        let rendered = events.map(ServerSentEvents.message)
+        var shares: [EventFilter: Messages?] = [:]
         let current = state.withLock { Array($0.subscriptions.values) }
         for subscription in current {
-            let matching = messages.filter { message in
-                guard case .event(let event, _) = message else { return false }
-                return subscription.filter.matches(event)
+            let share: Messages?
+            if let known = shares[subscription.filter] {
+                share = known
+            } else {
+                let matching = events.indices.filter { subscription.filter.matches(events[$0]) }
+                var text = ByteBuffer()
+                text.reserveCapacity(matching.reduce(0) { $0 + rendered[$1].utf8.count })
+                for index in matching { text.writeString(rendered[index]) }
+                share = matching.isEmpty ? nil : Messages(events: matching.map { events[$0] }, text: text)
+                shares[subscription.filter] = .some(share)
             }
-            guard !matching.isEmpty else { continue }
-            if !subscription.offer(matching) { telemetry.droppedBySlowClient.increment(by: matching.count) }
+            guard let share else { continue }
+            if !subscription.offer(share) { telemetry.droppedBySlowClient.increment(by: share.events.count) }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
@@ -64,14 +65,20 @@ struct FanOutTests {
         let broadcaster = Broadcaster(telemetry: Telemetry())
         let subscription = try #require(broadcaster.subscribe(EventFilter(), capacity: 10))
         // Three commits while the client is busy writing: its next take holds all of them.
+        let second = events(3...3)
         broadcaster.publish(events(1...2))
-        broadcaster.publish(events(3...3))
+        broadcaster.publish(second)
         broadcaster.publish(events(4...6))
         let taken = try #require(await subscription.next())
-        let ids = taken.compactMap { item -> Int64? in
-            if case .event(let event, _) = item { event.id } else { nil }
+        let ids = taken.flatMap { item -> [Int64] in
+            if case .messages(let messages) = item { messages.events.map(\.id) } else { [] }
         }
         #expect(ids == Array(1...6))
+        // Each commit's messages are one buffer, rendered as the stream's wire format.
+        let text = taken.map { item in
+            if case .messages(let messages) = item { String(buffer: messages.text) } else { "" }
+        }
+        #expect(text[1] == ServerSentEvents.message(for: second[0]))
         // A heartbeat while nothing is queued is taken alone; with something queued, the messages are enough.
         subscription.heartbeat()
         let beat = try #require(await subscription.next())
@@ -80,15 +87,27 @@ struct FanOutTests {
         broadcaster.publish(events(7...15))
         broadcaster.publish(events(16...17))
         #expect(subscription.droppedMessages == 2)
-        #expect(try #require(await subscription.next()).count == 9)
+        #expect(
+            try #require(await subscription.next()).map { if case .messages(let m) = $0 { m.events.count } else { 0 } }
+                == [9])
         #expect(await subscription.next() == nil)
         // A reader waiting when a commit lands is woken with it.
         let other = try #require(broadcaster.subscribe(EventFilter(), capacity: 10))
         async let woken = other.next()
         try await Task.sleep(for: .milliseconds(50))
         broadcaster.publish(events(18...19))
-        #expect(await woken?.count == 2)
+        #expect(await woken?.count == 1)
         broadcaster.close()
         #expect(await other.next() == nil)
+        // A client with a filter gets only its share of a commit, rendered for it alone.
+        let filtered = Broadcaster(telemetry: Telemetry())
+        let zoned = try #require(filtered.subscribe(EventFilter(zones: ["door"]), capacity: 10))
+        var mixed = events(20...22)
+        mixed[1].zone = "door"
+        filtered.publish(mixed)
+        let share = try #require(await zoned.next())
+        #expect(
+            share.map { if case .messages(let m) = $0 { String(buffer: m.text) } else { "" } }
+                == [ServerSentEvents.message(for: mixed[1])])
     }
 }
