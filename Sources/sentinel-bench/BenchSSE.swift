@@ -121,7 +121,14 @@ struct BenchSSE: AsyncParsableCommand {
         let atEnd = server.usage()
         // The child reads when the run began, then reports once every subscriber has everything (or gave up).
         input.fileHandleForWriting.write(Data("\(start.timeIntervalSince1970)\n".utf8))
-        let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // Read on a thread of its own: blocking one of the concurrency pool's threads (one per core) would leave the
+        // server under test one thread to deliver the rest with.
+        let report = await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    returning: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            }.start()
+        }
         child.waitUntilExit()
         let after = server.usage()
         // The subscriber process's CPU from when all were connected to its end: what it used in all, less what it had
