@@ -1,5 +1,6 @@
 import Foundation
 public import Hummingbird
+public import NIOCore
 import SentinelCore
 import SentinelRuntime
 
@@ -17,11 +18,16 @@ public enum AccessScope: String, Sendable {
     ]
 }
 
-/// The request context of the API: the scope the presented token grants.
+/// The request context of the API: the scope the presented token grants, and the connection's event loop.
 public struct APIContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var scope = AccessScope.visitors
-    public init(source: Source) { coreContext = .init(source: source) }
+    /// The thread that writes to this request's connection (an SSE stream runs its task there).
+    public let eventLoop: any EventLoop
+    public init(source: Source) {
+        coreContext = .init(source: source)
+        eventLoop = source.channel.eventLoop
+    }
 }
 
 /// The bearer tokens a server accepts, one per scope; with none configured (loopback only) every request has the
