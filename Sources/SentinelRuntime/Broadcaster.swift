@@ -37,7 +37,8 @@ public struct EventFilter: Sendable, Hashable {
 public final class Broadcaster: Sendable {
     private let state = Mutex(State())
     private let telemetry: Telemetry
-    /// Rung after every commit, for what follows the log without a queue of its own (the MQTT output).
+    /// Rung by the store writer after every commit, for what follows the log without a queue of its own (the MQTT
+    /// output) and what waits for its commits (the fleet's acknowledgements).
     package let commits = Doorbell()
 
     private struct State {
@@ -196,7 +197,6 @@ public final class Broadcaster: Sendable {
     /// filter's share of the commit is put in one buffer once, however many clients share that filter.
     public func publish(_ events: [LoggedEvent]) {
         guard !events.isEmpty else { return }
-        commits.ring()
         let rendered = events.map(ServerSentEvents.message)
         var shares: [EventFilter: Messages?] = [:]
         let current = state.withLock { Array($0.subscriptions.values) }

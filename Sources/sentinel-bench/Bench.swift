@@ -148,3 +148,10 @@ func freeLoopbackPort() -> Int {
     close(probe)
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+extension [Double] {
+    /// The value a fraction `p` (0...1) of the way up these values, which are sorted ascending; NaN when empty.
+    func percentile(_ p: Double) -> Double {
+        isEmpty ? .nan : self[Swift.min(count - 1, Int(Double(count) * p))]
+    }
+}

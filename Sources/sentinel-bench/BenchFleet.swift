@@ -183,9 +183,6 @@ struct BenchFleet: AsyncParsableCommand {
             }
         }
         latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
-        }
         let stored = seen.first.count
         let last = seen.first.values.max().map { ($0 - start).seconds } ?? .nan
         print(
@@ -198,7 +195,8 @@ struct BenchFleet: AsyncParsableCommand {
         print(
             String(
                 format: "%5d %10.1f %7d %7d %5d %5d %12.0f %8.1f %8.1f %8.1f  %.0f→%.0f", sites, rate, total, stored,
-                total - stored, seen.rows - stored, Double(stored) / last, percentile(0.5), percentile(0.99),
+                total - stored, seen.rows - stored, Double(stored) / last, latencies.percentile(0.5),
+                latencies.percentile(0.99),
                 latencies.last ?? .nan, rssBefore, rssAfter))
     }
 

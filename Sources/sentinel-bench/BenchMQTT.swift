@@ -76,9 +76,6 @@ struct BenchMQTT: AsyncParsableCommand {
             latencies.append((arrived - due).seconds * 1000)
         }
         latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
-        }
         let last = arrivals.first.values.max().map { ($0 - start).seconds } ?? .nan
         print("events  rate/s  delivered  lost  duplicates  sustained/s   p50 ms   p99 ms   max ms")
         let delivered = arrivals.first.count
@@ -87,7 +84,8 @@ struct BenchMQTT: AsyncParsableCommand {
         print(
             String(
                 format: "%6d %7.0f %10d %5d %11d %12.0f %8.1f %8.1f %8.1f", events, rate, delivered,
-                events - delivered, arrivals.duplicates, sustained, percentile(0.5), percentile(0.99), worst))
+                events - delivered, arrivals.duplicates, sustained, latencies.percentile(0.5),
+                latencies.percentile(0.99), worst))
     }
 
     /// Receives the bench's log events until `count` distinct ids have come or `within` seconds pass: when each id

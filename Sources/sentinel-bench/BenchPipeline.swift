@@ -233,9 +233,6 @@ struct BenchPipeline: ParsableCommand {
         }
         let counts = runner.edge.snapshot
         latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(p * Double(latencies.count)))]
-        }
         print("")
         print(
             String(
@@ -249,8 +246,9 @@ struct BenchPipeline: ParsableCommand {
                 100 * Double(counts.dropped) / Double(max(counts.captured, 1))))
         print(
             String(
-                format: "  capture-to-event latency p50 %.0f ms, p99 %.0f ms (%d events)", percentile(0.5) * 1000,
-                percentile(0.99) * 1000,
+                format: "  capture-to-event latency p50 %.0f ms, p99 %.0f ms (%d events)",
+                latencies.percentile(0.5) * 1000,
+                latencies.percentile(0.99) * 1000,
                 latencies.count))
         for (visitor, faceId) in zip(truth.visitors.sorted { $0.firstSeen < $1.firstSeen }, entered) {
             let expected = (visitor.lastSeen - visitor.firstSeen).seconds

@@ -64,9 +64,20 @@ struct BenchSSE: AsyncParsableCommand {
                 "sentinel-bench-sse-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
-            let ours = try await measure(try await SentinelServer(in: folder), subscribers: count)
+            // A run that fails stops its server: no nginx outlives the bench.
+            func measured(_ server: some FanOutServer) async throws -> (
+                delivered: Double, p99: Double, cpu: Double, rss: Double
+            ) {
+                do {
+                    return try await measure(server, subscribers: count)
+                } catch {
+                    try? await server.stop()
+                    throw error
+                }
+            }
+            let ours = try await measured(try await SentinelServer(in: folder))
             guard nchan else { continue }
-            let theirs = try await measure(try await NchanServer(in: folder), subscribers: count)
+            let theirs = try await measured(try await NchanServer(in: folder))
             print(
                 String(
                     format: "Sentinel / nchan: delivered %.2fx, p99 %.2fx, CPU %.2fx, RSS %.2fx",
@@ -359,11 +370,9 @@ struct Clients {
             }
         }
         latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
-        }
         let report = Report(
-            p50: percentile(0.5), p99: percentile(0.99), max: latencies.last ?? .nan, lost: lost, cutOff: cut,
+            p50: latencies.percentile(0.5), p99: latencies.percentile(0.99), max: latencies.last ?? .nan, lost: lost,
+            cutOff: cut,
             delivered: latencies.count, lastArrival: lastArrival)
         FileHandle.standardOutput.write(try JSONEncoder().encode(report))
     }

@@ -96,9 +96,9 @@ struct BenchStore: AsyncParsableCommand {
         }
         let minutes = min(10_080, 60 + max(0, Int(-(newestReading ?? Date()).timeIntervalSinceNow / 60)))
 
-        // Live: a writer at `rate`, two REST readers, memory sampled each second, and a canary: a thread of its own
-        // that only sleeps 10 ms at a time, so that a pause of the whole process or machine shows apart from the
-        // store's.
+        // Live: a writer at `rate`, two REST readers, memory sampled each second, and two canaries that only sleep
+        // 10 ms at a time: a thread of its own, so that a pause of the whole process or machine shows apart from the
+        // store's, and a task, so that Swift's pool held up (every task waits then) shows apart from the store's.
         let end = Date().addingTimeInterval(seconds)
         let live = ContinuousClock.now
         let stealBefore = Self.stealSeconds()
@@ -108,6 +108,15 @@ struct BenchStore: AsyncParsableCommand {
             "/api/visitors?from=\(ISO8601.string(from: Date().addingTimeInterval(-86_400)))&limit=100"
         }
         async let sentiment = read(port: port, until: end, rate: restRate) { _ in "/api/sentiment?minutes=\(minutes)" }
+        async let taskCanary = { () async throws -> [Timed] in
+            var late: [Timed] = []
+            while Date() < end {
+                let start = ContinuousClock.now
+                try await Task.sleep(for: .milliseconds(10))
+                late.append(Timed(at: start, took: ContinuousClock.now - start - .milliseconds(10)))
+            }
+            return late
+        }()
         var memory: [Double] = []
         while Date() < end {
             memory.append(ProcessUsage.now().residentMegabytes)
@@ -117,6 +126,7 @@ struct BenchStore: AsyncParsableCommand {
         let visitorTimes = try await visitors
         let sentimentTimes = try await sentiment
         let canaryTimes = canary.stop()
+        let taskCanaryTimes = try await taskCanary
         let steal = Self.stealSeconds() - stealBefore
 
         // Resume from far back, as a dashboard that was away for a while.
@@ -142,8 +152,7 @@ struct BenchStore: AsyncParsableCommand {
             total + ((try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? Double) ?? 0)
         }
         func percentile(_ timed: [Timed], _ p: Double) -> Double {
-            let sorted = timed.map(\.took).sorted()
-            return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].seconds * 1000
+            timed.map { $0.took.seconds * 1000 }.sorted().percentile(p)
         }
         print("store: \(path)")
         print(
@@ -186,11 +195,16 @@ struct BenchStore: AsyncParsableCommand {
             String(
                 format: "canary (a thread sleeping 10 ms at a time): %d sleeps, late by p99 %.2f ms, max %.2f ms",
                 canaryTimes.count, percentile(canaryTimes, 0.99), percentile(canaryTimes, 1)))
+        print(
+            String(
+                format: "canary (a task sleeping 10 ms at a time): %d sleeps, late by p99 %.2f ms, max %.2f ms",
+                taskCanaryTimes.count, percentile(taskCanaryTimes, 0.99), percentile(taskCanaryTimes, 1)))
         print("above 100 ms (time into the live phase: duration):")
         print("  batch writes: " + pauses(writeTimes))
         print("  /api/visitors: " + pauses(visitorTimes))
         print("  /api/sentiment: " + pauses(sentimentTimes))
-        print("  canary lateness: " + pauses(canaryTimes))
+        print("  thread canary lateness: " + pauses(canaryTimes))
+        print("  task canary lateness: " + pauses(taskCanaryTimes))
         print(String(format: "CPU time stolen by the hypervisor during the live phase: %.2f s", steal))
         print(
             String(
