@@ -13,9 +13,11 @@ import ServiceLifecycle
 /// JSON responses and errors.
 package enum APIResponse {
     static func json(_ data: Data, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        json(ByteBuffer(bytes: data), status: status)
+    }
+
+    static func json(_ body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
     }
 
     package static func encode(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
@@ -38,7 +40,7 @@ package enum APIResponse {
             body.writeBytes(value)
         }
         body.writeStaticString("}")
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+        return json(body)
     }
 
     /// A JSON array of values that are JSON already. Appended a value at a time: joining them as a sequence of
