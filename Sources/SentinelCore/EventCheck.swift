@@ -8,13 +8,15 @@ public enum Name {
     /// What a refusal says after the name.
     public static let rule = "may hold only letters, digits, _, - and . (and start with a letter or digit, 64 at most)"
 
+    /// Foundation copies the set each time `CharacterSet.alphanumerics` is asked for: asked once here, not per character
+    /// of every name in every event a fleet receives.
+    private static let alphanumerics = CharacterSet.alphanumerics
+
     public static func isValid(_ text: some StringProtocol) -> Bool {
-        guard let first = text.unicodeScalars.first, CharacterSet.alphanumerics.contains(first),
+        guard let first = text.unicodeScalars.first, alphanumerics.contains(first),
             text.unicodeScalars.count <= maxLength
         else { return false }
-        return text.unicodeScalars.allSatisfy {
-            CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)
-        }
+        return text.unicodeScalars.allSatisfy { alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0) }
     }
 }
 

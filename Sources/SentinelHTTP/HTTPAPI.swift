@@ -78,7 +78,7 @@ public struct HTTPAPI: Sendable {
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition())))
+                body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition(live))))
         }
         router.get("/openapi.json") { _, _ in try APIResponse.json(Data(contentsOf: Resource.url("openapi.json"))) }
         router.get("/") { _, _ in

@@ -79,7 +79,14 @@ public final class LiveState: Sendable {
 
     package func updateFleet(_ health: FleetHealth) { state.withLock { $0.fleet = health } }
 
-    func publish(_ now: Now) { state.withLock { $0.now = now } }
+    /// Who is present and the latest reading after a committed batch. Changed in place: a copy kept between batches
+    /// would make each batch copy every visitor present.
+    func commit(_ events: [MaskedEvent], gauge: GaugeReading?) {
+        state.withLock { state in
+            for event in events { state.now.occupancy.process(event) }
+            if let gauge { state.now.gauge = gauge }
+        }
+    }
 
     public var sourceHealth: [String: SourceHealth] { state.withLock { $0.sources } }
 

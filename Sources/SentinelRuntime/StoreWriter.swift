@@ -30,8 +30,6 @@ public final class StoreWriter: Service, Sendable {
     /// What the writing task alone holds between batches.
     struct Progress {
         var gauge: SentimentGauge
-        /// Who is present and the latest reading, from committed publications.
-        var now: LiveState.Now
         var retention: RetentionJob
         /// The store's last failure, to log a change of state once, not every retry.
         var failure: StoreError?
@@ -95,7 +93,7 @@ public final class StoreWriter: Service, Sendable {
 
     public func run() async throws {
         var progress = Progress(
-            gauge: publishing.sentimentGauge(), now: live.now, retention: RetentionJob(policy: policy.retention))
+            gauge: publishing.sentimentGauge(), retention: RetentionJob(policy: policy.retention))
         await recover(&progress.gauge)
         if store.isShared { progress.followed = (try? await store.logBounds().last) ?? 0 }
         await withThrowingTaskGroup(of: Void.self) { group in
@@ -234,11 +232,8 @@ public final class StoreWriter: Service, Sendable {
     private func publish(
         _ logged: [LoggedEvent], _ visitorEvents: [MaskedEvent], gauge: GaugeReading?, _ progress: inout Progress
     ) {
-        for event in visitorEvents { progress.now.occupancy.process(event) }
-        if let gauge { progress.now.gauge = gauge }
-        live.publish(progress.now)
+        live.commit(visitorEvents, gauge: gauge)
         telemetry.record(visitorEvents)
-        telemetry.record(progress.now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), progress.now.gauge)
         let published = ContinuousClock.now
         broadcaster.publish(logged)
         telemetry.publishLatency.recordInterval(since: published)

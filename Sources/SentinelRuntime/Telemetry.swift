@@ -133,8 +133,9 @@ public final class Telemetry: Sendable {
     }
 
     /// Who is present and the mood, as `/api/zones` and `/api/sentiment` publish them: a figure suppressed for
-    /// having fewer than `minGroupSize` visitors behind it is NaN (no value in Prometheus), never its count.
-    func record(_ occupancy: Occupancy.Snapshot, _ gauge: GaugeReading?) {
+    /// having fewer than `minGroupSize` visitors behind it is NaN (no value in Prometheus), never its count. Set when
+    /// scraped, from the live state: a fleet following a thousand sites would otherwise set a thousand gauges a batch.
+    private func record(_ occupancy: Occupancy.Snapshot, _ gauge: GaugeReading?) {
         func value<V>(_ aggregate: Aggregate<V>?, _ number: (V) -> Double) -> Double {
             aggregate?.value.map(number) ?? .nan
         }
@@ -195,9 +196,12 @@ public final class Telemetry: Sendable {
         "sentinel_zone_mood_score": "A zone's mood, 0 to 100, over the gauge's window; NaN while suppressed.",
     ]
 
-    /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`.
-    public func exposition() -> String {
-        registry.emitToString().split(separator: "\n", omittingEmptySubsequences: false).map { line in
+    /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`; who is present and the mood as
+    /// `live` has them now.
+    public func exposition(_ live: LiveState) -> String {
+        let now = live.now
+        record(now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), now.gauge)
+        return registry.emitToString().split(separator: "\n", omittingEmptySubsequences: false).map { line in
             guard line.hasPrefix("# TYPE "), let name = line.split(separator: " ").dropFirst(2).first,
                 let text = Self.help[String(name)]
             else { return String(line) }
