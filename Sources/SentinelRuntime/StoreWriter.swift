@@ -7,6 +7,7 @@ import SentinelCore
 public import SentinelPrivacy
 public import SentinelStore
 public import ServiceLifecycle
+import Synchronization
 
 /// Takes what the mask let through (each event's store copy and published copy) from the hub, in order, feeds the
 /// gauge `Publishing` made, writes the store in batches (one transaction each), then hands what was
@@ -26,15 +27,19 @@ public final class StoreWriter: Service, Sendable {
     /// Publications per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
     /// the smallest queue: a client that keeps up is never cut off by one batch.
     let batchLimit: Int
+    /// The mood: the writer's alone on a box; of a shared log, the follower votes with every replica's commits while
+    /// the writer ticks it.
+    let gauge: Mutex<SentimentGauge>
+    /// Of a shared log: the last id published from it, and the follower's doorbell, rung after each commit.
+    let followed = Atomic<Int64>(0)
+    let committed = Doorbell()
 
     /// What the writing task alone holds between batches.
     struct Progress {
-        var gauge: SentimentGauge
         var retention: RetentionJob
         /// The store's last failure, to log a change of state once, not every retry.
         var failure: StoreError?
-        /// A shared log: the last id published from it, and whether this replica leads (asked once a second).
-        var followed: Int64 = 0
+        /// A shared log: whether this replica leads (asked once a second).
         var leading = true
         var leadAsked = ContinuousClock.now - .seconds(1)
     }
@@ -50,6 +55,7 @@ public final class StoreWriter: Service, Sendable {
         self.live = live
         self.policy = policy
         self.publishing = publishing
+        gauge = Mutex(publishing.sentimentGauge())
         self.telemetry = telemetry
         self.logger = logger
     }
@@ -58,7 +64,7 @@ public final class StoreWriter: Service, Sendable {
     /// like any exit, so no client keeps showing a visitor who is gone. Visits beyond retention are about to be
     /// deleted, not announced. What the log holds is checked as if it came from outside (`EventCheck`): a store
     /// written before events were checked may hold what would now be refused, and that is skipped, not voted with.
-    private func recover(_ gauge: inout SentimentGauge) async {
+    private func recover() async {
         let decoder = JSONDecoder.sentinel()
         let check = EventCheck(timeResolution: policy.timestampResolution)
         var skipped = 0
@@ -68,10 +74,11 @@ public final class StoreWriter: Service, Sendable {
             return false
         }
         do {
-            let window = try await store.visitorEvents(since: Date().addingTimeInterval(-gauge.settings.windowSeconds))
-            for case let event? in window.map({ try? decoder.decode(VisitorEvent.self, from: $0) }) where passes(event)
-            {
-                gauge.record(event)
+            let window = try await store.visitorEvents(
+                since: Date().addingTimeInterval(-gauge.withLock { $0.settings.windowSeconds }))
+            let events = window.compactMap { try? decoder.decode(VisitorEvent.self, from: $0) }.filter(passes)
+            gauge.withLock { gauge in
+                for event in events { gauge.record(event) }
             }
         } catch {
             logger.error("cannot read the gauge's window from the store", metadata: ["error": "\(error.message)"])
@@ -92,17 +99,24 @@ public final class StoreWriter: Service, Sendable {
     }
 
     public func run() async throws {
-        var progress = Progress(
-            gauge: publishing.sentimentGauge(), retention: RetentionJob(policy: policy.retention))
-        await recover(&progress.gauge)
-        if store.isShared { progress.followed = (try? await store.logBounds().last) ?? 0 }
+        var progress = Progress(retention: RetentionJob(policy: policy.retention))
+        await recover()
+        if store.isShared { followed.store((try? await store.logBounds().last) ?? 0, ordering: .relaxed) }
         await withThrowingTaskGroup(of: Void.self) { group in
-            // A shared log grows with the other replicas' commits too: look every 100 ms.
+            // A shared log grows with every replica's commits: followed beside the writing (after each of this
+            // replica's commits, and every 100 ms for the others'), not between its batches.
             if store.isShared {
-                group.addTask { [hub] in
-                    while true {
-                        hub.wakeUp()
-                        try await Task.sleep(for: .milliseconds(100))
+                group.addTask {
+                    var failure: StoreError?
+                    while !Task.isCancelled {
+                        do throws(StoreError) {
+                            try await self.follow()
+                            failure = nil
+                        } catch {
+                            if failure?.code != error.code { self.cannotFollow(error) }
+                            failure = error
+                        }
+                        await self.committed.wait(timeout: .milliseconds(100))
                     }
                 }
             }
@@ -133,6 +147,9 @@ public final class StoreWriter: Service, Sendable {
             try? await Task.sleep(for: .milliseconds(200 << attempt))
             attempt += 1
         }
+        if store.isShared {
+            do throws(StoreError) { try await follow() } catch { cannotFollow(error) }
+        }
         let left = hub.counts.waiting
         if left > 0 {
             logger.error(
@@ -144,19 +161,19 @@ public final class StoreWriter: Service, Sendable {
 
     /// The publications a batch of the hub's entries makes, in order: each event's store copy and published copy
     /// (the gauge votes with the latter), and the gauge's readings as the ticks make them due.
-    private func publications(_ entries: [Hub.Entry], gauge: inout SentimentGauge, leading: Bool)
+    private func publications(_ entries: [Hub.Entry], leading: Bool)
         -> [(publication: Publication, capturedAt: ContinuousClock.Instant?)]
     {
         entries.compactMap { entry in
             switch entry {
             case .event(let masked, let capturedAt, let origin):
                 // A replica of a shared log votes with what it follows, every replica's events.
-                if !store.isShared { gauge.record(masked.published) }
+                if !store.isShared { gauge.withLock { $0.record(masked.published) } }
                 return (.visitor(stored: masked.stored, published: masked.published, origin: origin), capturedAt)
             case .tick(let time):
                 // Of replicas, the one that leads publishes the gauge.
                 guard leading else { return nil }
-                return gauge.tick(now: time).map { (.gauge($0), nil) }
+                return gauge.withLock { $0.tick(now: time) }.map { (.gauge($0), nil) }
             case .publication(let publication, let capturedAt):
                 return (publication, capturedAt)
             }
@@ -171,7 +188,7 @@ public final class StoreWriter: Service, Sendable {
             progress.leadAsked = .now
         }
         while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
-            let made = publications(entries, gauge: &progress.gauge, leading: progress.leading)
+            let made = publications(entries, leading: progress.leading)
             guard !made.isEmpty else { continue }
             let batch = made.map(\.publication)
             let start = ContinuousClock.now
@@ -206,7 +223,7 @@ public final class StoreWriter: Service, Sendable {
                 $0.message = nil
             }
             if store.isShared {
-                await follow(&progress)
+                committed.ring()
                 continue
             }
             var visitorEvents: [MaskedEvent] = []
@@ -218,19 +235,18 @@ public final class StoreWriter: Service, Sendable {
                 case .gauge: break
                 }
             }
-            publish(logged, visitorEvents, gauge: gauge, &progress)
+            publish(logged, visitorEvents, gauge: gauge)
             for case let captured? in made.map(\.capturedAt) {
                 telemetry.captureToPublish.recordInterval(since: captured)
             }
         }
-        if store.isShared { await follow(&progress) }
         await runRetention(&progress.retention)
         return true
     }
 
     /// Hands what was committed to who-is-present, the live state and the SSE clients.
     private func publish(
-        _ logged: [LoggedEvent], _ visitorEvents: [MaskedEvent], gauge: GaugeReading?, _ progress: inout Progress
+        _ logged: [LoggedEvent], _ visitorEvents: [MaskedEvent], gauge: GaugeReading?
     ) {
         live.commit(visitorEvents, gauge: gauge)
         telemetry.record(visitorEvents)
@@ -243,30 +259,34 @@ public final class StoreWriter: Service, Sendable {
     /// A replica of a shared log publishes what every replica committed since it last looked, in log order (its
     /// own commits come back the same way): its SSE clients, who is present and the gauge's votes are the whole
     /// fleet's, whichever replica stored an event.
-    private func follow(_ progress: inout Progress) async {
+    private func follow() async throws(StoreError) {
         let decoder = JSONDecoder.sentinel()
-        do {
-            while case let rows = try await store.events(after: progress.followed, limit: batchLimit), !rows.isEmpty {
-                var visitorEvents: [MaskedEvent] = []
-                var gauge: GaugeReading?
-                for row in rows {
-                    switch row.type {
-                    case .visitor:
-                        guard let event = try? MaskedEvent.logged(row.payload) else { continue }
-                        progress.gauge.record(event)
-                        visitorEvents.append(event)
-                    case .gauge where row.streamId == Publication.gaugeStream:
-                        gauge = try? decoder.decode(GaugeReading.self, from: row.payload)
-                    case .gauge:
-                        break
-                    }
+        while case let rows = try await store.events(after: followed.load(ordering: .relaxed), limit: batchLimit),
+            !rows.isEmpty
+        {
+            var visitorEvents: [MaskedEvent] = []
+            var gauge: GaugeReading?
+            for row in rows {
+                switch row.type {
+                case .visitor:
+                    guard let event = try? MaskedEvent.logged(row.payload) else { continue }
+                    visitorEvents.append(event)
+                case .gauge where row.streamId == Publication.gaugeStream:
+                    gauge = try? decoder.decode(GaugeReading.self, from: row.payload)
+                case .gauge:
+                    break
                 }
-                progress.followed = rows[rows.count - 1].id
-                publish(rows, visitorEvents, gauge: gauge, &progress)
             }
-        } catch {
-            logger.error("cannot read the shared log", metadata: ["error": "\(error.message)"])
+            self.gauge.withLock { gauge in
+                for event in visitorEvents { gauge.record(event) }
+            }
+            followed.store(rows[rows.count - 1].id, ordering: .relaxed)
+            publish(rows, visitorEvents, gauge: gauge)
         }
+    }
+
+    private func cannotFollow(_ error: StoreError) {
+        logger.error("cannot read the shared log", metadata: ["error": "\(error.message)"])
     }
 
     private func runRetention(_ retention: inout RetentionJob) async {
