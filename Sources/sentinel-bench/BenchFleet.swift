@@ -229,7 +229,12 @@ struct BenchFleet: AsyncParsableCommand {
         var after: Int64 = 0
         let decoder = JSONDecoder.sentinel()
         while !Task.isCancelled {
-            let rows = try await follow(after)
+            let rows: [(id: Int64, streamId: String, type: String, payload: Data)]
+            do {
+                rows = try await follow(after)
+            } catch where Task.isCancelled {
+                break  // PostgreSQL's client ends a query cancelled at the end of the run with CancellationError
+            }
             let now = clock.now
             for row in rows where row.type == VisitorEvent.Kind.updated.rawValue {
                 guard row.streamId.hasPrefix("s"), let site = Int(row.streamId.dropFirst().prefix { $0 != "/" }),
