@@ -121,7 +121,7 @@ struct BenchFleet: AsyncParsableCommand {
             return client
         }
         try await Task.sleep(for: .seconds(1))
-        let rssBefore = ProcessUsage.of(fleets.map(\.pid)).residentMegabytes
+        let before = ProcessUsage.of(fleets.map(\.pid))
 
         // Each site publishes its k-th event at start + k / rate (sites staggered across the first interval); the
         // event's dwell (kept to the millisecond, where its time is rounded to the second) says k, so the bench finds
@@ -171,7 +171,10 @@ struct BenchFleet: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(200))
         watcher.cancel()
         let seen = try await watcher.value
-        let rssAfter = ProcessUsage.of(fleets.map(\.pid)).residentMegabytes
+        // A killed fleet's CPU went with it: no figure then.
+        let after = ProcessUsage.of(fleets.map(\.pid))
+        let cpu =
+            killed == nil ? (after.cpuSeconds - before.cpuSeconds) / after.wall.timeIntervalSince(before.wall) : .nan
         for fleet in fleets { fleet.stop() }
 
         var latencies: [Double] = []
@@ -190,14 +193,14 @@ struct BenchFleet: AsyncParsableCommand {
                 + (killed.map { String(format: ", the first killed with -9 at %.1f s and started again", $0.at) } ?? "")
         )
         print(
-            "sites  rate/site  events  stored  lost  dupl  sustained/s   p50 ms   p99 ms   max ms  fleets' RSS MB (before→after)"
+            "sites  rate/site  events  stored  lost  dupl  sustained/s   p50 ms   p99 ms   max ms  fleets' CPU %  fleets' RSS MB (before→after)"
         )
         print(
             String(
-                format: "%5d %10.1f %7d %7d %5d %5d %12.0f %8.1f %8.1f %8.1f  %.0f→%.0f", sites, rate, total, stored,
-                total - stored, seen.rows - stored, Double(stored) / last, latencies.percentile(0.5),
-                latencies.percentile(0.99),
-                latencies.last ?? .nan, rssBefore, rssAfter))
+                format: "%5d %10.1f %7d %7d %5d %5d %12.0f %8.1f %8.1f %8.1f %14.0f  %.0f→%.0f", sites, rate, total,
+                stored, total - stored, seen.rows - stored, Double(stored) / last, latencies.percentile(0.5),
+                latencies.percentile(0.99), latencies.last ?? .nan, cpu * 100, before.residentMegabytes,
+                after.residentMegabytes))
     }
 
     /// What the bench saw in the log: when each (site, k) was first there, and how many visitor rows in all (more
@@ -232,7 +235,7 @@ struct BenchFleet: AsyncParsableCommand {
             let rows: [(id: Int64, streamId: String, type: String, payload: Data)]
             do {
                 rows = try await follow(after)
-            } catch where Task.isCancelled {
+            } catch  where Task.isCancelled {
                 break  // PostgreSQL's client ends a query cancelled at the end of the run with CancellationError
             }
             let now = clock.now
