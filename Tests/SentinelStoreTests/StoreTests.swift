@@ -90,7 +90,10 @@ enum LogKind: String, CaseIterable, CustomTestStringConvertible {
     }
 }
 
-@Suite("Store")
+/// On threads of its own: opening a PostgreSQL log is given 15 s, and on the shared task threads of a full run its
+/// round trips each queued behind computing tests (opening took 9-11 s there against 1.5-5.5 s on its own thread,
+/// and over 15 s in one CI run).
+@Suite("Store", .ownThread)
 struct StoreTests {
     let start = Date(timeIntervalSince1970: 1_790_000_000)
 
