@@ -74,8 +74,10 @@ final class DetectionWorkers: @unchecked Sendable {
     }
 }
 
-/// The frames of a capture edge, each with its detections when workers detect ahead: up to one frame per worker is
-/// taken from the edge and given to detection before the oldest is handed on. Without workers, frames pass as taken.
+/// The frames of a capture edge, each with its detections when workers detect ahead: up to two frames per worker are
+/// taken from the edge and given to detection before the oldest is handed on, so that each worker has its next frame
+/// waiting while the pipeline takes the results (with one per worker, a worker idled while the pipeline tracked:
+/// 0.75-0.96x of two C++ loops at 640x480 against 0.97-1.13x). Without workers, frames pass as taken.
 struct FramesAhead {
     enum Take {
         /// A frame, and its detections if the workers made them.
@@ -105,7 +107,7 @@ struct FramesAhead {
             case .end: .end
             }
         }
-        fill: while !ended && ahead.count < workers.count {
+        fill: while !ended && ahead.count < workers.count * 2 {
             do {
                 // While frames are under detection, only what the edge already holds is taken.
                 switch try edge.next(idleAfter: ahead.isEmpty ? seconds : 0) {
