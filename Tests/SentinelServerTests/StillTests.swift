@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SentinelAggregates
 import SentinelConfig
+import SentinelCore
 import SentinelHTTP
 import SentinelLoopback
 import SentinelPrivacy
@@ -68,7 +69,13 @@ struct StillTests {
         let detector = try OpenCVFaceDetector(
             kind: pipeline.detection.kind, modelPath: try Fixtures.model(pipeline.detection.kind.defaultModel),
             settings: pipeline.detectorSettings)
-        #expect(try detector.detect(shown).isEmpty, "a face the detector finds in the still")
+        // A face found is named with where it is and how sure, to tell a mask that hid too little from a face the
+        // pipeline's detection missed in the raw frame (a score at the threshold's edge; 1 run in 38 so far).
+        let found = try detector.detect(shown)
+        #expect(
+            found.isEmpty,
+            "a face the detector finds in the still (\(head.header("X-Faces-Masked") ?? "?") regions masked): \(found.map { "\($0.box) score \($0.score)" })"
+        )
 
         // Only the visitor token sees the camera; a wrong name is answered with the right ones.
         let (aggregate, _) = try await LoopbackClient.fetch(
