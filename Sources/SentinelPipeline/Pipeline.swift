@@ -25,6 +25,8 @@ public struct Pipeline {
     let moreDetectors: [any FaceDetector]
     private let classifier: (any FaceClassifying)?
     private let settings: VisitorSettings
+    /// The detector's score: detections below it (reported for the masks, see `detector(_:from:)`) are no visitors.
+    private let scoreThreshold: Double
     private var cadence: DetectionCadence
     /// Under a cadence: frames in between that changed where no visitor explains it are detected too.
     private var watch: ChangeWatch?
@@ -55,6 +57,7 @@ public struct Pipeline {
         self.moreDetectors = moreDetectors
         self.classifier = classifier
         settings = definition.visitors
+        scoreThreshold = definition.detectorSettings.scoreThreshold
         cadence = DetectionCadence(maxFPS: definition.detection.maxFps)
         watch = cadence.interval != nil && definition.detection.onChange ? ChangeWatch() : nil
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
@@ -94,12 +97,16 @@ public struct Pipeline {
         return (detector, classifier)
     }
 
-    /// The detector a definition names.
+    /// The detector a definition names, reporting faces down to `privacy.review.scoreRatio` of its score for the
+    /// masks; `process` gives the tracker only those at the score (no greedy suppression lets a weaker box remove a
+    /// stronger one, so those are the same as the detector's at the score alone).
     static func detector(_ definition: PipelineDefinition, from models: ModelStore) throws -> OpenCVFaceDetector {
-        try OpenCVFaceDetector(
+        var settings = definition.detectorSettings
+        settings.scoreThreshold *= definition.privacy.review.scoreRatio
+        return try OpenCVFaceDetector(
             kind: definition.detection.kind,
             modelPath: try models.path(of: definition.detectorModel ?? definition.detection.kind.defaultModel),
-            settings: definition.detectorSettings)
+            settings: settings)
     }
 
     /// Detects faces in `frame` (or, between two detections of the cadence, carries the visitors the tracker
@@ -133,7 +140,8 @@ public struct Pipeline {
         let detections = try detected ?? detector.detect(frame.image)
         let detected = clock.now
         let classifier = classifier
-        let result = try stage.process(time: frame.time, detections: detections) { box in
+        let faces = detections.filter { $0.score >= scoreThreshold }
+        let result = try stage.process(time: frame.time, detections: faces) { box in
             try classifier?.classify(frame.image, face: box)
         }
         let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
@@ -193,7 +201,8 @@ public struct MaskedFrame {
     public var index: Int
     public var time: MediaTime
     public var image: Image
-    /// Every face the detector reported, visitor or not yet (empty on a frame between two detections).
+    /// Every face the detector reported, down to `privacy.review.scoreRatio` of its score, visitor or not (empty on a
+    /// frame between two detections).
     public var detections: [Box]
     /// Where faces must be masked: the visitors seen, and where the tracker predicts those it did not see.
     public var faces: [Face]

