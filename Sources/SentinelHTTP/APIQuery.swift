@@ -30,6 +30,10 @@ package enum APIQuery {
                 .badRequest,
                 message: "\(unknown) is not a parameter of \(path); it takes \(names.joined(separator: ", "))")
         }
+        var seen = Set<Substring>()
+        if let twice = query.first(where: { !seen.insert($0.key).inserted }) {
+            throw HTTPError(.badRequest, message: "\(twice.key) is given twice in the query: give it once")
+        }
     }
 
     /// The ISO-8601 date in parameter `name`, nil when it is absent.

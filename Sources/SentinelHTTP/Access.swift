@@ -131,3 +131,27 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
         return response
     }
 }
+
+/// Another site's page may not use the API, not even through an `<img>` or a link, which send no Origin but whose
+/// browser says `Sec-Fetch-Site: cross-site` (or `same-site`, another port of the same host): the dashboard is
+/// same-origin, so nothing legitimate needs it. A page whose origin `server.corsOrigins` lists may; so may a person
+/// following a link to the dashboard itself. Clients that are not browsers send no such header.
+struct SameSiteOnly<Context: RequestContext>: RouterMiddleware {
+    let origins: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        if let site = request.headers[.secFetchSite], site == "cross-site" || site == "same-site",
+            !(request.headers[.origin].map(origins.contains) ?? false),
+            !(request.uri.path == "/" && request.headers[.secFetchMode] == "navigate")
+        {
+            throw HTTPError(
+                .forbidden,
+                message:
+                    "requests from another site's page are refused (Sec-Fetch-Site: \(site)); a dashboard elsewhere needs its origin in server.corsOrigins"
+            )
+        }
+        return try await next(request, context)
+    }
+}

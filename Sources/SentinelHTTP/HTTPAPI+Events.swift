@@ -19,7 +19,15 @@ extension HTTPAPI {
         // A filter value that can never match is a mistake to report, not a stream that stays silent.
         func list(_ name: String, of valid: [String]) throws -> Set<String>? {
             guard let text = query[Substring(name)] else { return nil }
-            let values = Set(text.split(separator: ",").map(String.init))
+            let pieces = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard !pieces.contains("") else {
+                throw HTTPError(
+                    .badRequest,
+                    message:
+                        "\(name)=\(text) has an empty value: give one or more of \(valid.joined(separator: ", ")), separated by commas"
+                )
+            }
+            let values = Set(pieces)
             let unknown = values.subtracting(valid)
             guard unknown.isEmpty else {
                 throw HTTPError(

@@ -61,6 +61,7 @@ public struct HTTPAPI: Sendable {
         router.add(middleware: HeadWithoutBody())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
         router.add(middleware: JSONErrors())
+        router.add(middleware: SameSiteOnly(origins: Set(settings.corsOrigins)))
         router.add(middleware: ReadOnlyRequests())
         router.add(middleware: BearerAuthentication(tokens: tokens))
         router.get("/events") { request, context in try events(request, on: context.eventLoop) }

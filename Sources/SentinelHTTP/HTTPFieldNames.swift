@@ -9,6 +9,8 @@ extension HTTPField.Name {
     package static let accelBuffering = Self("X-Accel-Buffering")!
     /// Where a browser says a request comes from (same-origin, same-site, cross-site, none).
     package static let secFetchSite = Self("Sec-Fetch-Site")!
+    /// What a browser's request is for (navigate, cors, no-cors, ...).
+    package static let secFetchMode = Self("Sec-Fetch-Mode")!
     /// Regions masked in a still or a zone editor frame.
     package static let facesMasked = Self("X-Faces-Masked")!
     /// Media time, in seconds, of the zone editor's frame.

@@ -201,9 +201,10 @@ extension JSONDecoder {
 
 /// ISO-8601 in UTC with milliseconds, e.g. 2026-11-21T10:00:01.250Z.
 ///
-/// Written and read by hand in that one form (every event carries several dates, and a Foundation formatter costs
-/// more to make than the rest of the event to encode); other ISO-8601 forms, such as offsets, are read through
-/// Foundation.
+/// Written and read by hand (every event carries several dates, and a Foundation formatter costs more to make than the
+/// rest of the event to encode). Read: `YYYY-MM-DDTHH:MM:SS`, an optional fraction of 1 to 9 digits, then `Z` or an
+/// offset `±HH:MM`; anything else, or a field out of range, is not a date. Text from outside (query strings, MQTT
+/// envelopes, files) comes through here: every length and value is checked before it is used.
 public enum ISO8601 {
     public static func string(from date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
@@ -220,24 +221,17 @@ public enum ISO8601 {
             + digits(Int32(fraction), 3) + "Z"
     }
 
+    /// The date `text` names, or nil.
     public static func date(from text: String) -> Date? {
-        // A UTC form is read here alone: Foundation would roll February 30th over into March.
-        if text.hasSuffix("Z") { return utcDate(text) }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
-    }
-
-    /// `YYYY-MM-DDTHH:MM:SS[.fff...]Z` with every field in range, or nil.
-    private static func utcDate(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
-            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+        // The longest form: 19 + 10 (fraction) + 6 (offset).
+        guard bytes.count >= 20, bytes.count <= 35, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"), bytes[13] == UInt8(ascii: ":"),
             bytes[16] == UInt8(ascii: ":")
         else { return nil }
+        /// The decimal number in `range`, of at most 9 digits (so it fits an Int32 whatever they are).
         func number(_ range: Range<Int>) -> Int32? {
+            guard !range.isEmpty, range.count <= 9, range.upperBound <= bytes.count else { return nil }
             var value: Int32 = 0
             for byte in bytes[range] {
                 guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
@@ -249,13 +243,26 @@ public enum ISO8601 {
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
             (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
+        var end = 19
         var fraction = 0.0
-        if bytes.count > 20 {
-            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, let digits = number(20..<(bytes.count - 1)),
-                bytes.count - 21 <= 9
+        if bytes[19] == UInt8(ascii: ".") {
+            end = 20
+            while end < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[end]) { end += 1 }
+            guard let digits = number(20..<end) else { return nil }
+            fraction = Double(digits) / pow(10, Double(end - 20))
+        }
+        var offset = 0
+        switch bytes.count - end {
+        case 1:
+            guard bytes[end] == UInt8(ascii: "Z") || bytes[end] == UInt8(ascii: "z") else { return nil }
+        case 6:
+            let sign = bytes[end]
+            guard sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-"), bytes[end + 3] == UInt8(ascii: ":"),
+                let hours = number((end + 1)..<(end + 3)), let minutes = number((end + 4)..<(end + 6)),
+                hours < 24, minutes < 60
             else { return nil }
-            fraction = Double(digits) / pow(10, Double(bytes.count - 21))
-        } else if bytes[19] != UInt8(ascii: "Z") {
+            offset = (Int(hours) * 3600 + Int(minutes) * 60) * (sign == UInt8(ascii: "+") ? 1 : -1)
+        default:
             return nil
         }
         var parts = tm()
@@ -268,6 +275,6 @@ public enum ISO8601 {
         let seconds = timegm(&parts)
         // timegm normalises out-of-range days (February 30th becomes March 2nd): such a date is not valid.
         guard parts.tm_mday == day, parts.tm_mon == month - 1 else { return nil }
-        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+        return Date(timeIntervalSince1970: Double(seconds - offset) + fraction)
     }
 }
