@@ -1,9 +1,6 @@
-import Foundation
+public import Foundation
 public import SentinelCore
-
-#if canImport(FoundationXML)
-    import FoundationXML
-#endif
+import SentinelVision
 
 /// A label file that cannot be read: which file, where in it (line, element) and why.
 public struct LabelError: SentinelError, Equatable {
@@ -20,17 +17,46 @@ public struct LabelError: SentinelError, Equatable {
     }
 }
 
+/// The video a label file belongs to: its length and frame size bound everything the file says, and its name picks
+/// the task of a Label Studio project export that holds several.
+public struct VideoBounds: Sendable, Equatable {
+    public var frames: Int
+    public var width: Int
+    public var height: Int
+    /// The video's file name, when known.
+    public var name: String?
+    /// The video's length in frames, when its container says it (`frames` beyond any video's means "not known").
+    var length: Int? { frames <= TrackFile.maxFrames ? frames : nil }
+    public init(frames: Int, width: Int, height: Int, name: String? = nil) {
+        self.frames = frames
+        self.width = width
+        self.height = height
+        self.name = name
+    }
+}
+
 /// The label formats Sentinel reads and writes, chosen by the file's extension:
 /// - `.txt`: MOT Challenge (`frame,id,left,top,width,height,conf,x,y,z`; 1-based frames, rows with conf 0 ignored);
 /// - `.xml`: CVAT for video 1.1 (`<track>` with `<box frame xtl ytl xbr ybr outside …>`, 0-based frames; `outside="1"`
-///   ends a span);
+///   ends a span), or CVAT for images 1.1 (`<image id>` with `<box>`es whose `track_id` gives the identity);
 /// - `.json`: Label Studio video (`videorectangle` keyframes in percent of the frame, interpolated linearly between
 ///   keyframes as Label Studio does, `enabled: false` ending a span), or Sentinel's own `.truth.json`
 ///   (`Schemas/ground-truth.v1.json`).
+/// Every reader checks what it reads before it uses it: a file is at most `maxFileBytes`, numbers are checked before
+/// any arithmetic, and nothing is allocated by a size the file declares.
 public enum TrackFile {
     public enum Format: String, Sendable, CaseIterable {
         case mot, cvat, labelStudio, sentinel
     }
+
+    /// The largest label file read (a 24-hour CVAT file of ten faces at 30 fps is about 300 MB).
+    public static let maxFileBytes = 512 << 20
+    /// The most boxes a file may hold once Label Studio's keyframes are interpolated.
+    public static let maxBoxes = 20_000_000
+    /// The most boxes one frame may hold.
+    public static let maxBoxesPerFrame = 1_000
+    /// The longest video a label file may speak of when no video is given: 24 hours at 120 fps.
+    public static let maxFrames = 24 * 3600 * 120
 
     /// The format a file's extension names (`sentinel` and `labelStudio` share `.json`: told apart by content).
     public static func format(of path: String) throws(LabelError) -> Format {
@@ -41,19 +67,41 @@ public enum TrackFile {
         default:
             throw LabelError(
                 .unknownFormat, path, nil,
-                "unknown label format: .txt (MOT Challenge), .xml (CVAT for video 1.1) or .json (Label Studio, or a .truth.json) expected"
+                "unknown label format: .txt (MOT Challenge), .xml (CVAT for video or for images 1.1) or .json (Label Studio, or a .truth.json) expected"
             )
         }
     }
 
-    /// Reads a label file. `video` (frames, width, height), when known, bounds what the file may say.
-    public static func read(_ path: String, video: (frames: Int, width: Int, height: Int)? = nil) throws(LabelError)
+    /// Reads a label file. `video`, when known, bounds what the file may say: its length, its frame size, and for a
+    /// Label Studio project export which task is this video's.
+    public static func read(_ path: String, video: VideoBounds? = nil) throws(LabelError) -> TrackSet {
+        try parse(try contents(of: path), format: try format(of: path), path: path, video: video)
+    }
+
+    /// The bytes of a regular file of at most `maxFileBytes` (a FIFO or a device would block or never end).
+    static func contents(of path: String) throws(LabelError) -> Data {
+        let attributes: [FileAttributeKey: Any]
+        do { attributes = try FileManager.default.attributesOfItem(atPath: path) } catch {
+            throw LabelError(.unreadable, path, nil, "cannot read the file (\(error.localizedDescription))")
+        }
+        guard attributes[.type] as? FileAttributeType == .typeRegular else {
+            throw LabelError(.unreadable, path, nil, "not a regular file")
+        }
+        if let size = attributes[.size] as? Int, size > maxFileBytes {
+            throw LabelError(
+                .unreadable, path, nil, "\(size) bytes: larger than the \(maxFileBytes) bytes a label file may be")
+        }
+        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw LabelError(.unreadable, path, nil, "cannot read the file (\(error.localizedDescription))")
+        }
+    }
+
+    /// Reads label data in `format`; `path` names it in errors. The entry point the fuzz targets drive.
+    public static func parse(_ data: Data, format: Format, path: String, video: VideoBounds? = nil) throws(LabelError)
         -> TrackSet
     {
-        let format = try format(of: path)
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw LabelError(.unreadable, path, nil, "cannot read the file (\(error.localizedDescription))")
+        guard data.count <= maxFileBytes else {
+            throw LabelError(.unreadable, path, nil, "larger than the \(maxFileBytes) bytes a label file may be")
         }
         var tracks: TrackSet
         switch format {
@@ -63,25 +111,46 @@ public enum TrackFile {
             if let truth = try? JSONDecoder().decode(GroundTruth.self, from: data) {
                 tracks = TrackSet(truth)
             } else {
-                tracks = try readLabelStudio(data, path)
+                tracks = try readLabelStudio(data, path, video: video)
             }
         }
         if let video {
-            tracks.frameCount = tracks.frameCount ?? video.frames
-            tracks.width = tracks.width ?? video.width
-            tracks.height = tracks.height ?? video.height
+            try bound(tracks, by: video, path)
+            tracks.frameCount = video.length ?? tracks.frameCount
+            tracks.width = video.width
+            tracks.height = video.height
         }
         try check(tracks, path)
         return tracks
     }
 
-    /// Writes `tracks` in the format the extension of `path` names.
-    public static func write(_ tracks: TrackSet, to path: String) throws(LabelError) {
+    /// Labels of another video are refused, naming both figures: a frame size other than the video's, or a length
+    /// that differs by more than Label Studio's rounding of duration x rate (2 frames, or 1 %).
+    static func bound(_ tracks: TrackSet, by video: VideoBounds, _ path: String) throws(LabelError) {
+        if let width = tracks.width, let height = tracks.height, width != video.width || height != video.height {
+            throw LabelError(
+                .outOfVideo, path, nil,
+                "the labels are of a \(width)x\(height) video, the video is \(video.width)x\(video.height): labels of another video?"
+            )
+        }
+        if let frames = tracks.frameCount, let length = video.length, abs(frames - length) > max(2, length / 100) {
+            throw LabelError(
+                .outOfVideo, path, nil,
+                "the labels are of a \(frames)-frame video, the video has \(length) frames: labels of another video?")
+        }
+    }
+
+    /// Writes `tracks` in the format the extension of `path` names. `video` (its path or URL, as the labeling tool will
+    /// find it) goes into a Label Studio task's `data.video`; `role` says whether the task's boxes are annotations or a
+    /// model's predictions. A MOT file named `gt.txt` gets the ground-truth layout, any other the results layout.
+    public static func write(
+        _ tracks: TrackSet, to path: String, video: String? = nil, as role: LabelStudioRole = .annotations
+    ) throws(LabelError) {
         let text: String
         switch try format(of: path) {
-        case .mot: text = mot(tracks)
+        case .mot: text = mot(tracks, layout: MOTLayout(path))
         case .cvat: text = cvat(tracks)
-        case .labelStudio: text = try labelStudio(tracks, path)
+        case .labelStudio: text = try labelStudio(tracks, path, video: video, as: role)
         case .sentinel:
             throw LabelError(.unknownFormat, path, nil, "tracks are written as .txt, .xml or .json, not .truth.json")
         }
@@ -94,8 +163,14 @@ public enum TrackFile {
     /// half its size, as a face at the edge does), and one box per id and frame.
     static func check(_ tracks: TrackSet, _ path: String) throws(LabelError) {
         var seen = Set<String>()
+        var inFrame = (frame: -1, boxes: 0)
         for entry in tracks.entries {
             let location = "frame \(entry.frame)"
+            inFrame = inFrame.frame == entry.frame ? (entry.frame, inFrame.boxes + 1) : (entry.frame, 1)
+            // Scoring matches a frame's boxes pairwise: no showroom's frame holds a thousand faces.
+            guard inFrame.boxes <= maxBoxesPerFrame else {
+                throw LabelError(.malformed, path, location, "more than \(maxBoxesPerFrame) boxes in one frame")
+            }
             if let frames = tracks.frameCount, entry.frame >= frames {
                 throw LabelError(
                     .outOfVideo, path, location, "frame \(entry.frame) is beyond the video (\(frames) frames, from 0)")
@@ -139,6 +214,10 @@ public enum TrackFile {
             guard let frame = Int(fields[0]), frame >= 1 else {
                 throw LabelError(.malformed, path, location, "frame \"\(fields[0])\" is not a number from 1")
             }
+            guard frame <= maxFrames else {
+                throw LabelError(
+                    .outOfVideo, path, location, "frame \(frame) is beyond any video (\(maxFrames) frames)")
+            }
             let numbers = fields[2...5].map { Double($0) }
             guard numbers.allSatisfy({ $0 != nil }) else {
                 throw LabelError(.malformed, path, location, "left, top, width and height must be numbers")
@@ -153,13 +232,25 @@ public enum TrackFile {
         return TrackSet(entries)
     }
 
+    /// MOT Challenge's two layouts of a row after the box: ground truth `conf,class,visibility` (1: to be
+    /// evaluated, 1: pedestrian, 1: fully visible; datumaro's `mot_seq` and TrackEval read these), results
+    /// `conf,x,y,z` (world coordinates -1: none). A ground-truth file is named `gt.txt`, as in MOT's folders.
+    public enum MOTLayout: String, Sendable {
+        case groundTruth, results
+        public init(_ path: String) {
+            self = URL(fileURLWithPath: path).lastPathComponent == "gt.txt" ? .groundTruth : .results
+        }
+        var tail: String { self == .groundTruth ? ",1,1,1\n" : ",1,-1,-1,-1\n" }
+    }
+
     /// MOT ids are numbers: other ids (pseudonyms) are numbered from 1 in id order.
-    static func mot(_ tracks: TrackSet) -> String {
+    static func mot(_ tracks: TrackSet, layout: MOTLayout) -> String {
         let numbers =
             tracks.ids.allSatisfy { Int($0) != nil }
             ? nil : Dictionary(uniqueKeysWithValues: tracks.ids.enumerated().map { ($1, String($0 + 1)) })
         return tracks.entries.map { e in
-            "\(e.frame + 1),\(numbers?[e.id] ?? e.id),\(number(e.box.x)),\(number(e.box.y)),\(number(e.box.width)),\(number(e.box.height)),1,-1,-1,-1\n"
+            "\(e.frame + 1),\(numbers?[e.id] ?? e.id),\(number(e.box.x)),\(number(e.box.y)),\(number(e.box.width)),\(number(e.box.height))"
+                + layout.tail
         }.joined()
     }
 
@@ -170,53 +261,144 @@ public enum TrackFile {
 
     // MARK: CVAT for video 1.1
 
+    /// CVAT for video 1.1 (`<track>`s of `<box>`es) or CVAT for images 1.1 (`<image>`s of `<box>`es, each with its
+    /// track's id in a `track_id` attribute, as CVAT and datumaro write tracks split by frame), read by `XMLReader`.
     static func readCVAT(_ data: Data, _ path: String) throws(LabelError) -> TrackSet {
-        let document: XMLDocument
-        do { document = try XMLDocument(data: data) } catch {
-            throw LabelError(.malformed, path, nil, "not XML (\(error.localizedDescription))")
+        var state = CVATState(path: path)
+        do {
+            try XMLReader.read(Array(data)) { event, line in try state.take(event, line: line) }
+        } catch let error as LabelError {
+            throw error
+        } catch let fault as XMLReader.Fault {
+            throw LabelError(.malformed, path, "\(fault.line)", fault.reason)
+        } catch {
+            throw LabelError(.malformed, path, nil, "\(error)")
         }
-        guard let root = document.rootElement(), root.name == "annotations" else {
-            throw LabelError(.malformed, path, nil, "no <annotations> root: not a CVAT for video 1.1 file")
-        }
-        func attribute(_ element: XMLElement, _ name: String) -> String? {
-            element.attribute(forName: name)?.stringValue
-        }
-        let original =
-            (try? root.nodes(forXPath: "meta/task/original_size") as? [XMLElement])?.first
-            ?? (try? root.nodes(forXPath: "meta/job/original_size") as? [XMLElement])?.first
-        let width = original.flatMap { ($0.elements(forName: "width").first?.stringValue).flatMap { Int($0) } }
-        let height = original.flatMap { ($0.elements(forName: "height").first?.stringValue).flatMap { Int($0) } }
-        let size = (try? root.nodes(forXPath: "meta/task/size") as? [XMLElement])?.first?.stringValue.flatMap {
-            Int($0)
-        }
+        return try state.finish()
+    }
+
+    /// What reading a CVAT file has gathered so far, element by element.
+    struct CVATState {
+        let path: String
+        var open: [String] = []
+        var text = ""
+        var width: Int?
+        var height: Int?
+        var size: Int?
         var entries: [TrackSet.Entry] = []
-        var ids = Set<String>()
-        for (t, track) in root.elements(forName: "track").enumerated() {
-            let id = attribute(track, "id") ?? String(t)
-            let element = "<track id=\"\(id)\">"
-            guard ids.insert(id).inserted else {
-                throw LabelError(.duplicateID, path, element, "track id \(id) is used for two tracks")
-            }
-            // Keyframes in order; `outside="1"` ends a span. CVAT writes every frame of a track, so no interpolation.
-            for box in track.elements(forName: "box") {
-                guard let frame = attribute(box, "frame").flatMap({ Int($0) }), frame >= 0 else {
-                    throw LabelError(.malformed, path, element, "a <box> without a frame number from 0")
+        var trackIDs = Set<String>()
+        /// The `<track>` or `<image>` being read, and its place for errors.
+        var track: (id: String, place: String)?
+        var image: (frame: Int, place: String)?
+        /// A box of an image, waiting for its `<attribute name="track_id">`.
+        var pending: (box: Box, id: String?, place: String)?
+        /// The name of the `<attribute>` being read.
+        var attribute: String?
+        var sawImageBox = false
+
+        init(path: String) { self.path = path }
+
+        mutating func take(_ event: XMLReader.Event, line: Int) throws(LabelError) {
+            let place = "\(line)"
+            switch event {
+            case .start(let name, let attributes):
+                open.append(name)
+                text = ""
+                if open.count == 1, name != "annotations" {
+                    throw LabelError(.malformed, path, place, "root <\(name)>, not <annotations>: not a CVAT 1.1 file")
                 }
-                if attribute(box, "outside") == "1" { continue }
-                let corners = ["xtl", "ytl", "xbr", "ybr"].map { attribute(box, $0).flatMap { Double($0) } }
-                guard corners.allSatisfy({ $0 != nil }) else {
-                    throw LabelError(
-                        .malformed, path, "\(element) <box frame=\"\(frame)\">", "xtl, ytl, xbr, ybr must be numbers")
+                switch (open.dropLast().last, name) {
+                case ("annotations", "track"):
+                    let id = attributes["id"] ?? String(trackIDs.count)
+                    guard trackIDs.insert(id).inserted else {
+                        throw LabelError(.duplicateID, path, place, "track id \(id) is used for two tracks")
+                    }
+                    track = (id, place)
+                case ("track", "box"):
+                    guard let id = track?.id, let frame = try frameNumber(attributes["frame"], place, "a <box>")
+                    else { return }
+                    if attributes["outside"] == "1" { return }
+                    entries.append(.init(frame: frame, id: id, box: try corners(attributes, place)))
+                case ("annotations", "image"):
+                    guard let frame = try frameNumber(attributes["id"], place, "an <image>") else { return }
+                    image = (frame, place)
+                    if width == nil, let w = attributes["width"], let h = attributes["height"] {
+                        width = try count(w, place, "<image width>", upTo: 1 << 16)
+                        height = try count(h, place, "<image height>", upTo: 1 << 16)
+                    }
+                case ("image", "box"):
+                    sawImageBox = true
+                    pending = (try corners(attributes, place), attributes["track_id"], place)
+                case ("box", "attribute"):
+                    attribute = attributes["name"]
+                default: break
                 }
-                entries.append(
-                    .init(
-                        frame: frame, id: id,
-                        box: Box(
-                            x: corners[0]!, y: corners[1]!, width: corners[2]! - corners[0]!,
-                            height: corners[3]! - corners[1]!)))
+            case .text(let characters):
+                if text.utf8.count < 64 { text += characters }
+            case .end(let name):
+                let parent = open.dropLast().last
+                let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                switch open.suffix(3).joined(separator: "/") {
+                case "meta/task/size", "meta/job/size": size = try count(value, place, "<size>", upTo: maxFrames)
+                case "task/original_size/width", "job/original_size/width":
+                    width = try count(value, place, "<width>", upTo: 1 << 16)
+                case "task/original_size/height", "job/original_size/height":
+                    height = try count(value, place, "<height>", upTo: 1 << 16)
+                default: break
+                }
+                if name == "attribute", parent == "box", attribute == "track_id" { pending?.id = value }
+                if name == "box", parent == "image", let box = pending, let frame = image?.frame {
+                    // A box of an image without a track id has no identity to score.
+                    if let id = box.id {
+                        entries.append(.init(frame: frame, id: id, box: box.box))
+                    } else {
+                        throw LabelError(
+                            .malformed, path, box.place,
+                            "CVAT for images: a <box> without a track_id attribute; tracking needs each box's track (export the task as CVAT for video 1.1)"
+                        )
+                    }
+                    pending = nil
+                }
+                if name == "track" { track = nil }
+                if name == "image" { image = nil }
+                open.removeLast()
+                text = ""
             }
         }
-        return TrackSet(entries, width: width, height: height, frameCount: size)
+
+        func frameNumber(_ text: String?, _ place: String, _ what: String) throws(LabelError) -> Int? {
+            guard let text, let frame = Int(text), frame >= 0 else {
+                throw LabelError(.malformed, path, place, "\(what) without a frame number from 0")
+            }
+            guard frame < maxFrames else {
+                throw LabelError(.outOfVideo, path, place, "frame \(frame) is beyond any video (\(maxFrames) frames)")
+            }
+            return frame
+        }
+
+        func corners(_ attributes: [String: String], _ place: String) throws(LabelError) -> Box {
+            let corners = ["xtl", "ytl", "xbr", "ybr"].compactMap { attributes[$0].flatMap { Double($0) } }
+            guard corners.count == 4, corners.allSatisfy(\.isFinite) else {
+                throw LabelError(.malformed, path, place, "xtl, ytl, xbr, ybr of a <box> must be finite numbers")
+            }
+            return Box(x: corners[0], y: corners[1], width: corners[2] - corners[0], height: corners[3] - corners[1])
+        }
+
+        func count(_ text: String, _ place: String, _ what: String, upTo limit: Int) throws(LabelError) -> Int {
+            guard let value = Int(text), value > 0, value <= limit else {
+                throw LabelError(
+                    .malformed, path, place, "\(what) \"\(text.prefix(40))\" is not a number from 1 to \(limit)")
+            }
+            return value
+        }
+
+        func finish() throws(LabelError) -> TrackSet {
+            if sawImageBox, !trackIDs.isEmpty {
+                throw LabelError(
+                    .malformed, path, nil, "both <track>s and <image>s with boxes: one CVAT format per file")
+            }
+            return TrackSet(entries, width: width, height: height, frameCount: size)
+        }
     }
 
     static func cvat(_ tracks: TrackSet) -> String {
@@ -260,40 +442,85 @@ public enum TrackFile {
 
     // MARK: Label Studio video
 
-    struct LabelStudioTask: Codable {
-        struct Annotation: Codable { var result: [Result] }
-        struct Result: Codable {
-            var id: String?
-            var type: String
-            var value: Value
+    /// A Label Studio task as its exports and imports hold it: the video in `data`, the frame size in `meta` (which
+    /// Label Studio keeps), boxes as `videorectangle` results of annotations or predictions. What Sentinel writes names
+    /// the labeling config's controls (`LabelStudioConfig`) in `from_name` and `to_name`.
+    struct LabelStudioTask: Decodable {
+        struct Annotation: Decodable {
+            var result: [Result]?
+            var wasCancelled: Bool?
+            enum CodingKeys: String, CodingKey {
+                case result
+                case wasCancelled = "was_cancelled"
+            }
         }
-        struct Value: Codable {
+        struct Result: Decodable {
+            var id: String?
+            var type: String?
+            var value: Value?
+        }
+        struct Value: Decodable {
             var framesCount: Int?
             var frameCount: Int?
-            var duration: Double?
-            var sequence: [Keyframe]
-            var labels: [String]?
+            var sequence: [Keyframe]?
         }
         struct Keyframe: Codable {
             var frame: Int
-            var enabled: Bool
+            var enabled: Bool?
             var x: Double
             var y: Double
             var width: Double
             var height: Double
+            var rotation: Double?
             var time: Double?
         }
+        /// Any JSON value: a task's `data` and `meta` may hold numbers, lists and objects beside the strings read.
+        struct Loose: Decodable {
+            var string: String?
+            var number: Int?
+            var object: [String: Loose]?
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                string = try? container.decode(String.self)
+                number = try? container.decode(Int.self)
+                object = try? container.decode([String: Loose].self)
+            }
+        }
         var annotations: [Annotation]?
-        var data: [String: String]?
-        /// Sentinel's own addition on export: the frame's size in pixels (Label Studio keeps percentages only).
-        var sentinel: Size?
-        struct Size: Codable {
-            var width: Int
-            var height: Int
+        var predictions: [Annotation]?
+        var data: [String: Loose]?
+        var meta: [String: Loose]?
+        /// Where Sentinel 1.x wrote the frame's size (Label Studio drops it on import: `meta` is kept).
+        var sentinel: [String: Loose]?
+
+        var video: String? { data?["video"]?.string }
+
+        /// The frame's size as the task carries it: `meta.frameWidth`/`meta.frameHeight`, or Sentinel 1.x's field.
+        var frameSize: (width: Int, height: Int)? {
+            if let w = meta?["frameWidth"]?.number, let h = meta?["frameHeight"]?.number { return (w, h) }
+            if let w = sentinel?["width"]?.number, let h = sentinel?["height"]?.number { return (w, h) }
+            return nil
         }
     }
 
-    static func readLabelStudio(_ data: Data, _ path: String) throws(LabelError) -> TrackSet {
+    /// The names the labeling config gives its controls: Label Studio's "Video Object Tracking" template with one
+    /// label, `face`. README shows the whole config.
+    public enum LabelStudioConfig {
+        public static let video = "video"
+        public static let box = "box"
+        public static let labels = "videoLabels"
+        public static let xml = """
+            <View>
+              <Labels name="\(labels)" toName="\(video)" allowEmpty="true">
+                <Label value="face" background="red"/>
+              </Labels>
+              <Video name="\(video)" value="$\(video)" framerate="15"/>
+              <VideoRectangle name="\(box)" toName="\(video)"/>
+            </View>
+            """
+    }
+
+    static func readLabelStudio(_ data: Data, _ path: String, video: VideoBounds?) throws(LabelError) -> TrackSet {
         let tasks: [LabelStudioTask]
         do {
             if let list = try? JSONDecoder().decode([LabelStudioTask].self, from: data) {
@@ -306,42 +533,71 @@ public enum TrackFile {
                 .malformed, path, nil,
                 "neither Sentinel's ground truth nor a Label Studio video task (\(describe(error)))")
         }
-        guard tasks.count == 1, let task = tasks.first else {
-            throw LabelError(.malformed, path, nil, "\(tasks.count) Label Studio tasks; one video per file expected")
-        }
-        guard let annotations = task.annotations, !annotations.isEmpty else {
-            throw LabelError(.malformed, path, "annotations", "no annotations: not a Label Studio video task")
-        }
-        guard let size = task.sentinel else {
+        let (index, task) = try labelStudioTask(tasks, path, video: video)
+        let place = tasks.count > 1 ? "[\(index)]." : ""
+        // A person's annotation first (the first not cancelled), else a model's prediction.
+        let chosen =
+            task.annotations?.enumerated().first { !($0.element.wasCancelled ?? false) }.map { ("annotations", $0) }
+            ?? task.predictions?.enumerated().first.map { ("predictions", $0) }
+        guard let (kind, (a, annotation)) = chosen else {
             throw LabelError(
-                .malformed, path, "sentinel",
-                "Label Studio keeps boxes in percent of the frame: the frame's size is needed (\"sentinel\": {\"width\": …, \"height\": …} beside \"annotations\", or the video given with it)"
+                .malformed, path, place + "annotations", "no annotations or predictions: not a Label Studio video task")
+        }
+        let declared = task.frameSize
+        guard let size = video.map({ (width: $0.width, height: $0.height) }) ?? declared else {
+            throw LabelError(
+                .malformed, path, place + "meta",
+                "Label Studio keeps boxes in percent of the frame: the frame's size is needed (\"meta\": {\"frameWidth\": …, \"frameHeight\": …} in the task, or the video given with it)"
             )
+        }
+        guard (1...(1 << 16)).contains(size.width), (1...(1 << 16)).contains(size.height) else {
+            throw LabelError(
+                .malformed, path, place + "meta", "frame size \(size.width)x\(size.height): each side from 1 to 65536")
         }
         var entries: [TrackSet.Entry] = []
         var frameCount: Int?
         var ids = Set<String>()
-        for (r, result) in annotations[0].result.enumerated() where result.type == "videorectangle" {
+        for (r, result) in (annotation.result ?? []).enumerated() where result.type == "videorectangle" {
             let id = result.id ?? String(r)
-            let location = "annotations[0].result[\(r)]"
+            let location = "\(place)\(kind)[\(a)].result[\(r)]"
             guard ids.insert(id).inserted else {
                 throw LabelError(.duplicateID, path, location, "region id \(id) is used for two tracks")
             }
-            frameCount = result.value.framesCount ?? result.value.frameCount ?? frameCount
-            let keyframes = result.value.sequence.sorted { $0.frame < $1.frame }
+            if let count = result.value?.framesCount ?? result.value?.frameCount {
+                guard (1...maxFrames).contains(count) else {
+                    throw LabelError(.malformed, path, location, "framesCount \(count) is not from 1 to \(maxFrames)")
+                }
+                frameCount = count
+            }
+            // Keyframes are bounded before a frame between them is made: by the video, else by what the file says.
+            let limit = video?.length ?? frameCount ?? maxFrames
+            guard let sequence = result.value?.sequence else {
+                throw LabelError(.malformed, path, location, "a videorectangle without a sequence of keyframes")
+            }
+            let keyframes = sequence.sorted { $0.frame < $1.frame }
             func pixels(_ k: LabelStudioTask.Keyframe) -> Box {
                 Box(
                     x: k.x * Double(size.width) / 100, y: k.y * Double(size.height) / 100,
                     width: k.width * Double(size.width) / 100, height: k.height * Double(size.height) / 100)
             }
-            for (k, keyframe) in keyframes.enumerated() {
+            for keyframe in keyframes {
                 guard keyframe.frame >= 1 else {
                     throw LabelError(.malformed, path, location, "keyframe \(keyframe.frame): frames count from 1")
                 }
+                guard keyframe.frame <= limit else {
+                    throw LabelError(
+                        .outOfVideo, path, location, "keyframe \(keyframe.frame) is beyond the video (\(limit) frames)")
+                }
+            }
+            for (k, keyframe) in keyframes.enumerated() {
                 entries.append(.init(frame: keyframe.frame - 1, id: id, box: pixels(keyframe)))
                 // Enabled: interpolated linearly up to the next keyframe; disabled: the span ends here.
-                guard keyframe.enabled, k + 1 < keyframes.count else { continue }
+                guard keyframe.enabled ?? true, k + 1 < keyframes.count else { continue }
                 let next = keyframes[k + 1]
+                guard entries.count + (next.frame - keyframe.frame) <= maxBoxes else {
+                    throw LabelError(
+                        .malformed, path, location, "more than \(maxBoxes) boxes once keyframes are interpolated")
+                }
                 let (a, b) = (pixels(keyframe), pixels(next))
                 for frame in (keyframe.frame + 1)..<max(keyframe.frame + 1, next.frame) {
                     let t = Double(frame - keyframe.frame) / Double(next.frame - keyframe.frame)
@@ -355,16 +611,76 @@ public enum TrackFile {
                 }
             }
         }
-        return TrackSet(entries, width: size.width, height: size.height, frameCount: frameCount)
+        return TrackSet(entries, width: declared?.width, height: declared?.height, frameCount: frameCount)
     }
 
-    static func labelStudio(_ tracks: TrackSet, _ path: String) throws(LabelError) -> String {
+    /// The task of `video` in a project export; a file of one task is that task.
+    static func labelStudioTask(_ tasks: [LabelStudioTask], _ path: String, video: VideoBounds?) throws(LabelError)
+        -> (Int, LabelStudioTask)
+    {
+        if tasks.count == 1 { return (0, tasks[0]) }
+        guard !tasks.isEmpty else { throw LabelError(.malformed, path, nil, "no Label Studio task in the file") }
+        let videos = tasks.map { $0.video.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "" }
+        guard let name = video?.name else {
+            throw LabelError(
+                .malformed, path, nil,
+                "\(tasks.count) Label Studio tasks: give the video, whose name picks its task (\(videos.prefix(5).joined(separator: ", ")))"
+            )
+        }
+        // Label Studio stores an upload as "<8 hex digits>-<name>".
+        let matches = videos.indices.filter { videos[$0] == name || videos[$0].hasSuffix("-" + name) }
+        guard matches.count == 1, let index = matches.first else {
+            throw LabelError(
+                .malformed, path, nil,
+                "\(matches.count) of \(tasks.count) Label Studio tasks are of the video \(name); one expected")
+        }
+        return (index, tasks[index])
+    }
+
+    /// A Label Studio task for `tracks`: importable as annotations (`as: .annotations`) or as a model's predictions.
+    public enum LabelStudioRole: String, Sendable { case annotations, predictions }
+
+    static func labelStudio(
+        _ tracks: TrackSet, _ path: String, video: String? = nil, as role: LabelStudioRole = .annotations
+    ) throws(LabelError) -> String {
         guard let width = tracks.width, let height = tracks.height, width > 0, height > 0 else {
             throw LabelError(
                 .malformed, path, nil, "Label Studio needs the frame's size, which these tracks do not have")
         }
         let frames = tracks.frameCount ?? ((tracks.entries.map(\.frame).max() ?? -1) + 1)
         let byID = Dictionary(grouping: tracks.entries, by: \.id)
+        struct Value: Encodable {
+            var framesCount: Int
+            var sequence: [LabelStudioTask.Keyframe]
+            var labels: [String]
+        }
+        struct Result: Encodable {
+            var id: String
+            var type = "videorectangle"
+            var fromName = LabelStudioConfig.box
+            var toName = LabelStudioConfig.video
+            var origin: String
+            var value: Value
+            enum CodingKeys: String, CodingKey {
+                case id, type, origin, value
+                case fromName = "from_name"
+                case toName = "to_name"
+            }
+        }
+        struct Annotation: Encodable {
+            var result: [Result]
+            var modelVersion: String?
+            enum CodingKeys: String, CodingKey {
+                case result
+                case modelVersion = "model_version"
+            }
+        }
+        struct Task: Encodable {
+            var data: [String: String]
+            var meta: [String: Int]
+            var annotations: [Annotation]?
+            var predictions: [Annotation]?
+        }
         let results = tracks.ids.map { id in
             let boxes = byID[id]!.sorted { $0.frame < $1.frame }
             // Every frame a keyframe (exact after import); the last of each span disabled, so no interpolation
@@ -373,14 +689,17 @@ public enum TrackFile {
                 LabelStudioTask.Keyframe(
                     frame: e.frame + 1, enabled: k + 1 < boxes.count && boxes[k + 1].frame == e.frame + 1,
                     x: e.box.x * 100 / Double(width), y: e.box.y * 100 / Double(height),
-                    width: e.box.width * 100 / Double(width), height: e.box.height * 100 / Double(height))
+                    width: e.box.width * 100 / Double(width), height: e.box.height * 100 / Double(height), rotation: 0)
             }
-            return LabelStudioTask.Result(
-                id: id, type: "videorectangle",
-                value: .init(framesCount: frames, frameCount: nil, duration: nil, sequence: sequence, labels: ["face"]))
+            return Result(
+                id: id, origin: role == .annotations ? "manual" : "prediction",
+                value: .init(framesCount: frames, sequence: sequence, labels: ["face"]))
         }
-        let task = LabelStudioTask(
-            annotations: [.init(result: results)], data: nil, sentinel: .init(width: width, height: height))
+        let annotation = Annotation(result: results, modelVersion: role == .predictions ? "sentinel" : nil)
+        let task = Task(
+            data: [LabelStudioConfig.video: video ?? ""], meta: ["frameWidth": width, "frameHeight": height],
+            annotations: role == .annotations ? [annotation] : nil,
+            predictions: role == .predictions ? [annotation] : nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         return String(decoding: (try? encoder.encode([task])) ?? Data(), as: UTF8.self) + "\n"
@@ -395,5 +714,15 @@ public enum TrackFile {
             return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
         @unknown default: return "\(error)"
         }
+    }
+}
+
+extension VideoBounds {
+    /// The bounds of the video file at `path`: the length and frame size its container states.
+    public static func of(_ path: String) throws -> VideoBounds {
+        let file = try VideoFileSource(path: path)
+        return VideoBounds(
+            frames: file.declaredFrameCount ?? .max, width: file.width, height: file.height,
+            name: URL(fileURLWithPath: path).lastPathComponent)
     }
 }

@@ -22,7 +22,7 @@ public struct RecordingLabels: Sendable {
     /// recording's frame rate and size, the pipeline's zones and reference point), visits, zone stays and dwell are
     /// derived from them by the pipeline's own zone rule, so that dwell and zone timing can be scored too.
     public static func read(_ path: String, derive: Derivation? = nil) throws -> RecordingLabels {
-        let tracks = try TrackFile.read(path, video: derive.map { ($0.frames, $0.width, $0.height) })
+        let tracks = try TrackFile.read(path, video: derive?.bounds)
         if let truth = try? JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: path))) {
             return RecordingLabels(tracks: tracks, truth: truth)
         }
@@ -39,11 +39,20 @@ public struct RecordingLabels: Sendable {
             let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
             let file = source.unpaced as? VideoFileSource
             guard let frame = try source.next() else { throw TuneError("\(recording): no frame to read") }
-            return Derivation(
+            var derivation = Derivation(
                 fps: file?.nominalFPS ?? 15, frames: file?.declaredFrameCount ?? .max, width: frame.image.width,
                 height: frame.image.height, zones: definition.sources[0].zones, settings: definition.visitors)
+            derivation.name = URL(fileURLWithPath: recording).lastPathComponent
+            return derivation
         }
 
+        /// What bounds the recording's labels.
+        public var bounds: VideoBounds {
+            VideoBounds(frames: frames, width: width, height: height, name: name)
+        }
+
+        /// The recording's file name.
+        public var name: String?
         public var fps: Double
         /// The recording's length, which no label may go beyond.
         public var frames: Int

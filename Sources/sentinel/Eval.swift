@@ -121,6 +121,12 @@ struct Eval: ParsableCommand {
         @Option(help: "Tracks to score, in the same order.")
         var tracks: [String] = []
 
+        @Option(
+            help:
+                "The video the labels are of, in the same order (repeat for several): bounds both files by its length and size, gives Label Studio's percentages their pixels and picks the video's task from a project export."
+        )
+        var video: [String] = []
+
         @Option(help: "The largest IoU distance (1 - IoU) a match may have.")
         var threshold = 0.5
 
@@ -131,19 +137,28 @@ struct Eval: ParsableCommand {
             guard !truth.isEmpty, truth.count == tracks.count else {
                 throw ValidationError("give as many --tracks as --truth (\(tracks.count) and \(truth.count))")
             }
+            guard video.isEmpty || video.count == truth.count else {
+                throw ValidationError("give a --video for each --truth, or none (\(video.count) and \(truth.count))")
+            }
             try checkRange(threshold, "threshold", 0.01...0.99)
         }
 
         func run() throws {
             var sequences: [String: Labels.Sequence] = [:]
-            for (truthPath, tracksPath) in zip(truth, tracks) {
-                let labels = try TrackFile.read(truthPath)
-                let video = labels.frameCount.flatMap { frames in
-                    labels.width.flatMap { w in labels.height.map { (frames: frames, width: w, height: $0) } }
-                }
+            for (n, (truthPath, tracksPath)) in zip(truth, tracks).enumerated() {
+                let given = try video.isEmpty ? nil : VideoBounds.of(video[n])
+                let labels = try TrackFile.read(truthPath, video: given)
+                // Without the video, the labels' own length and size bound the tracks.
+                let bounds =
+                    given
+                    ?? labels.frameCount.flatMap { frames in
+                        labels.width.flatMap { w in
+                            labels.height.map { VideoBounds(frames: frames, width: w, height: $0) }
+                        }
+                    }
                 let sequence = Labels.Sequence(
                     metrics: TrackMetrics.evaluate(
-                        truth: labels, tracks: try TrackFile.read(tracksPath, video: video), threshold: threshold),
+                        truth: labels, tracks: try TrackFile.read(tracksPath, video: bounds), threshold: threshold),
                     visitors: nil)
                 // As given: two sequences may share a file name (MOT keeps each in its own folder).
                 let name = tracksPath

@@ -3,6 +3,7 @@ import Foundation
 import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
+import SentinelEval
 import SentinelModels
 public import SentinelVision
 
@@ -102,3 +103,4 @@ extension DetectorKind: ExpressibleByArgument {}
 extension Pacing: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
 }
+extension TrackFile.LabelStudioRole: ExpressibleByArgument {}

@@ -53,6 +53,12 @@ struct Replay: ParsableCommand {
     )
     var tracks: String?
 
+    @Option(
+        help:
+            "With --tracks as .json: import the boxes into Label Studio as a person's annotations or as a model's predictions."
+    )
+    var tracksAs: TrackFile.LabelStudioRole = .annotations
+
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
     var verbose = false
 
@@ -102,7 +108,9 @@ struct Replay: ParsableCommand {
         }
         review?.finish()
         progress.finish()
-        if let tracks { try TrackFile.write(recorder.tracks, to: tracks) }
+        if let tracks {
+            try TrackFile.write(recorder.tracks, to: tracks, video: recording ?? chosen.input, as: tracksAs)
+        }
         try sink.commit()
         // A summary on standard error: standard output may be the events.
         for line in recorder.summary(origin: runner.origin).lines {

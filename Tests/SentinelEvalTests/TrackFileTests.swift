@@ -53,6 +53,41 @@ struct TrackFileTests {
         #expect(studio.entries[0].box == Box(x: 0, y: 5, width: 10, height: 10))
         let counted = try TrackFile.read(Self.corpus.appendingPathComponent("labelstudio-frameCount.json").path)
         #expect(counted.frameCount == 10 && counted.entries.count == 3)
+        let images = try TrackFile.read(Self.corpus.appendingPathComponent("cvat-images-good.xml").path)
+        #expect(images.entries.map(\.frame) == [0, 2, 2] && images.entries.map(\.id) == ["7", "7", "8"])
+        #expect(images.width == 64 && images.frameCount == 10)
+        let predicted = try TrackFile.read(Self.corpus.appendingPathComponent("labelstudio-predictions-only.json").path)
+        #expect(predicted.entries.count == 1 && predicted.width == 100)
+    }
+
+    @Test(
+        "labels of another video are refused with both figures; a project export's task is picked by the video's name")
+    func boundedByVideo() throws {
+        let cvat = Self.corpus.appendingPathComponent("cvat-good.xml").path
+        #expect(throws: Never.self) {
+            _ = try TrackFile.read(cvat, video: VideoBounds(frames: 10, width: 64, height: 48))
+        }
+        let size = #expect(throws: LabelError.self) {
+            _ = try TrackFile.read(cvat, video: VideoBounds(frames: 10, width: 1280, height: 720))
+        }
+        #expect(size?.message.contains("the labels are of a 64x48 video, the video is 1280x720") == true)
+        let length = #expect(throws: LabelError.self) {
+            _ = try TrackFile.read(cvat, video: VideoBounds(frames: 472, width: 64, height: 48))
+        }
+        #expect(length?.message.contains("the labels are of a 10-frame video, the video has 472 frames") == true)
+        // MOT declares nothing: its boxes are bounded by the video's frames and size.
+        let mot = Self.corpus.appendingPathComponent("mot-good.txt").path
+        let beyond = #expect(throws: LabelError.self) {
+            _ = try TrackFile.read(mot, video: VideoBounds(frames: 1, width: 640, height: 480))
+        }
+        #expect(beyond?.message.contains("frame 1 is beyond the video (1 frames, from 0)") == true)
+        let project = Self.corpus.appendingPathComponent("labelstudio-project-two-tasks.json").path
+        let picked = try TrackFile.read(project, video: VideoBounds(frames: 10, width: 100, height: 50, name: "b.mp4"))
+        #expect(picked.entries.isEmpty && picked.width == 100)
+        let unknown = #expect(throws: LabelError.self) {
+            _ = try TrackFile.read(project, video: VideoBounds(frames: 10, width: 100, height: 50, name: "c.mp4"))
+        }
+        #expect(unknown?.message.contains("0 of 2 Label Studio tasks are of the video c.mp4") == true)
     }
 
     @Test("tracks written in each format and read back are the same tracks: IDF1, MOTA and HOTA 1 against the original")
