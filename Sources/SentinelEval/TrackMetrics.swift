@@ -198,13 +198,47 @@ public struct TrackMetrics: Sendable, Codable, Equatable {
             guard let first = states.firstIndex(of: true), let last = states.lastIndex(of: true) else { continue }
             fragmentations += (first..<last).filter { states[$0] && !states[$0 + 1] }.count
         }
-        // ID measures: the assignment that maximises the frames in common.
-        let objectIDs = objectFrames.keys.sorted()
-        let trackIDs = trackFrameCounts.keys.sorted()
-        let weights: [[Double?]] = objectIDs.map { o in trackIDs.map { t in -Double(overlaps[o]?[t] ?? 0) } }
-        counts.idtp = Assignment.minimumCost(weights).reduce(0) {
-            $0 + (overlaps[objectIDs[$1.row]]?[trackIDs[$1.column]] ?? 0)
+        // ID measures: the assignment that maximises the frames in common. A pair that never overlaps adds nothing,
+        // so each group of ids linked by overlaps is assigned on its own: memory and time grow with the pairs that
+        // overlap, not with ids squared.
+        for (objectIDs, trackIDs) in Self.linkedGroups(overlaps) {
+            let weights: [[Double?]] = objectIDs.map { o in trackIDs.map { t in -Double(overlaps[o]?[t] ?? 0) } }
+            counts.idtp += Assignment.minimumCost(weights).reduce(0) {
+                $0 + (overlaps[objectIDs[$1.row]]?[trackIDs[$1.column]] ?? 0)
+            }
         }
+    }
+
+    /// The connected groups of the bipartite graph whose edges are the overlapping (object, track) pairs.
+    static func linkedGroups(_ overlaps: [String: [String: Int]]) -> [(objects: [String], tracks: [String])] {
+        // Union-find over objects ("o" + id) and tracks ("t" + id).
+        var parent: [String: String] = [:]
+        func root(_ node: String) -> String {
+            var node = node
+            while let up = parent[node], up != node {
+                parent[node] = parent[up] ?? up
+                node = up
+            }
+            return node
+        }
+        for (object, tracks) in overlaps {
+            parent["o" + object] = parent["o" + object] ?? "o" + object
+            for track in tracks.keys {
+                parent["t" + track] = parent["t" + track] ?? "t" + track
+                let (a, b) = (root("o" + object), root("t" + track))
+                if a != b { parent[a] = b }
+            }
+        }
+        var groups: [String: (objects: [String], tracks: [String])] = [:]
+        for node in parent.keys.sorted() {
+            let id = String(node.dropFirst())
+            if node.hasPrefix("o") {
+                groups[root(node), default: ([], [])].objects.append(id)
+            } else {
+                groups[root(node), default: ([], [])].tracks.append(id)
+            }
+        }
+        return groups.keys.sorted().map { groups[$0]! }
     }
 }
 
@@ -228,7 +262,8 @@ enum HOTA {
         }
         let no = objectIndex.count
         let nt = trackIndex.count
-        var potential = [Double](repeating: 0, count: no * nt)
+        // Keyed by object * nt + track, only for pairs that share a frame: memory grows with those, not ids squared.
+        var potential: [Int: Double] = [:]
         var objectCount = [Double](repeating: 0, count: no)
         var trackCount = [Double](repeating: 0, count: nt)
         var steps: [(objects: [Int], tracks: [Int], similarity: [[Double]])] = []
@@ -244,20 +279,20 @@ enum HOTA {
             for i in g.indices {
                 for j in t.indices {
                     let denominator = columnSums[j] + rowSums[i] - similarity[i][j]
-                    if denominator > eps { potential[g[i] * nt + t[j]] += similarity[i][j] / denominator }
+                    if denominator > eps, similarity[i][j] > 0 {
+                        potential[g[i] * nt + t[j], default: 0] += similarity[i][j] / denominator
+                    }
                 }
             }
             for i in g { objectCount[i] += 1 }
             for j in t { trackCount[j] += 1 }
             steps.append((g, t, similarity))
         }
-        var alignment = potential
-        for i in 0..<no {
-            for j in 0..<nt {
-                alignment[i * nt + j] = potential[i * nt + j] / (objectCount[i] + trackCount[j] - potential[i * nt + j])
-            }
+        var alignment: [Int: Double] = [:]
+        for (key, p) in potential {
+            alignment[key] = p / (objectCount[key / nt] + trackCount[key % nt] - p)
         }
-        var matchCounts = [[Double]](repeating: [Double](repeating: 0, count: no * nt), count: alphas.count)
+        var matchCounts = [[Int: Double]](repeating: [:], count: alphas.count)
         for step in steps {
             if step.objects.isEmpty || step.tracks.isEmpty {
                 for a in alphas.indices {
@@ -268,7 +303,7 @@ enum HOTA {
             }
             let score: [[Double?]] = step.objects.indices.map { i in
                 step.tracks.indices.map { j in
-                    -alignment[step.objects[i] * nt + step.tracks[j]] * step.similarity[i][j]
+                    -(alignment[step.objects[i] * nt + step.tracks[j]] ?? 0) * step.similarity[i][j]
                 }
             }
             let pairs = Assignment.minimumCost(score)
@@ -279,18 +314,15 @@ enum HOTA {
                 counts.hotaFP[a] += Double(step.tracks.count - matched.count)
                 for pair in matched {
                     counts.locSum[a] += step.similarity[pair.row][pair.column]
-                    matchCounts[a][step.objects[pair.row] * nt + step.tracks[pair.column]] += 1
+                    matchCounts[a][step.objects[pair.row] * nt + step.tracks[pair.column], default: 0] += 1
                 }
             }
         }
         for a in alphas.indices {
             var sum = 0.0
-            for i in 0..<no {
-                for j in 0..<nt {
-                    let m = matchCounts[a][i * nt + j]
-                    guard m > 0 else { continue }
-                    sum += m * m / max(1, objectCount[i] + trackCount[j] - m)
-                }
+            // In key order, as the dense table was summed, so that the figure does not depend on hashing.
+            for (key, m) in matchCounts[a].sorted(by: { $0.key < $1.key }) {
+                sum += m * m / max(1, objectCount[key / nt] + trackCount[key % nt] - m)
             }
             // TrackEval's AssA is this sum over TP; kept as the sum, so that sequences combine weighted by TP.
             counts.assSum[a] += sum
