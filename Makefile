@@ -21,7 +21,7 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
+.PHONY: demo test lint fuzz fuzz-build client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -29,6 +29,8 @@ demo: release
 
 test: debug references footage
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
+	@# Every fuzz corpus read once by its parser (a crash found by `make fuzz` stays there as a regression case).
+	@for t in $(FUZZ_TARGETS); do .build/debug/sentinel-fuzz $$t || exit 1; done
 	swift test --skip-build --skip 'ClientPackageTests|LiveCameraTests'
 	@# Each alone, after the rest. The live camera's analysis must keep the camera's pace to measure dwell: alone it
 	@# analysed 16 frames a second and missed dwell by 0.13 s at most; beside the rest, 7 a second and 0.6 s. An app
@@ -40,6 +42,26 @@ test: debug references footage
 # The project's .swift-format, strictly: CI fails on any finding ('swift format -i -r' on the same paths fixes most).
 lint:
 	swift format lint --strict -r Sources Tests Package.swift Client/Sources Client/Tests Client/Package.swift
+
+# Fuzzing: every parser of outside input as a libFuzzer target under AddressSanitizer (Sources/sentinel-fuzz), in a
+# build of its own. Each target runs FUZZ_SECONDS from its seeds (Tests/Corpus/...); what it finds is kept in
+# .build/fuzz/TARGET, a crash as .build/fuzz/TARGET/crash-*: add that file to the target's corpus folder with its
+# expected outcome, then fix it. CI runs each for FUZZ_SECONDS=20.
+FUZZ := .build-fuzz/release/sentinel-fuzz
+FUZZ_TARGETS := dates mot cvat labelstudio truth event pipeline fleet space
+FUZZ_SECONDS ?= 60
+fuzz: fuzz-build
+	@mkdir -p .build
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
+		$(FUZZ) $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 2>.build/fuzz-$$t.log \
+			|| { tail -40 .build/fuzz-$$t.log; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^Done' .build/fuzz-$$t.log | tr '\n' ' '; echo; \
+	done
+
+fuzz-build: deps
+	swift build --scratch-path .build-fuzz -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING \
+		--product sentinel-fuzz
 
 # The benches are an executable of their own (sentinel-bench), beside the release build's sentinel; not installed.
 # Their peers come from Debian too: nchan (in nginx) for the SSE bench.

@@ -211,6 +211,11 @@ let package = Package(
                 "SentinelEval",
                 "SentinelVisitors", "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
             ]),
+        /// Every parser of outside input as a libFuzzer target (`make fuzz`), and their corpora's replay (`make test`).
+        .executableTarget(
+            name: "sentinel-fuzz",
+            dependencies: ["SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning"]
+        ),
         .executableTarget(
             name: "sentinel",
             dependencies: [

@@ -41,7 +41,7 @@ public struct SearchSpace: Sendable {
         func value(at fraction: Double) -> String {
             if let interval {
                 let x = interval.low + (interval.high - interval.low) * min(max(fraction, 0), 1)
-                return interval.whole ? String(Int(x.rounded())) : written(x)
+                return interval.whole && abs(x) < 1e15 ? String(Int(x.rounded())) : written(x)
             }
             let index = min(values.count - 1, Int((fraction * Double(values.count)).rounded(.down)))
             return values[max(0, index)]
@@ -177,7 +177,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 /// A number as a file writes it: whole numbers without a fraction, others with at most 4 decimals.
 func written(_ value: Double) -> String {
     let rounded = (value * 10_000).rounded() / 10_000
-    return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
 }
 
 extension ConfigReader {
@@ -209,14 +209,29 @@ extension ConfigReader {
             report(field, "from must be below to")
             return nil
         }
-        let whole: Bool =
-            if case .interval(_, _, let whole)? = SearchSpace.declared[key] { whole } else { false }
+        // Checked here, whole, before anything is decoded: within the setting's declared range, and a finite width.
+        var whole = false
+        if case .interval(let low, let high, let isWhole)? = SearchSpace.declared[key] {
+            whole = isWhole
+            guard low <= from, to <= high else {
+                report(
+                    field,
+                    "{ from: \(written(from)), to: \(written(to)) } goes beyond \(key)'s range \(written(low))...\(written(high))"
+                )
+                return nil
+            }
+        }
+        guard (to - from).isFinite else {
+            report(field, "from and to are too far apart to search between")
+            return nil
+        }
         if let stepField = fields["step"], let step = number(stepField, in: 1e-9...Double.greatestFiniteMagnitude) {
-            let count = Int(((to - from) / step + 1e-9).rounded(.down))
-            guard count <= 1_000 else {
+            let steps = ((to - from) / step + 1e-9).rounded(.down)
+            guard steps <= 1_000 else {
                 report(stepField, "more than 1000 steps")
                 return nil
             }
+            let count = Int(steps)
             return .init(key: key, values: (0...count).map { written(from + Double($0) * step) })
         }
         return .init(key: key, values: [], interval: (from, to, whole))
