@@ -91,7 +91,7 @@ public final class Telemetry: Sendable {
 
     /// Frames per second one source analysed, over the last second.
     public func fps(source: String) -> CoreMetrics.Gauge {
-        CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("sourceId", source)], factory: factory)
+        CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("source_id", source)], factory: factory)
     }
 
     /// Frames one source's capture edge received, handed to analysis, and dropped because analysis was behind: exact
@@ -101,7 +101,7 @@ public final class Telemetry: Sendable {
     ) {
         func counter(_ name: String) -> CoreMetrics.Counter {
             CoreMetrics.Counter(
-                label: "sentinel_frames_\(name)_total", dimensions: [("sourceId", source)], factory: factory)
+                label: "sentinel_frames_\(name)_total", dimensions: [("source_id", source)], factory: factory)
         }
         return (counter("captured"), counter("analysed"), counter("dropped"))
     }
@@ -123,7 +123,7 @@ public final class Telemetry: Sendable {
                 if let stay = event.stay, let dwell = stay.dwellSeconds {
                     CoreMetrics.Recorder(
                         label: "sentinel_zone_dwell_seconds",
-                        dimensions: [("sourceId", event.visitor.sourceId), ("zone", stay.zone)], factory: factory
+                        dimensions: [("source_id", event.visitor.sourceId), ("zone", stay.zone)], factory: factory
                     ).record(dwell)
                 }
             default:
@@ -144,7 +144,7 @@ public final class Telemetry: Sendable {
         for (zone, count) in occupancy.zones {
             CoreMetrics.Gauge(
                 label: "sentinel_zone_visitors_present",
-                dimensions: [("sourceId", zone.sourceId), ("zone", zone.name)],
+                dimensions: [("source_id", zone.sourceId), ("zone", zone.name)],
                 factory: factory
             ).record(value(count) { Double($0) })
         }
@@ -154,7 +154,7 @@ public final class Telemetry: Sendable {
         for (source, zones) in gauge.zones {
             for (zone, level) in zones {
                 CoreMetrics.Gauge(
-                    label: "sentinel_zone_mood_score", dimensions: [("sourceId", source), ("zone", zone)],
+                    label: "sentinel_zone_mood_score", dimensions: [("source_id", source), ("zone", zone)],
                     factory: factory
                 ).record(value(level) { Double($0.score) })
             }

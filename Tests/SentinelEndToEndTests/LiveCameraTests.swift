@@ -102,7 +102,7 @@ struct LiveCameraTests {
         #expect(frames["analysed"]! + frames["dropped"]! <= frames["captured"]!, "\(health)")
         let metrics = String(
             decoding: try await LoopbackClient.fetch(port: sentinel.port, path: "/metrics").1, as: UTF8.self)
-        #expect(metrics.contains("sentinel_frames_captured_total{sourceId=\"cam\"}"))
+        #expect(metrics.contains("sentinel_frames_captured_total{source_id=\"cam\"}"))
         #expect(metrics.contains("sentinel_capture_to_publish_seconds_count"))
     }
 

@@ -238,7 +238,7 @@ struct CounterTests {
         func metric() async throws -> Int? {
             let text = String(decoding: try await fetch("/metrics"), as: UTF8.self)
             let line = text.split(separator: "\n").first {
-                $0.hasPrefix("sentinel_frames_captured_total{sourceId=\"showroom\"}")
+                $0.hasPrefix("sentinel_frames_captured_total{source_id=\"showroom\"}")
             }
             return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }.map { Int($0) }
         }

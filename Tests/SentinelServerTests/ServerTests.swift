@@ -322,9 +322,9 @@ struct APITests {
         // The showroom's figures, k-suppressed as the API publishes them (nobody in the counter: NaN, not 0).
         for line in [
             "sentinel_visits_started_total 4", "sentinel_visitors_present 4.0",
-            "sentinel_zone_visitors_present{sourceId=\"showroom\",zone=\"display\"} 4.0",
-            "sentinel_zone_visitors_present{sourceId=\"showroom\",zone=\"counter\"} nan",
-            "sentinel_mood_score ", "sentinel_zone_mood_score{sourceId=\"showroom\",zone=\"display\"} ",
+            "sentinel_zone_visitors_present{source_id=\"showroom\",zone=\"display\"} 4.0",
+            "sentinel_zone_visitors_present{source_id=\"showroom\",zone=\"counter\"} nan",
+            "sentinel_mood_score ", "sentinel_zone_mood_score{source_id=\"showroom\",zone=\"display\"} ",
         ] {
             #expect(metrics.contains(line), "\(line) in \(metrics)")
         }
@@ -347,6 +347,12 @@ struct APITests {
                 metricsFile.path,
             ])
         #expect(parsed == 0, "\(report)")
+        // And Prometheus' own linter (Debian's prometheus): names, label names, help and types as Prometheus wants
+        // them; it exits 3 on camelCase label names (sourceId before).
+        let lint = try await Fixtures.run(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "promtool check metrics < \"$0\" 2>&1", metricsFile.path],
+            timeout: 60)
+        #expect(lint.status == 0 && lint.output.isEmpty, "promtool check metrics: \(lint.status) \(lint.output)")
         try await server.stop()
     }
 

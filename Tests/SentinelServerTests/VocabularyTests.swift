@@ -137,7 +137,8 @@ struct VocabularyTests {
         let (_, metricsBody) = try await server.get("/metrics", headers: token)
         let metrics = String(decoding: metricsBody, as: UTF8.self)
         #expect(
-            metrics.contains("{sourceId=\"showroom\"") && !metrics.contains("{source=") && !metrics.contains(",source=")
+            metrics.contains("{source_id=\"showroom\"") && !metrics.contains("{source=")
+                && !metrics.contains(",source=")
         )
         let buckets = Set(
             metrics.split(separator: "\n").filter { $0.hasPrefix("sentinel_zone_dwell_seconds_bucket{") }.compactMap {
