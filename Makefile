@@ -5,9 +5,14 @@
 # Both work on a fresh Debian 12 machine with Swift installed; apt packages are installed when missing.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := libopencv-dev opencv-data libsqlite3-dev python3-h5py python3-onnx python3-numpy python3-pip python3-jsonschema \
-	python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv \
-	libmosquitto-dev mosquitto libjs-chart.js chromium python3-websocket python3-scipy python3-pandas systemd postgresql
+# What the build, the models' set-up and the demo need (make demo installs only these), and what the tests add: their
+# real peers (camera, broker, browser, databases, service manager) and the tools that check Sentinel's formats.
+DEMO_PACKAGES := libopencv-dev opencv-data libsqlite3-dev libmosquitto-dev python3-h5py python3-onnx python3-numpy \
+	python3-pip libjs-chart.js
+TEST_PACKAGES := python3-jsonschema python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 \
+	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv mosquitto chromium python3-websocket python3-scipy \
+	python3-pandas systemd postgresql prometheus
+APT_PACKAGES := $(DEMO_PACKAGES)
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4
 DEBUG := .build/debug/sentinel
@@ -131,7 +136,8 @@ $(SAMPLES) &: $(SCENE) Recordings/photos.sha256
 	Recordings/fetch-photos.sh
 	$(SENTINEL) synth $(SCENE)
 
-debug: deps
+debug:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(DEMO_PACKAGES) $(TEST_PACKAGES)"
 	swift build --build-tests
 
 release: deps
