@@ -14,8 +14,9 @@ struct SystemdUnitTests {
         "installed with a prefix, the unit starts once the demo serves (Type=notify), runs it under its sandbox as a dynamic user with its camera, its store in the state directory (0600), and stops with status 0"
     )
     func underSystemd() async throws {
-        // Not under /tmp (the unit's PrivateTmp hides it) nor /root (ProtectHome): beside the build.
-        let prefix = Fixtures.root.appendingPathComponent(".build/unit-tests/\(UUID().uuidString)")
+        // Where the namespace and the unit both see it, wherever the checkout is: not under /tmp (the namespace's
+        // tmpfs and the unit's PrivateTmp hide it), /root or /home (ProtectHome), /run or /var/lib (tmpfs in here).
+        let prefix = URL(fileURLWithPath: "/opt/sentinel-unit-tests/\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: prefix) }
         let make = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/make"),
