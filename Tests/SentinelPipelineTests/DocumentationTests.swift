@@ -10,20 +10,20 @@ struct DocumentationTests {
         try String(contentsOf: Fixtures.root.appendingPathComponent(path), encoding: .utf8)
     }
 
-    @Test("the README's Debian package list is the Makefile's APT_PACKAGES, in the same order")
+    @Test("the README's Debian package lists are the Makefile's DEMO_PACKAGES and TEST_PACKAGES, in the same order")
     func packageList() throws {
         let makefile = try Self.text("Makefile").replacingOccurrences(of: "\\\n", with: " ")
-        let assignment = try #require(
-            makefile.split(separator: "\n").first { $0.hasPrefix("APT_PACKAGES :=") })
-        let packages = assignment.dropFirst("APT_PACKAGES :=".count).split(whereSeparator: \.isWhitespace)
         let readme = try Self.text("README.md")
-        let intro = try #require(
-            readme.range(of: "Both install the Debian packages the Makefile's `APT_PACKAGES` names"))
-        let after = readme[intro.upperBound...]
-        let open = try #require(after.range(of: ": `"))
-        let close = try #require(after[open.upperBound...].firstIndex(of: "`"))
-        let listed = after[open.upperBound..<close].split(whereSeparator: \.isWhitespace)
-        #expect(listed == packages, "README: \(listed)\nMakefile: \(packages)")
+        for name in ["DEMO_PACKAGES", "TEST_PACKAGES"] {
+            let assignment = try #require(makefile.split(separator: "\n").first { $0.hasPrefix("\(name) :=") })
+            let packages = assignment.dropFirst("\(name) :=".count).split(whereSeparator: \.isWhitespace)
+            let intro = try #require(readme.range(of: "`\(name)`"), "README names \(name)")
+            let after = readme[intro.upperBound...]
+            let open = try #require(after.range(of: ": `"))
+            let close = try #require(after[open.upperBound...].firstIndex(of: "`"))
+            let listed = after[open.upperBound..<close].split(whereSeparator: \.isWhitespace)
+            #expect(listed == packages, "README: \(listed)\nMakefile: \(packages)")
+        }
     }
 
     @Test("sentinel run --help names every path of the API document, and the dashboard")
