@@ -217,17 +217,21 @@ public final class MQTTOutput: Service, Sendable {
         var zones: [String: Aggregate<Int>]
     }
 
-    /// Home Assistant MQTT discovery: one retained config per sensor (the mood's score and label, visitors present,
-    /// and each zone's count), all on this box's device and availability topic. A suppressed figure has no value,
-    /// which Home Assistant shows as unknown.
+    /// Home Assistant MQTT discovery, as its current documentation has it: one retained config per sensor (the mood's
+    /// score and label, visitors present, and each zone's count), all on this box's device, with the origin, the
+    /// availability topic, `default_entity_id` (`object_id` stopped working in Home Assistant 2026.4) and, on every
+    /// number, `state_class: measurement`, so that Home Assistant keeps its history and long-term statistics (without
+    /// it the mood was kept as text). The label is an `enum` sensor with its five options. A suppressed figure has no
+    /// value, which Home Assistant shows as unknown.
     func discovery() -> [(topic: String, config: Data)] {
         let node = "sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
         let nodeID = String(node)
-        func sensor(_ object: String, _ name: String, _ topic: String, _ template: String, unit: String? = nil)
+        func sensor(_ object: String, _ name: String, _ topic: String, _ template: String, extra: [String: Any])
             -> (String, Data)
         {
             var config: [String: Any] = [
-                "name": name, "unique_id": "\(nodeID)_\(object)", "object_id": "\(nodeID)_\(object)",
+                "name": name, "unique_id": "\(nodeID)_\(object)",
+                "default_entity_id": "sensor.\(nodeID)_\(object)".lowercased(),
                 "state_topic": topic, "value_template": template,
                 "availability_topic": settings.availabilityTopic, "payload_available": "online",
                 "payload_not_available": "offline",
@@ -235,23 +239,30 @@ public final class MQTTOutput: Service, Sendable {
                     "identifiers": [nodeID], "name": "Sentinel \(settings.site)", "manufacturer": "Sentinel",
                     "model": "visitor telemetry",
                 ],
+                "origin": ["name": "Sentinel"],
             ]
-            if let unit { config["unit_of_measurement"] = unit }
+            config.merge(extra) { $1 }
             let data =
                 (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes]))
                 ?? Data()
             return ("\(settings.discoveryPrefix)/sensor/\(nodeID)/\(object)/config", data)
         }
+        let count: [String: Any] = [
+            "state_class": "measurement", "unit_of_measurement": "visitors", "suggested_display_precision": 0,
+        ]
         var sensors = [
+            // The thermometer: a score from 0 (cold) to 100 (hot), no unit.
             sensor(
                 "mood", "Mood", settings.gaugeTopic,
-                "{{ value_json.overall.value.score if value_json.overall.value is defined else None }}"),
+                "{{ value_json.overall.value.score if value_json.overall.value is defined else None }}",
+                extra: ["state_class": "measurement", "suggested_display_precision": 0, "icon": "mdi:thermometer"]),
             sensor(
                 "mood_label", "Mood label", settings.gaugeTopic,
-                "{{ value_json.overall.value.label if value_json.overall.value is defined else None }}"),
+                "{{ value_json.overall.value.label if value_json.overall.value is defined else None }}",
+                extra: ["device_class": "enum", "options": GaugeReading.Level.bands.map(\.label)]),
             sensor(
                 "visitors", "Visitors present", settings.occupancyTopic,
-                "{{ value_json.visitors.value if value_json.visitors.value is defined else None }}", unit: "visitors"),
+                "{{ value_json.visitors.value if value_json.visitors.value is defined else None }}", extra: count),
         ]
         for zone in zones {
             let key = zone.description
@@ -260,7 +271,7 @@ public final class MQTTOutput: Service, Sendable {
                 sensor(
                     String(object), "Visitors in \(zone.name) (\(zone.sourceId))", settings.occupancyTopic,
                     "{{ value_json.zones['\(key)'].value if value_json.zones['\(key)'].value is defined else None }}",
-                    unit: "visitors"))
+                    extra: count))
         }
         return sensors
     }

@@ -278,6 +278,19 @@ struct MQTTOutputTests {
                 configs.compactMap { try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any] }
                     .compactMap { $0["unique_id"] as? String }
             ).count == configs.count)
+        // As Home Assistant takes them: each config against its documented schema (no object_id; a state class on
+        // every number), and each template rendered with Jinja on its topic's retained message.
+        var retained: [String: String] = [:]
+        for message in late.messages { retained[message.topic] = String(decoding: message.payload, as: UTF8.self) }
+        let file = try Fixtures.temporaryFolder().appendingPathComponent("retained.json")
+        try JSONSerialization.data(withJSONObject: retained).write(to: file)
+        let home = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [Fixtures.root.appendingPathComponent("Tests/Peers/homeassistant_discovery.py").path, file.path],
+            timeout: 60)
+        #expect(home.status == 0 && home.output.contains("0 problems"), "\(home.output)\n\(home.errors)")
+        #expect(home.output.contains("sensor.sentinel_lab_visitors = 3 visitors (measurement)"), "\(home.output)")
+        #expect(home.output.contains("sensor.sentinel_lab_mood = "), "\(home.output)")
         try await server.stop()
     }
 
