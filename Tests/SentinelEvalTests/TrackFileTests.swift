@@ -124,6 +124,57 @@ struct TrackFileTests {
     }
 
     @Test(
+        "datumaro (the tool CVAT's and MOT's users convert with) reads Sentinel's CVAT for video and MOT box for box; Sentinel reads datumaro's MOT at IDF1 1 and refuses its CVAT for images, which carries no track ids, naming track_id"
+    )
+    func datumaro() async throws {
+        // Two tracks, one with a gap; pseudonymous ids; boxes with fractions.
+        var entries: [TrackSet.Entry] = []
+        for frame in 0..<40 where !(12..<18).contains(frame) {
+            entries.append(
+                .init(
+                    frame: frame, id: "k667ls2eeexqvooj",
+                    box: Box(x: 10.25 + Double(frame), y: 20.5, width: 40, height: 50)))
+        }
+        for frame in 5..<30 {
+            entries.append(
+                .init(
+                    frame: frame, id: "abcdefghijklmnop",
+                    box: Box(x: 300, y: 100 - Double(frame), width: 33.5, height: 44)))
+        }
+        let original = TrackSet(entries, width: 640, height: 480, frameCount: 40)
+        let folder = try Fixtures.temporaryFolder()
+        let source = folder.appendingPathComponent("sentinel")
+        for sub in ["cvat", "mot/gt"] {
+            try FileManager.default.createDirectory(
+                at: source.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        try TrackFile.write(original, to: source.appendingPathComponent("cvat/annotations.xml").path)
+        try TrackFile.write(original, to: source.appendingPathComponent("mot/gt/gt.txt").path)
+        let out = folder.appendingPathComponent("datumaro")
+        let outcome = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [Fixtures.root.appendingPathComponent("Tests/Peers/datumaro_roundtrip.py").path, source.path, out.path],
+            timeout: 300, environment: ["PYTHONPATH": Fixtures.root.appendingPathComponent(".build/datumaro").path])
+        try #require(outcome.status == 0, "datumaro (make datumaro?): \(outcome.errors)")
+        let seen = try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any], "\(outcome.output)")
+        for format in ["cvat", "mot"] {
+            let summary = seen[format] as? [String: Any]
+            #expect(summary?["boxes"] as? Int == original.entries.count, "\(format): \(seen)")
+            #expect(summary?["tracks"] as? Int == 2, "\(format): \(seen)")
+            // MOT's results layout (-1 visibility) read as occluded on every box; gt.txt is the ground-truth layout.
+            #expect(summary?["occluded"] as? Int == 0, "\(format): \(seen)")
+        }
+        let back = try TrackFile.read(out.appendingPathComponent("mot/gt/gt.txt").path)
+        let score = TrackMetrics.evaluate(truth: original, tracks: back)
+        #expect(score.idf1 == 1 && score.mota == 1, "datumaro's MOT: IDF1 \(score.idf1), MOTA \(score.mota)")
+        let images = #expect(throws: LabelError.self) {
+            _ = try TrackFile.read(out.appendingPathComponent("cvat/default.xml").path)
+        }
+        #expect(images?.message.contains("CVAT for images: a <box> without a track_id attribute") == true)
+    }
+
+    @Test(
         "Sentinel's own truth format is the JSON Schema in Schemas/: the sample's truth validates, a broken copy names its faults"
     )
     func truthSchema() async throws {
