@@ -32,9 +32,11 @@ public enum SweepPage {
         func number(_ value: Double?, _ digits: Int = 3) -> String {
             value.map { String(format: "%.\(digits)f", $0) } ?? "–"
         }
+        /// For text and for attribute values in either quote: a setting's value may hold anything.
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+                .replacingOccurrences(of: "'", with: "&#39;")
         }
         let keys = space.dimensions.map(\.key)
         var rows = ""
@@ -78,13 +80,14 @@ public enum SweepPage {
                     groups.append((value, ok.filter { $0.settings[dimension.key] == value }.map { $0.objective! }))
                 }
             }
-            let labels = groups.map { "\"\(escape($0.label))\"" }.joined(separator: ",")
+            // JSON first, then escaped as an attribute's value: the browser gives the script the JSON back.
+            let labels = String(decoding: (try? JSONEncoder().encode(groups.map(\.label))) ?? Data("[]".utf8), as: UTF8.self)
             let means = groups.map {
                 $0.values.isEmpty ? "null" : String(format: "%.5f", $0.values.reduce(0, +) / Double($0.values.count))
             }
             .joined(separator: ",")
             effects += """
-                <section><h3>\(escape(dimension.key))</h3><div class="chart"><canvas data-labels='[\(labels)]' data-means='[\(means)]'></canvas></div></section>
+                <section><h3>\(escape(dimension.key))</h3><div class="chart"><canvas data-labels='\(escape(labels))' data-means='[\(means)]'></canvas></div></section>
 
                 """
         }

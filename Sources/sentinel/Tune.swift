@@ -85,6 +85,7 @@ struct Tune: ParsableCommand {
         }
         let folder = URL(fileURLWithPath: out)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Self.checkOutFolder(folder)
         let names = tuned.map(\.name)
         let csv = folder.appendingPathComponent("trials.csv")
         let header = SweepReport.header(space, recordings: names)
@@ -204,6 +205,33 @@ struct Tune: ParsableCommand {
         if apply {
             do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }
             print("applied to \(pipeline)")
+        }
+    }
+}
+
+extension Tune {
+    /// The sweep writes trials.csv, report.html and best.yml into `--out` by name: a folder another user owns or may
+    /// write to could hold links planted there to make it replace or create files elsewhere (it replaced a root-owned
+    /// 0600 file through a link named report.html). Such a folder is refused, and so is an output name that is a link.
+    static func checkOutFolder(_ folder: URL) throws {
+        var status = stat()
+        guard stat(folder.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw CommandError("--out \(folder.path): not a folder")
+        }
+        guard status.st_uid == geteuid() else {
+            throw CommandError(
+                "--out \(folder.path): the folder belongs to another user (uid \(status.st_uid)); choose a folder of your own")
+        }
+        guard status.st_mode & 0o022 == 0 else {
+            throw CommandError(
+                "--out \(folder.path): other users may write in this folder (mode \(String(status.st_mode & 0o777, radix: 8))); choose a folder only you may write to"
+            )
+        }
+        for name in ["trials.csv", "report.html", "best.yml"] {
+            let path = folder.appendingPathComponent(name).path
+            if lstat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
+                throw CommandError("--out: \(path) is not a regular file (a link?): refusing to write through it")
+            }
         }
     }
 }

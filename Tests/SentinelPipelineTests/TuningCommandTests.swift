@@ -112,6 +112,44 @@ struct TuningCommandTests {
     }
 
     @Test(
+        "sentinel tune refuses an --out folder others may write to, and one where an output's name is a link, before any work: nothing is written through a planted link"
+    )
+    func hostileOutFolder() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let space = folder.appendingPathComponent("space.yml").path
+        try "search: grid\nsettings:\n  tracker.confirmFrames: [2, 3]\n".write(
+            toFile: space, atomically: true, encoding: .utf8)
+        func tune(_ out: URL) async throws -> Fixtures.Outcome {
+            try await Fixtures.run(
+                Fixtures.sentinel,
+                [
+                    "tune", "--pipeline", "Pipelines/showroom.yml", "--space", space, "--out", out.path,
+                    Fixtures.recording(),
+                ],
+                timeout: 120)
+        }
+        let shared = folder.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
+        chmod(shared.path, 0o777)
+        let open = try await tune(shared)
+        #expect(
+            open.status != 0 && open.errors.contains("other users may write in this folder (mode 777)"),
+            "\(open.errors)")
+        let planted = folder.appendingPathComponent("planted")
+        try FileManager.default.createDirectory(at: planted, withIntermediateDirectories: true)
+        let victim = folder.appendingPathComponent("victim")
+        try "keep me\n".write(to: victim, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(
+            atPath: planted.appendingPathComponent("report.html").path, withDestinationPath: victim.path)
+        let linked = try await tune(planted)
+        #expect(
+            linked.status != 0 && linked.errors.contains("report.html is not a regular file (a link?)"),
+            "\(linked.errors)")
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "keep me\n")
+        #expect(!FileManager.default.fileExists(atPath: planted.appendingPathComponent("trials.csv").path))
+    }
+
+    @Test(
         "sentinel diff: two replays of one recording match visit for visit (exit 0) though their pseudonyms differ; a timeout too short for the scene splits visitors, and diff names each split (exit 1)"
     )
     func diff() async throws {

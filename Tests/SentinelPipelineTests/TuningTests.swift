@@ -6,7 +6,7 @@ import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
-import SentinelTuning
+@testable import SentinelTuning
 import SentinelVision
 import SentinelVisitors
 import Testing
@@ -205,5 +205,29 @@ struct TuningTests {
             #expect(abs((mine.lastSeen - mine.firstSeen).seconds - (theirs.lastSeen - theirs.firstSeen).seconds) < 0.2)
             #expect(mine.stays.map(\.zone) == theirs.stays.map(\.zone), "\(mine.stays) vs \(theirs.stays)")
         }
+    }
+
+    @Test(
+        "report.html escapes a setting's value for text and for attributes in either quote: a value cannot add an attribute or a script"
+    )
+    func reportEscapes() throws {
+        let hostile = "x' autofocus onfocus='alert(1)"
+        let space = try SearchSpace.parse(
+            """
+            search: grid
+            settings:
+              events.referencePoint: ["\(hostile)", "center"]
+            """, file: "space.yml")
+        let results = space.dimensions[0].values.enumerated().map { n, value in
+            Sweep.Result(
+                number: n + 1, settings: ["events.referencePoint": value], objective: 0.5, problem: nil,
+                combined: .init(), perRecording: [:])
+        }
+        #expect(results[0].settings.values.contains(hostile))
+        let page = SweepPage.html(
+            space: space, results: results, comparisons: [], tuned: ["a.mp4"], heldOut: [], speedUp: "",
+            agreement: [])
+        #expect(!page.contains("onfocus='alert"), "an attribute was added")
+        #expect(page.contains("x&#39; autofocus onfocus=&#39;alert(1)"))
     }
 }
