@@ -6,10 +6,11 @@ import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
-@testable import SentinelTuning
 import SentinelVision
 import SentinelVisitors
 import Testing
+
+@testable import SentinelTuning
 
 @Suite("Tuning: search spaces, settings written in place, the detection cache, label-free measures", .computing)
 struct TuningTests {
