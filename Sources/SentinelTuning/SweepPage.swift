@@ -81,7 +81,8 @@ public enum SweepPage {
                 }
             }
             // JSON first, then escaped as an attribute's value: the browser gives the script the JSON back.
-            let labels = String(decoding: (try? JSONEncoder().encode(groups.map(\.label))) ?? Data("[]".utf8), as: UTF8.self)
+            let labels = String(
+                decoding: (try? JSONEncoder().encode(groups.map(\.label))) ?? Data("[]".utf8), as: UTF8.self)
             let means = groups.map {
                 $0.values.isEmpty ? "null" : String(format: "%.5f", $0.values.reduce(0, +) / Double($0.values.count))
             }

@@ -220,7 +220,8 @@ extension Tune {
         }
         guard status.st_uid == geteuid() else {
             throw CommandError(
-                "--out \(folder.path): the folder belongs to another user (uid \(status.st_uid)); choose a folder of your own")
+                "--out \(folder.path): the folder belongs to another user (uid \(status.st_uid)); choose a folder of your own"
+            )
         }
         guard status.st_mode & 0o022 == 0 else {
             throw CommandError(
