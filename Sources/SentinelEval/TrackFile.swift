@@ -144,13 +144,14 @@ public enum TrackFile {
     /// find it) goes into a Label Studio task's `data.video`; `role` says whether the task's boxes are annotations or a
     /// model's predictions. A MOT file named `gt.txt` gets the ground-truth layout, any other the results layout.
     public static func write(
-        _ tracks: TrackSet, to path: String, video: String? = nil, as role: LabelStudioRole = .annotations
+        _ tracks: TrackSet, to path: String, video: String? = nil, fps: Double? = nil,
+        as role: LabelStudioRole = .annotations
     ) throws(LabelError) {
         let text: String
         switch try format(of: path) {
         case .mot: text = mot(tracks, layout: MOTLayout(path))
         case .cvat: text = cvat(tracks)
-        case .labelStudio: text = try labelStudio(tracks, path, video: video, as: role)
+        case .labelStudio: text = try labelStudio(tracks, path, video: video, fps: fps, as: role)
         case .sentinel:
             throw LabelError(.unknownFormat, path, nil, "tracks are written as .txt, .xml or .json, not .truth.json")
         }
@@ -485,8 +486,13 @@ public enum TrackFile {
                 object = try? container.decode([String: Loose].self)
             }
         }
+        /// A prediction as an import holds it; a project export lists predictions by id only (nil here).
+        struct Prediction: Decodable {
+            var annotation: Annotation?
+            init(from decoder: any Decoder) throws { annotation = try? Annotation(from: decoder) }
+        }
         var annotations: [Annotation]?
-        var predictions: [Annotation]?
+        var predictions: [Prediction]?
         var data: [String: Loose]?
         var meta: [String: Loose]?
         /// Where Sentinel 1.x wrote the frame's size (Label Studio drops it on import: `meta` is kept).
@@ -537,10 +543,15 @@ public enum TrackFile {
         // A person's annotation first (the first not cancelled), else a model's prediction.
         let chosen =
             task.annotations?.enumerated().first { !($0.element.wasCancelled ?? false) }.map { ("annotations", $0) }
-            ?? task.predictions?.enumerated().first.map { ("predictions", $0) }
+            ?? task.predictions?.enumerated().compactMap { n, p in p.annotation.map { (n, $0) } }.first.map {
+                ("predictions", $0)
+            }
         guard let (kind, (a, annotation)) = chosen else {
             throw LabelError(
-                .malformed, path, place + "annotations", "no annotations or predictions: not a Label Studio video task")
+                .malformed, path, place + "annotations",
+                task.predictions?.isEmpty == false
+                    ? "predictions only, and a project export lists them by id without their boxes: accept them as an annotation in Label Studio, or give the file they were imported from"
+                    : "no annotations or predictions: not a Label Studio video task")
         }
         let declared = task.frameSize
         guard let size = video.map({ (width: $0.width, height: $0.height) }) ?? declared else {
@@ -627,7 +638,11 @@ public enum TrackFile {
             )
         }
         // Label Studio stores an upload as "<8 hex digits>-<name>".
-        let matches = videos.indices.filter { videos[$0] == name || videos[$0].hasSuffix("-" + name) }
+        var matches = videos.indices.filter { videos[$0] == name || videos[$0].hasSuffix("-" + name) }
+        // Several tasks of one video (a person's, and a model's predictions): the one a person annotated.
+        if matches.count > 1 {
+            matches = matches.filter { tasks[$0].annotations?.contains { !($0.wasCancelled ?? false) } ?? false }
+        }
         guard matches.count == 1, let index = matches.first else {
             throw LabelError(
                 .malformed, path, nil,
@@ -639,9 +654,13 @@ public enum TrackFile {
     /// A Label Studio task for `tracks`: importable as annotations (`as: .annotations`) or as a model's predictions.
     public enum LabelStudioRole: String, Sendable { case annotations, predictions }
 
+    /// A video region's value needs its duration (Label Studio refuses a prediction without), and each keyframe
+    /// its time: both from `fps` (15 when unknown, the template's default rate).
     static func labelStudio(
-        _ tracks: TrackSet, _ path: String, video: String? = nil, as role: LabelStudioRole = .annotations
+        _ tracks: TrackSet, _ path: String, video: String? = nil, fps: Double? = nil,
+        as role: LabelStudioRole = .annotations
     ) throws(LabelError) -> String {
+        let rate = fps.flatMap { $0.isFinite && $0 > 0 ? $0 : nil } ?? 15
         guard let width = tracks.width, let height = tracks.height, width > 0, height > 0 else {
             throw LabelError(
                 .malformed, path, nil, "Label Studio needs the frame's size, which these tracks do not have")
@@ -650,6 +669,7 @@ public enum TrackFile {
         let byID = Dictionary(grouping: tracks.entries, by: \.id)
         struct Value: Encodable {
             var framesCount: Int
+            var duration: Double
             var sequence: [LabelStudioTask.Keyframe]
             var labels: [String]
         }
@@ -688,11 +708,13 @@ public enum TrackFile {
                 LabelStudioTask.Keyframe(
                     frame: e.frame + 1, enabled: k + 1 < boxes.count && boxes[k + 1].frame == e.frame + 1,
                     x: e.box.x * 100 / Double(width), y: e.box.y * 100 / Double(height),
-                    width: e.box.width * 100 / Double(width), height: e.box.height * 100 / Double(height), rotation: 0)
+                    width: e.box.width * 100 / Double(width), height: e.box.height * 100 / Double(height), rotation: 0,
+                    time: Double(e.frame) / rate)
             }
             return Result(
                 id: id, origin: role == .annotations ? "manual" : "prediction",
-                value: .init(framesCount: frames, sequence: sequence, labels: ["face"]))
+                value: .init(framesCount: frames, duration: Double(frames) / rate, sequence: sequence, labels: ["face"])
+            )
         }
         let annotation = Annotation(result: results, modelVersion: role == .predictions ? "sentinel" : nil)
         let task = Task(

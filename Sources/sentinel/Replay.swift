@@ -109,7 +109,8 @@ struct Replay: ParsableCommand {
         review?.finish()
         progress.finish()
         if let tracks {
-            try TrackFile.write(recorder.tracks, to: tracks, video: recording ?? chosen.input, as: tracksAs)
+            try TrackFile.write(
+                recorder.tracks, to: tracks, video: recording ?? chosen.input, fps: runner.nominalFPS, as: tracksAs)
         }
         try sink.commit()
         // A summary on standard error: standard output may be the events.
