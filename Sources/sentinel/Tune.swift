@@ -123,7 +123,7 @@ struct Tune: ParsableCommand {
 
         // Ties go to the earliest trial, whatever order a resumed sweep read them in.
         let valid = results.filter { $0.objective != nil }.sorted { $0.number < $1.number }
-        guard let best = valid.min(by: { sweep.better($0.objective!, than: $1.objective!) }) else {
+        guard let leader = valid.min(by: { sweep.better($0.objective!, than: $1.objective!) }) else {
             let reasons = Set(results.compactMap(\.problem)).prefix(3).joined(separator: "; ")
             throw CommandError("no trial gave a valid pipeline: \(reasons)")
         }
@@ -152,6 +152,17 @@ struct Tune: ParsableCommand {
             && rerun.splitInB.isEmpty && rerun.pairs.allSatisfy { $0.a.dwell == $0.b.dwell }
         print(
             "replay determinism: the file's settings run twice give \(deterministic ? "the same" : "DIFFERENT") visits")
+        // The file's own settings are a trial too, and the one to keep unless a trial beats them by more than the
+        // sweep's noise: the objective's resolution, or what the file's settings move between two runs.
+        let resolution = space.objective == .dwell ? 0.01 : 0.001
+        let noise = max(
+            resolution,
+            abs((defaults.combined.value(of: space.objective) ?? 0) - (again.combined.value(of: space.objective) ?? 0)))
+        let beaten =
+            defaults.objective.map { file in
+                sweep.better(leader.objective! + (space.objective.maximised ? -noise : noise), than: file)
+            } ?? true
+        let best = beaten ? leader : defaults
         try sweep.prepare(heldOut)
         let heldDefault = heldOut.isEmpty ? nil : sweep.evaluate([:], number: 0, on: heldOut)
         let heldBest = heldOut.isEmpty ? nil : sweep.evaluate(best.settings, number: best.number, on: heldOut)
@@ -159,8 +170,15 @@ struct Tune: ParsableCommand {
         func value(_ result: Sweep.Result?) -> String {
             result?.combined.value(of: space.objective).map { String(format: "%.4f", $0) } ?? "–"
         }
-        print("best: trial \(best.number), \(objectiveName) \(value(best)) (the file's settings: \(value(defaults)))")
-        for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
+        if beaten {
+            print(
+                "best: trial \(best.number), \(objectiveName) \(value(best)) (the file's settings: \(value(defaults)))")
+            for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
+        } else {
+            print(
+                "best: the file's settings, \(objectiveName) \(value(defaults)): no trial beat them by more than \(noise) (the best, trial \(leader.number), \(value(leader))); nothing to change"
+            )
+        }
         if let heldDefault, let heldBest {
             print(
                 "held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(heldBest)) with the winner, \(value(heldDefault)) with the file's settings"
@@ -182,8 +200,9 @@ struct Tune: ParsableCommand {
                     name: "the file's settings", settings: [:], tuned: defaults.objective,
                     heldOut: heldDefault?.objective),
                 .init(
-                    name: "winner (trial \(best.number))", settings: best.settings, tuned: best.objective,
-                    heldOut: heldBest?.objective),
+                    name: beaten ? "winner (trial \(best.number))" : "best trial (\(leader.number)), not kept: a tie",
+                    settings: leader.settings, tuned: leader.objective,
+                    heldOut: beaten ? heldBest?.objective : nil),
             ], tuned: names, heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement)
         try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
         // The winner written into the pipeline's text, every other byte kept.
@@ -202,9 +221,11 @@ struct Tune: ParsableCommand {
         print(
             "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(folder.appendingPathComponent("best.yml").path)"
         )
-        if apply {
+        if apply && beaten {
             do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }
             print("applied to \(pipeline)")
+        } else if apply {
+            print("nothing applied: \(pipeline) keeps its settings")
         }
     }
 }

@@ -112,6 +112,32 @@ struct TuningCommandTests {
     }
 
     @Test(
+        "sentinel tune never makes a pipeline worse: when no trial beats the file's own settings by more than the noise, they are kept, best.yml is the file itself and --apply changes nothing"
+    )
+    func tieKeepsTheFile() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let pipeline = folder.appendingPathComponent("showroom.yml").path
+        let original = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8
+        ).replacingOccurrences(of: "../Recordings/out/", with: Fixtures.recordings.path + "/")
+        try original.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let space = folder.appendingPathComponent("space.yml").path
+        // The file's own value and one that changes nothing the objective sees: every trial ties with the file.
+        try "search: grid\nobjective: idf1\nsettings:\n  tracker.confirmFrames: [3]\n".write(
+            toFile: space, atomically: true, encoding: .utf8)
+        let out = folder.appendingPathComponent("sweep").path
+        let tuned = try await Fixtures.run(
+            Fixtures.sentinel,
+            ["tune", "--pipeline", pipeline, "--space", space, "--out", out, Fixtures.recording(), "--apply"],
+            timeout: 600)
+        #expect(tuned.status == 0, "\(tuned.errors)")
+        #expect(tuned.output.contains("best: the file's settings"), "\(tuned.output)")
+        #expect(tuned.output.contains("nothing applied"), "\(tuned.output)")
+        #expect(try String(contentsOfFile: pipeline, encoding: .utf8) == original)
+        #expect(try String(contentsOfFile: out + "/best.yml", encoding: .utf8) == original)
+    }
+
+    @Test(
         "sentinel tune refuses an --out folder others may write to, and one where an output's name is a link, before any work: nothing is written through a planted link"
     )
     func hostileOutFolder() async throws {
