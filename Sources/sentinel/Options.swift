@@ -24,7 +24,7 @@ struct SettingOverrides: ParsableArguments {
             "A setting over the pipeline file's, as key=value (repeatable).",
             discussion: """
                 Any key `sentinel check --reference` lists (tracker.minIoU=0.3, events.referencePoint=bottom), with \
-                [n] or [*] for list elements (sources[0].zones[*].grace=1); checked exactly as the same value in the \
+                [n] or [*] for list elements (sources[0].zones[*].grace.seconds=1); checked exactly as the same value in the \
                 file.
                 """, valueName: "key=value"))
     var values: [String] = []

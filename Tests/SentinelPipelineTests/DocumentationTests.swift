@@ -1,4 +1,5 @@
 import Foundation
+import SentinelConfig
 import SentinelCore
 import SentinelTestSupport
 import Testing
@@ -23,6 +24,30 @@ struct DocumentationTests {
             let close = try #require(after[open.upperBound...].firstIndex(of: "`"))
             let listed = after[open.upperBound..<close].split(whereSeparator: \.isWhitespace)
             #expect(listed == packages, "README: \(listed)\nMakefile: \(packages)")
+        }
+    }
+
+    @Test(
+        "every --set example the help and the README show is taken on the demo pipeline (the help's zones[*].grace=1 was refused)"
+    )
+    func setExamples() async throws {
+        let help = try await Fixtures.run(Fixtures.sentinel, ["replay", "--help"]).output
+        let readme = try Self.text("README.md")
+        let pattern = try Regex(#"--set '?([A-Za-z][A-Za-z0-9_.\[\]*]*=[^' `)\s]+)"#)
+        var examples = readme.matches(of: pattern).map { String($0.output[1].substring!) }
+        // The help lists its examples in parentheses after "Any key".
+        let keyValue = try Regex(#"([a-z][A-Za-z0-9_.\[\]*]*\.[A-Za-z]+=[A-Za-z0-9.]+)"#)
+        let discussion = try #require(help.range(of: "Any key")).lowerBound
+        examples += help[discussion...].replacingOccurrences(of: "\n", with: " ").matches(of: keyValue).map {
+            String($0.output[1].substring!)
+        }
+        #expect(examples.count >= 5, "\(examples)")
+        let text = try Self.text("Pipelines/showroom.yml")
+        // The README shows tracker.minIoU=7 as a refusal, and key=value as the form.
+        for example in examples where example != "key=value" && !example.hasPrefix("tracker.minIoU=7") {
+            #expect(throws: Never.self, "--set \(example)") {
+                _ = try PipelineDefinition.parse(text, file: "showroom.yml", overrides: [try ConfigOverride(example)])
+            }
         }
     }
 
