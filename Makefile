@@ -198,6 +198,7 @@ install-files:
 	sed 's|\.\./Recordings/out/|../recordings/|' Pipelines/showroom.yml > $(DESTDIR)$(SHAREDIR)/pipelines/showroom.yml
 	install -m 0644 -t $(DESTDIR)$(SHAREDIR)/pipelines Pipelines/reference.yml Pipelines/fleet.yml
 	install -D -m 0644 -t $(DESTDIR)$(DOCDIR) README.md PRIVACY.md CHANGELOG.md
+	install -D -m 0644 -t $(DESTDIR)$(DOCDIR)/docs docs/*.md docs/*.png
 	[ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.yml ] || sed \
 		-e 's|input: \.\./Recordings/out/\(.*\)|input: $(SHAREDIR)/recordings/\1  # your camera: rtsp://..., /dev/video0|' \
 		-e 's|path: \.\./out/showroom.sqlite *#.*|path: /var/lib/sentinel/sentinel.sqlite|' \

@@ -13,7 +13,7 @@ public enum PipelineReference {
         var lines = [
             "# Every setting of a pipeline file beyond its sources and zones, at its default, with what it may be",
             "# and what it means. Generated from the settings' declarations: sentinel check --reference.",
-            "# Sources, zones and the privacy outputs' allowlists are structures: see README.md.",
+            "# Sources, zones and the privacy outputs' allowlists are structures: see docs/configuration.md.",
             "version: 1",
         ]
         lines += section("detector", DetectorChoice.settings, defaults.detection)

@@ -55,7 +55,7 @@ public struct ServiceDefinition: Sendable {
             appending: PipelineReference.section("store", StoreSettings.settings, StoreSettings(path: ""))
                 + PipelineReference.section("server", ServerSettings.settings, ServerSettings())
                 + [
-                    "# Forwarding by MQTT is off until outputs.mqtt gives a url and a site (see README.md):",
+                    "# Forwarding by MQTT is off until outputs.mqtt gives a url and a site (see docs/api.md):",
                     "# outputs:",
                 ]
                 + (PipelineReference.section("mqtt", MQTTSettings.settings, example, indent: "    ")

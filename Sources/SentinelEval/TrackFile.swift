@@ -509,7 +509,7 @@ public enum TrackFile {
     }
 
     /// The names the labeling config gives its controls: Label Studio's "Video Object Tracking" template with one
-    /// label, `face`. README shows the whole config.
+    /// label, `face`. docs/integrations.md shows the whole config.
     public enum LabelStudioConfig {
         public static let video = "video"
         public static let box = "box"

@@ -131,7 +131,7 @@ public enum SweepPage {
             <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range).</p>
             <div class="effects">\(effects)</div>
             <h2>Without labels</h2>
-            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see "Tuning on your own footage" in the README).</p>
+            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see docs/tuning.md).</p>
             <table><tr><th>measure</th><th>ρ with IDF1</th><th>ρ with the dwell error</th></tr>\(agreementRows)</table>
             \(chart)
             <script>

@@ -32,7 +32,7 @@ struct DocumentationTests {
     )
     func setExamples() async throws {
         let help = try await Fixtures.run(Fixtures.sentinel, ["replay", "--help"]).output
-        let readme = try Self.text("README.md")
+        let readme = try ["README.md", "docs/getting-started.md", "docs/tuning.md"].map(Self.text).joined()
         let pattern = try Regex(#"--set '?([A-Za-z][A-Za-z0-9_.\[\]*]*=[^' `)\s]+)"#)
         var examples = readme.matches(of: pattern).map { String($0.output[1].substring!) }
         // The help lists its examples in parentheses after "Any key".
@@ -48,6 +48,26 @@ struct DocumentationTests {
             #expect(throws: Never.self, "--set \(example)") {
                 _ = try PipelineDefinition.parse(text, file: "showroom.yml", overrides: [try ConfigOverride(example)])
             }
+        }
+    }
+
+    @Test(
+        "the README is a landing page of at most 250 lines, and its first camera's pipeline passes sentinel check as written"
+    )
+    func landingPage() async throws {
+        let readme = try Self.text("README.md")
+        #expect(readme.split(separator: "\n", omittingEmptySubsequences: false).count <= 250)
+        let heading = try #require(readme.range(of: "## A first camera"))
+        let open = try #require(readme[heading.upperBound...].range(of: "```yaml\n"))
+        let close = try #require(readme[open.upperBound...].range(of: "```"))
+        let file = try Fixtures.temporaryFolder().appendingPathComponent("showroom.yml")
+        try String(readme[open.upperBound..<close.lowerBound]).write(to: file, atomically: true, encoding: .utf8)
+        let check = try await Fixtures.run(Fixtures.sentinel, ["check", file.path])
+        #expect(check.status == 0 && check.output.contains(": ok"), "\(check.output)\(check.errors)")
+        // Every page the README links to is there.
+        for link in readme.matches(of: try Regex(#"\]\((docs/[a-z-]+\.md)\)"#)) {
+            let path = String(link.output[1].substring!)
+            #expect(FileManager.default.fileExists(atPath: Fixtures.root.appendingPathComponent(path).path), "\(path)")
         }
     }
 
