@@ -13,7 +13,15 @@ public struct LabelError: SentinelError, Equatable {
 
     init(_ code: Code, _ file: String, _ location: String?, _ reason: String) {
         self.code = code
-        message = [file, location].compactMap { $0 }.joined(separator: ":") + ": " + reason
+        // A file's ids and values reach a terminal: control characters (escape sequences, newlines) are shown, not
+        // sent.
+        let text = [file, location].compactMap { $0 }.joined(separator: ":") + ": " + reason
+        message = String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.flatMap { scalar in
+                    scalar.properties.generalCategory == .control
+                        ? Array("\\u{\(String(scalar.value, radix: 16))}".unicodeScalars) : [scalar]
+                }))
     }
 }
 

@@ -84,8 +84,23 @@ struct Tune: ParsableCommand {
             )
         }
         let folder = URL(fileURLWithPath: out)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), !isFolder.boolValue {
+            throw CommandError("--out \(folder.path): a file, not a folder")
+        }
+        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+            throw CommandError("--out \(folder.path): cannot make the folder (\(error.localizedDescription))")
+        }
         try Self.checkOutFolder(folder)
+        // --apply writes the pipeline file back (a new file beside it, renamed over it): said before the sweep, not
+        // after it.
+        if apply,
+            access(pipeline, W_OK) != 0
+                || access(URL(fileURLWithPath: pipeline).deletingLastPathComponent().path, W_OK) != 0
+        {
+            throw CommandError(
+                "--apply: \(pipeline) or its folder cannot be written (\(String(cString: strerror(errno))))")
+        }
         let names = tuned.map(\.name)
         let csv = folder.appendingPathComponent("trials.csv")
         let header = SweepReport.header(space, recordings: names)
