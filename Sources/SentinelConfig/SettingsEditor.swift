@@ -97,8 +97,8 @@ public enum SettingsEditor {
             // The same value as written (3.0 for 3): the file keeps its own spelling.
             let wanted = (try? Yams.compose(yaml: value)) ?? nil
             if node.string == value || (node.float != nil && node.float == wanted?.float) { return text }
-            let line = lines[mark.line - 1]
-            let start = line.index(line.startIndex, offsetBy: mark.column - 1)
+            let line = lines[mark.line - 1].unicodeScalars
+            let start = try column(mark, in: line, file, key)
             let end = scalarEnd(in: line, from: start)
             lines[mark.line - 1] = String(line[..<start]) + value + String(line[end...])
             return lines.joined(separator: newline)
@@ -114,15 +114,15 @@ public enum SettingsEditor {
         let flow = remainder.dropFirst().reversed().reduce(value) { "{ \($1): \($0) }" }
         let entry = "\(remainder[0]): \(flow)"
         if let mark = node.mark, depth > 0 || !(node.mapping?.isEmpty ?? true) {
-            let line = lines[mark.line - 1]
-            let start = line.index(line.startIndex, offsetBy: mark.column - 1)
-            if line[start...].hasPrefix("{") {
+            let line = lines[mark.line - 1].unicodeScalars
+            let start = try column(mark, in: line, file, key)
+            if start < line.endIndex && line[start] == "{" {
                 // A flow mapping: before its closing brace.
                 guard let (row, column) = closingBrace(lines, line: mark.line - 1, from: start) else {
                     throw problem(file, key, "a flow mapping without its closing brace")
                 }
-                let target = lines[row]
-                let before = target[..<column]
+                let target = lines[row].unicodeScalars
+                let before = String(target[..<column])
                 let empty = before.trimmingCharacters(in: .whitespaces).hasSuffix("{")
                 lines[row] =
                     String(before).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
@@ -146,9 +146,22 @@ public enum SettingsEditor {
         return (lines + [block, ""]).joined(separator: newline)
     }
 
+    /// Where the parser's column `mark` is on `line`: columns count Unicode scalars, as the parser and the zone editor
+    /// count them (not characters: a name with combining marks has more scalars than characters).
+    static func column(_ mark: Mark, in line: String.UnicodeScalarView, _ file: String, _ key: String)
+        throws(ConfigError)
+        -> String.Index
+    {
+        guard mark.column >= 1,
+            let index = line.index(line.startIndex, offsetBy: mark.column - 1, limitedBy: line.endIndex)
+        else { throw problem(file, key, "line \(mark.line) is shorter than the parser says") }
+        return index
+    }
+
     /// Where a scalar written from `start` ends: its closing quote, or for a plain one before a comment, a comma or
     /// bracket of a flow collection, or the end of the line (trailing spaces left out).
-    static func scalarEnd(in line: String, from start: String.Index) -> String.Index {
+    static func scalarEnd(in line: String.UnicodeScalarView, from start: String.Index) -> String.Index {
+        guard start < line.endIndex else { return start }
         let first = line[start]
         if first == "\"" || first == "'" {
             var i = line.index(after: start)
@@ -183,11 +196,11 @@ public enum SettingsEditor {
     /// The brace closing the flow mapping that opens at `start` on `line`, across lines, quotes skipped.
     static func closingBrace(_ lines: [String], line: Int, from start: String.Index) -> (Int, String.Index)? {
         var depth = 0
-        var quote: Character?
+        var quote: Unicode.Scalar?
         var row = line
         var i = start
         while row < lines.count {
-            let text = lines[row]
+            let text = lines[row].unicodeScalars
             if row != line { i = text.startIndex }
             while i < text.endIndex {
                 let c = text[i]

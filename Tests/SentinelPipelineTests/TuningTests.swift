@@ -231,4 +231,30 @@ struct TuningTests {
         #expect(!page.contains("onfocus='alert"), "an attribute was added")
         #expect(page.contains("x&#39; autofocus onfocus=&#39;alert(1)"))
     }
+
+    @Test(
+        "a value after non-Latin text on its line is written where the parser says: columns count Unicode scalars, as the zone editor counts them (a Devanagari zone name made the winner 'not YAML' or crashed)"
+    )
+    func nonLatinColumns() throws {
+        let text = """
+            version: 1
+            sources:
+              - id: showroom
+                input: clip.mp4
+                zones:
+                  - { name: प्रदर्शन-कक्ष, polygon: [[0, 0], [1, 0], [1, 1]], grace: { seconds: 0.5 } }
+                  - { name: ಕೌಂಟರ್, polygon: [[0, 0], [1, 0], [1, 1]] }
+
+            """
+        let written = try SettingsEditor.apply(
+            [("sources[0].zones[0].grace.seconds", "1"), ("sources[0].zones[1].grace.seconds", "2")], to: text,
+            file: "zones.yml")
+        #expect(
+            written.contains(
+                "  - { name: प्रदर्शन-कक्ष, polygon: [[0, 0], [1, 0], [1, 1]], grace: { seconds: 1 } }"),
+            "\(written)")
+        #expect(
+            written.contains("  - { name: ಕೌಂಟರ್, polygon: [[0, 0], [1, 0], [1, 1]], grace: { seconds: 2 } }"),
+            "\(written)")
+    }
 }
