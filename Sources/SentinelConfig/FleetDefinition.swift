@@ -98,12 +98,18 @@ public struct FleetDefinition: Sendable {
 public struct FleetSites: Sendable, Equatable {
     public var allow: [String] = []
     public var learn = 0
+    /// What one site may name: a site's event naming one camera or zone more is refused (reason `limit`), so one site
+    /// cannot grow the fleet's store, gauge, reports and metrics without bound.
+    public var cameras = 32
+    public var zones = 256
 
     public static let settings: [Setting<FleetSites>] = [
         .list(
             "allow", \.allow, check: { Name.isValid($0) ? nil : "site \"\($0)\" \(Name.rule)" },
             "the sites whose messages are taken (names; this or learn required)"),
         .integer("learn", \.learn, in: 0...100_000, "sites not in allow taken as they are first heard of, at most"),
+        .integer("cameras", \.cameras, in: 1...10_000, "cameras one site may name, at most (more: refused, limit)"),
+        .integer("zones", \.zones, in: 1...100_000, "zones one site may name over its cameras, at most"),
     ]
 }
 

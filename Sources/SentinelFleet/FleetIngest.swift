@@ -61,6 +61,9 @@ final class FleetIngest: Service, Sendable {
         var heard: [String: String] = [:]
         var sources: Set<String>
         var zones: Set<ZoneID>
+        /// How many cameras and zones each site has named (`sites.cameras`, `sites.zones` bound them).
+        var camerasOf: [String: Int] = [:]
+        var zonesOf: [String: Int] = [:]
         /// When each site's last message was taken, on this process's clock (the id window grows from it).
         var lastTaken: [String: ContinuousClock.Instant] = [:]
         let started = ContinuousClock.now
@@ -106,6 +109,8 @@ final class FleetIngest: Service, Sendable {
         var progress = Progress(
             sites: known, learned: Set(stored.keys.filter { !sites.allow.contains($0) }.sorted().prefix(sites.learn)),
             sources: Set(catalogue.sources), zones: Set(catalogue.zones.map(\.id)))
+        for source in progress.sources { progress.camerasOf[Self.site(of: source), default: 0] += 1 }
+        for zone in progress.zones { progress.zonesOf[Self.site(of: zone.sourceId), default: 0] += 1 }
         logger.info(
             "following the sites through the broker",
             metadata: ["broker": "\(broker.connection.url)", "subscription": "\(broker.eventsFilter)"])
@@ -240,6 +245,11 @@ final class FleetIngest: Service, Sendable {
         case .gauge:
             var reading = try decode(Payload<GaugeReading>.self).payload
             try check.validate(reading)
+            guard reading.sources.count <= sites.cameras, reading.zones.count <= sites.zones else {
+                throw InvalidEvent(
+                    .limit, "",
+                    "a reading over more cameras or zones than one site may name (sites.cameras, sites.zones)")
+            }
             reading.sources = Dictionary(uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
             reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
             place = hub.forward(reading, origin: origin)
@@ -252,7 +262,7 @@ final class FleetIngest: Service, Sendable {
             // Within the fleet a visitor is its site's: two boxes may share a pseudonym key (a cloned disk).
             event.visitor.sourceId = "\(site)/\(stream)"
             event.visitor.faceId = "\(site):\(event.visitor.faceId)"
-            learn(event, &progress)
+            try learn(event, site: site, &progress)
             place = hub.forward(policy.forwarded(event), origin: origin)
         case nil:
             throw InvalidEvent(.format, "payloadType", "an event type Sentinel does not know")
@@ -279,18 +289,36 @@ final class FleetIngest: Service, Sendable {
         return place
     }
 
-    /// A new camera or zone is listed by the API from its first event on.
-    private func learn(_ event: VisitorEvent, _ progress: inout Progress) {
+    /// A new camera or zone is listed by the API from its first event on, within what one site may name: an event
+    /// naming one more camera or zone (where it is, the stay, or the zones of its visit) is refused whole.
+    private func learn(_ event: VisitorEvent, site: String, _ progress: inout Progress) throws(InvalidEvent) {
         let source = event.visitor.sourceId
-        let zone = (event.stay?.zone ?? event.visitor.zone).map { ZoneID(sourceId: source, name: $0) }
-        let newSource = progress.sources.insert(source).inserted
-        let newZone = zone.map { progress.zones.insert($0).inserted } ?? false
-        guard newSource || newZone else { return }
+        let names = Set(
+            [event.stay?.zone, event.visitor.zone].compactMap { $0 } + (event.visitor.zones ?? []).map(\.zone))
+        let newSource = !progress.sources.contains(source)
+        let newZones = names.map { ZoneID(sourceId: source, name: $0) }.filter { !progress.zones.contains($0) }
+        guard newSource || !newZones.isEmpty else { return }
+        guard (progress.camerasOf[site] ?? 0) + (newSource ? 1 : 0) <= sites.cameras else {
+            throw InvalidEvent(
+                .limit, "sourceId", "one camera more than a site may name (sites.cameras: \(sites.cameras))")
+        }
+        guard (progress.zonesOf[site] ?? 0) + newZones.count <= sites.zones else {
+            throw InvalidEvent(.limit, "zone", "zones beyond what a site may name (sites.zones: \(sites.zones))")
+        }
+        if newSource {
+            progress.sources.insert(source)
+            progress.camerasOf[site, default: 0] += 1
+        }
+        progress.zones.formUnion(newZones)
+        progress.zonesOf[site, default: 0] += newZones.count
         live.updateCatalogue { catalogue in
             if newSource { catalogue.sources.append(source) }
-            if newZone, let zone { catalogue.zones.append(LiveState.Zone(id: zone, emotion: true)) }
+            catalogue.zones += newZones.map { LiveState.Zone(id: $0, emotion: true) }
         }
     }
+
+    /// The site of a fleet's `site/source` name.
+    static func site(of source: String) -> String { String(source.prefix { $0 != "/" }) }
 
     /// Publishes the broker's state and the sites' for `/healthz`, a few times a second.
     private func report(_ state: MQTTClient.State, _ progress: inout Progress, force: Bool = false) {

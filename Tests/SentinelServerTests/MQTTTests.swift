@@ -535,7 +535,8 @@ struct FleetTests {
                         origin: .init(site: "old", id: Int64(i + 1)))
                 })
         }
-        var fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab] }")
+        var fleet = try await TestFleet(
+            broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab], cameras: 2, zones: 4 }")
         func health() async throws -> [String: Any] {
             let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
             return (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any] ?? [:]
@@ -591,7 +592,7 @@ struct FleetTests {
             ],
             "the allowed site, and the one the store holds")
         #expect(healthBody.count < 4_096, "\(healthBody.count) bytes")
-        let logged = try await fleet.events().filter { $0.streamId == "lab/showroom" }
+        let logged = try await fleet.events().filter { ["lab/showroom", "lab/cam2"].contains($0.streamId) }
         #expect(logged.count == stored)
         let (_, metrics) = try await LoopbackClient.fetch(port: fleet.port, path: "/metrics")
         #expect(
@@ -606,7 +607,8 @@ struct FleetTests {
         }
         // A restart on the store it wrote, and on the poisoned records before them.
         try await fleet.stop()
-        fleet = try await TestFleet(broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab] }")
+        fleet = try await TestFleet(
+            broker, folder: folder, minGroupSize: 1, sites: "{ allow: [lab], cameras: 2, zones: 4 }")
         for path in ["/api/sentiment", "/api/reports?bucket=day"] {
             let (head, _) = try await LoopbackClient.fetch(port: fleet.port, path: path)
             #expect(head.status == 200, "\(path) after the restart")

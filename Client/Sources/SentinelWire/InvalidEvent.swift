@@ -19,6 +19,8 @@ public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible 
         case name
         /// A site the fleet does not take messages from (not allowed, and no more to learn).
         case site
+        /// A camera or zone beyond what a fleet takes of one site (`sites.cameras`, `sites.zones`).
+        case limit
     }
 
     public var reason: Reason
