@@ -214,7 +214,10 @@ let package = Package(
         /// Every parser of outside input as a libFuzzer target (`make fuzz`), and their corpora's replay (`make test`).
         .executableTarget(
             name: "sentinel-fuzz",
-            dependencies: ["SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning"]
+            dependencies: [
+                "SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning", "SentinelHTTP", "SentinelRuntime",
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+            ]
         ),
         .executableTarget(
             name: "sentinel",

@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdCore
+package import HummingbirdCore
 import Logging
 import SentinelAggregates
 import SentinelCore
@@ -23,7 +23,7 @@ package enum APIQuery {
     ]
 
     /// Refuses a parameter the endpoint at `path` does not take: a typo is reported, not ignored.
-    static func accept(_ query: FlatDictionary<Substring, Substring>, of path: String) throws {
+    package static func accept(_ query: FlatDictionary<Substring, Substring>, of path: String) throws {
         let names = parameters[path] ?? []
         if let unknown = query.map({ String($0.key) }).first(where: { !names.contains($0) }) {
             throw HTTPError(
@@ -37,7 +37,7 @@ package enum APIQuery {
     }
 
     /// The ISO-8601 date in parameter `name`, nil when it is absent.
-    static func date(_ name: String, in query: FlatDictionary<Substring, Substring>) throws -> Date? {
+    package static func date(_ name: String, in query: FlatDictionary<Substring, Substring>) throws -> Date? {
         guard let text = query[Substring(name)] else { return nil }
         guard let date = ISO8601.date(from: String(text)) else {
             throw HTTPError(

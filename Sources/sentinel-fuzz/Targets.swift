@@ -1,7 +1,10 @@
 import Foundation
+import HummingbirdCore
 import SentinelConfig
 import SentinelCore
 import SentinelEval
+import SentinelHTTP
+import SentinelRuntime
 import SentinelTuning
 
 /// Every parser of outside input, as a fuzz target: bytes in, any outcome but a crash, a hang or unbounded memory.
@@ -16,6 +19,11 @@ enum FuzzTarget: String, CaseIterable {
     case event
     /// A pipeline file, with a `--set` taken from its first line; a fleet file; a tuning space.
     case pipeline, fleet, space
+    /// A request's target (`/api/reports?from=...`) as the API reads its query: every endpoint's parameters and dates.
+    case query
+    /// A `Last-Event-ID` (header or `lastEventId`) echoed in the stream's reset notice, and any text the stream quotes:
+    /// the message must stay one event (no line break gets through) and read back as the text sent.
+    case sse
 
     /// Where its seeds are: folders (every file in them) or files, relative to the repository, and the extensions
     /// taken from folders (none: all).
@@ -29,6 +37,7 @@ enum FuzzTarget: String, CaseIterable {
         case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml", "Pipelines/reference.yml"], ["yml"])
         case .fleet: (["Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
+        case .query, .sse: (["Tests/Corpus/http"], ["http"])
         }
     }
 
@@ -63,6 +72,29 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? FleetDefinition.parse(String(decoding: bytes, as: UTF8.self), file: "fuzz.yml")
         case .space:
             _ = try? SearchSpace.parse(String(decoding: bytes, as: UTF8.self), file: "fuzz.yml")
+        case .query:
+            // The request line's target, when the input is a whole request (the HTTP corpus); else the input.
+            let text = String(decoding: bytes, as: UTF8.self)
+            let line = text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? text
+            let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? line
+            let query = URI(target).queryParameters
+            for path in APIQuery.parameters.keys { try? APIQuery.accept(query, of: path) }
+            for name in ["from", "to"] { _ = try? APIQuery.date(name, in: query) }
+        case .sse:
+            let text = String(decoding: bytes, as: UTF8.self)
+            let message = ServerSentEvents.control(
+                StreamNotice.resetType,
+                StreamNotice(
+                    reason: "unknown", message: "no event \(text) in this log", requestedId: text, resumeAfter: 0))
+            let lines = message.split(separator: "\n", omittingEmptySubsequences: false)
+            guard lines.count == 4, lines[0].hasPrefix("event: "), lines[1].hasPrefix("data: "), !message.contains("\r")
+            else {
+                fatalError("a Last-Event-ID broke the reset notice into another event: \(message.debugDescription)")
+            }
+            let quoted = ServerSentEvents.quoted(text)
+            guard !quoted.contains("\n"), !quoted.contains("\r"),
+                (try? JSONDecoder().decode(String.self, from: Data(quoted.utf8))) == text
+            else { fatalError("quoted text does not read back: \(text.debugDescription) -> \(quoted)") }
         }
     }
 
