@@ -734,7 +734,8 @@ public enum TrackFile {
         return String(decoding: (try? encoder.encode([task])) ?? Data(), as: UTF8.self) + "\n"
     }
 
-    static func describe(_ error: any Error) -> String {
+    /// A decoding error as the field's path and what was wrong, without the value.
+    public static func describe(_ error: any Error) -> String {
         guard let decoding = error as? DecodingError else { return "\(error)" }
         switch decoding {
         case .keyNotFound(let key, let context):

@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+import SentinelEval
 
 /// Two runs compared visit by visit. Pseudonyms differ between runs (a new key, another day), and published records
 /// carry no boxes, so visits are matched by where and when they were: the seconds two visits spent in the same zone at
@@ -39,10 +40,16 @@ public struct RunDiff: Sendable {
         var order: [String] = []
         let decoder = JSONDecoder.sentinel()
         for (number, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
-            guard (try? JSONSerialization.jsonObject(with: Data(line))) != nil else {
-                throw TuneError("\(file):\(number + 1): not a JSON line")
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else {
+                throw TuneError("\(file):\(number + 1): not a JSON object on its line")
             }
-            guard let event = try? decoder.decode(VisitorEvent.self, from: Data(line)) else { continue }
+            // Gauge readings and other lines are passed over; a visitor event that does not read is an error.
+            guard (object["type"] as? String)?.hasPrefix("visitor.") == true else { continue }
+            let event: VisitorEvent
+            do { event = try decoder.decode(VisitorEvent.self, from: Data(line)) } catch {
+                throw TuneError(
+                    "\(file):\(number + 1): not a visitor event Sentinel reads (\(TrackFile.describe(error)))")
+            }
             let visitor = event.visitor
             let first = visitor.firstSeen ?? event.time
             let last = visitor.lastSeen ?? event.time

@@ -137,6 +137,21 @@ struct TuningCommandTests {
         #expect(try String(contentsOfFile: out + "/best.yml", encoding: .utf8) == original)
     }
 
+    @Test("sentinel diff refuses a visitor event it cannot read, naming file and line, instead of passing over it")
+    func diffRefusesBadLines() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let good = folder.appendingPathComponent("a.jsonl").path
+        let bad = folder.appendingPathComponent("b.jsonl").path
+        try "{\"type\": \"sentiment.gauge\"}\n".write(toFile: good, atomically: true, encoding: .utf8)
+        try
+            "{\"type\": \"sentiment.gauge\"}\n{\"type\": \"visitor.entered\", \"time\": \"2026-11-26T16:59:59.9999999999Z\"}\n"
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        let outcome = try await Fixtures.run(Fixtures.sentinel, ["diff", good, bad])
+        #expect(
+            outcome.status == 1 && outcome.errors.contains("b.jsonl:2: not a visitor event Sentinel reads"),
+            "\(outcome.status) \(outcome.errors)")
+    }
+
     @Test(
         "sentinel tune refuses an --out folder others may write to, and one where an output's name is a link, before any work: nothing is written through a planted link"
     )
