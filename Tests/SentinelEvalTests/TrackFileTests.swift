@@ -17,6 +17,24 @@ struct TrackFileTests {
         }
     }
 
+    /// Two tracks, one with a gap, boxes with fractions, pseudonymous ids.
+    static let twoTracks: TrackSet = {
+        var entries: [TrackSet.Entry] = []
+        for frame in 0..<30 where !(10..<14).contains(frame) {
+            entries.append(
+                .init(
+                    frame: frame, id: "k667ls2eeexqvooj",
+                    box: Box(x: 10.25 + Double(frame), y: 20.5, width: 40.125, height: 50)))
+        }
+        for frame in 5..<25 {
+            entries.append(
+                .init(
+                    frame: frame, id: "abcdefghijklmnop",
+                    box: Box(x: 300, y: 100.75 - Double(frame), width: 33.3, height: 44.4)))
+        }
+        return TrackSet(entries, width: 640, height: 480, frameCount: 30)
+    }()
+
     @Test("every file of Tests/Corpus/labels is read or refused as expected.tsv says, naming the file and the place")
     func corpus() throws {
         let cases = try Self.cases()
@@ -92,21 +110,7 @@ struct TrackFileTests {
 
     @Test("tracks written in each format and read back are the same tracks: IDF1, MOTA and HOTA 1 against the original")
     func roundTrip() throws {
-        // Two tracks, one with a gap, boxes with fractions, pseudonymous ids.
-        var entries: [TrackSet.Entry] = []
-        for frame in 0..<30 where !(10..<14).contains(frame) {
-            entries.append(
-                .init(
-                    frame: frame, id: "k667ls2eeexqvooj",
-                    box: Box(x: 10.25 + Double(frame), y: 20.5, width: 40.125, height: 50)))
-        }
-        for frame in 5..<25 {
-            entries.append(
-                .init(
-                    frame: frame, id: "abcdefghijklmnop",
-                    box: Box(x: 300, y: 100.75 - Double(frame), width: 33.3, height: 44.4)))
-        }
-        let original = TrackSet(entries, width: 640, height: 480, frameCount: 30)
+        let original = Self.twoTracks
         let folder = try Fixtures.temporaryFolder()
         for name in ["tracks.txt", "tracks.xml", "tracks.json"] {
             let path = folder.appendingPathComponent(name).path
@@ -127,21 +131,7 @@ struct TrackFileTests {
         "datumaro (the tool CVAT's and MOT's users convert with) reads Sentinel's CVAT for video and MOT box for box; Sentinel reads datumaro's MOT at IDF1 1 and refuses its CVAT for images, which carries no track ids, naming track_id"
     )
     func datumaro() async throws {
-        // Two tracks, one with a gap; pseudonymous ids; boxes with fractions.
-        var entries: [TrackSet.Entry] = []
-        for frame in 0..<40 where !(12..<18).contains(frame) {
-            entries.append(
-                .init(
-                    frame: frame, id: "k667ls2eeexqvooj",
-                    box: Box(x: 10.25 + Double(frame), y: 20.5, width: 40, height: 50)))
-        }
-        for frame in 5..<30 {
-            entries.append(
-                .init(
-                    frame: frame, id: "abcdefghijklmnop",
-                    box: Box(x: 300, y: 100 - Double(frame), width: 33.5, height: 44)))
-        }
-        let original = TrackSet(entries, width: 640, height: 480, frameCount: 40)
+        let original = Self.twoTracks
         let folder = try Fixtures.temporaryFolder()
         let source = folder.appendingPathComponent("sentinel")
         for sub in ["cvat", "mot/gt"] {

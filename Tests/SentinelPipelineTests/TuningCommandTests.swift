@@ -56,16 +56,22 @@ struct TuningCommandTests {
             "\(beyond.errors)")
     }
 
+    /// A copy of the demo pipeline in `folder`, its recordings named where the tests made them; and its text.
+    static func demoPipeline(in folder: URL) throws -> (path: String, text: String) {
+        let path = folder.appendingPathComponent("showroom.yml").path
+        let text = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8
+        ).replacingOccurrences(of: "../Recordings/out/", with: Fixtures.recordings.path + "/")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return (path, text)
+    }
+
     @Test(
         "sentinel tune: a small grid on one recording, scored on the other held out; trials.csv, report.html and best.yml written; run again it resumes; --apply writes the winner into the file and nothing else"
     )
     func tune() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let pipeline = folder.appendingPathComponent("showroom.yml").path
-        let original = try String(
-            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8
-        ).replacingOccurrences(of: "../Recordings/out/", with: Fixtures.recordings.path + "/")
-        try original.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let (pipeline, original) = try Self.demoPipeline(in: folder)
         let space = folder.appendingPathComponent("space.yml").path
         try """
         search: grid
@@ -116,11 +122,7 @@ struct TuningCommandTests {
     )
     func tieKeepsTheFile() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let pipeline = folder.appendingPathComponent("showroom.yml").path
-        let original = try String(
-            contentsOf: Fixtures.root.appendingPathComponent("Pipelines/showroom.yml"), encoding: .utf8
-        ).replacingOccurrences(of: "../Recordings/out/", with: Fixtures.recordings.path + "/")
-        try original.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let (pipeline, original) = try Self.demoPipeline(in: folder)
         let space = folder.appendingPathComponent("space.yml").path
         // The file's own value and one that changes nothing the objective sees: every trial ties with the file.
         try "search: grid\nobjective: idf1\nsettings:\n  tracker.confirmFrames: [3]\n".write(
