@@ -51,7 +51,7 @@ lint:
 # Fuzzing: every parser of outside input as a libFuzzer target under AddressSanitizer (Sources/sentinel-fuzz), in a
 # build of its own. Each target runs FUZZ_SECONDS from its seeds (Tests/Corpus/...); what it finds is kept in
 # .build/fuzz/TARGET, a crash as .build/fuzz/TARGET/crash-*: add that file to the target's corpus folder with its
-# expected outcome, then fix it. CI runs each for FUZZ_SECONDS=20. (lld: gold crashes formatting a sanitized link.)
+# expected outcome, then fix it. (lld: gold crashes formatting a sanitized link.)
 FUZZ := .build-fuzz/release/sentinel-fuzz
 FUZZ_TARGETS := dates mot cvat labelstudio truth event pipeline fleet space query sse
 FUZZ_SECONDS ?= 60

@@ -62,15 +62,19 @@ public final class ConfigReader {
     /// Where each declared setting read so far was written, by field path (`store.group`): for the checks that need
     /// the machine (a model, a group), which run after the file is read and still point at the line.
     public private(set) var locations: [String: ConfigProblem] = [:]
+    /// The fields that held a relative path, by field path, with the path resolved: a copy of the file written
+    /// elsewhere (tune's best.yml) writes these instead, so that it means the same files where it lies.
+    public private(set) var relativePaths: [String: String] = [:]
 
     init(file: String) { self.file = file }
 
-    /// A path as written, resolved against the file's folder unless absolute.
-    public func resolve(_ path: String) -> String {
-        path.hasPrefix("/")
-            ? path
-            : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).standardizedFileURL
-                .path
+    /// A path as written in `field`, resolved against the file's folder unless absolute.
+    public func resolve(_ path: String, in field: Field) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        let resolved = URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path)
+            .standardizedFileURL.path
+        relativePaths[field.path] = resolved
+        return resolved
     }
 
     public func report(_ field: Field?, _ message: String, path: String? = nil) {
@@ -256,7 +260,7 @@ public final class ConfigReader {
                 if field.node.null != nil {
                     write(&owner, nil)
                 } else if let v = string(field) {
-                    write(&owner, resolve(v))
+                    write(&owner, resolve(v, in: field))
                 }
             case .list(let path, let check):
                 guard let items = sequence(field) else { continue }

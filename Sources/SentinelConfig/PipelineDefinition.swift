@@ -28,6 +28,8 @@ public struct PipelineDefinition: Sendable {
     }
     /// Where fields that are checked against the machine were written, for messages.
     var locations: [String: ConfigProblem] = [:]
+    /// The fields written as a relative path (`sources[0].input`, `store.path`), each with the path it means.
+    public internal(set) var relativePaths: [String: String] = [:]
 
     /// A pipeline with nothing but defaults.
     init(file: String) {

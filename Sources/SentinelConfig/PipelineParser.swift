@@ -41,6 +41,7 @@ struct PipelineParser {
             if let field = top[name] { read(field, reader) }
         }
         definition.locations.merge(reader.locations) { mine, _ in mine }
+        definition.relativePaths = reader.relativePaths
         return definition
     }
 
@@ -84,7 +85,7 @@ struct PipelineParser {
             )
         }
         let isPath = !(input.contains("://") || input.hasPrefix("/dev/video") || Int(input) != nil)
-        let resolved = isPath ? reader.resolve(input) : input
+        let resolved = isPath ? reader.resolve(input, in: inputField) : input
         definition.locations["source.\(id).input"] = reader.location(of: inputField)
         for (i, zone) in zones.enumerated() where zone.units == .pixels {
             let item = Field(node: fields["zones"]!.node.sequence![i], path: "\(fields["zones"]!.path)[\(i)]")

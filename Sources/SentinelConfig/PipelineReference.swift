@@ -28,6 +28,23 @@ public enum PipelineReference {
         return (lines + more).joined(separator: "\n") + "\n"
     }
 
+    /// Each declared setting's value in `definition`, by key (`tracker.minIoU`), as the reference writes it.
+    public static func values(of definition: PipelineDefinition) -> [String: String] {
+        var values: [String: String] = [:]
+        func add<Owner>(_ section: String, _ settings: [Setting<Owner>], _ owner: Owner) {
+            for setting in settings { values["\(section).\(setting.key)"] = setting.value(in: owner) }
+        }
+        add("detector", DetectorChoice.settings, definition.detection)
+        add("detector", PipelineDefinition.detectorModelSettings, definition)
+        add("detector", DetectorSettings.settings, definition.detectorSettings)
+        add("tracker", TrackerSettings.settings, definition.visitors.tracker)
+        add("emotion", PipelineDefinition.emotionModelSettings, definition)
+        add("emotion", EmotionSettings.settings, definition.visitors.emotion)
+        add("events", VisitorSettings.settings, definition.visitors)
+        add("gauge", GaugeSettings.settings, definition.gauge)
+        return values
+    }
+
     /// The `privacy:` section's lines, with its subsections.
     static func privacy(_ policy: PrivacyPolicy) -> [String] {
         section("privacy", PrivacyPolicy.settings, policy)

@@ -32,6 +32,24 @@ public enum SettingsEditor {
         return text
     }
 
+    /// `text` (a pipeline file's) with each field of `paths` (a field path and the file it means, as
+    /// `PipelineDefinition.relativePaths`) written as that absolute path: the same pipeline, for a copy that lies in
+    /// another folder.
+    public static func absolute(_ paths: [String: String], in text: String, file: String) throws(ConfigError) -> String
+    {
+        var quoted: [(key: String, value: String)] = []
+        for key in paths.keys.sorted() {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .withoutEscapingSlashes
+            // A JSON string is a YAML double-quoted scalar: any path reads back as written.
+            guard let data = try? encoder.encode(paths[key]!), let value = String(data: data, encoding: .utf8) else {
+                throw problem(file, key, "the path cannot be written")
+            }
+            quoted.append((key, value))
+        }
+        return try apply(quoted, to: text, file: file)
+    }
+
     static func problem(_ file: String, _ key: String, _ message: String) -> ConfigError {
         ConfigError(problems: [ConfigProblem(file: file, path: key, message: message)])
     }

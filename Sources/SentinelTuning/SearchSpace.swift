@@ -29,6 +29,17 @@ public struct SearchSpace: Sendable {
         public var maximised: Bool { self != .dwell && self != .splits }
         /// Whether it needs labels (and which).
         public var needsLabels: Bool { self != .stability }
+        /// As a report's column names it.
+        public var title: String {
+            switch self {
+            case .idf1: "IDF1"
+            case .hota: "HOTA"
+            case .mota: "MOTA"
+            case .dwell: "dwell error (s)"
+            case .splits: "splits a visitor"
+            case .stability: "stability"
+            }
+        }
     }
 
     /// One dimension: a key and its values, or a continuous interval (integers if `whole`).
@@ -36,6 +47,11 @@ public struct SearchSpace: Sendable {
         public var key: String
         public var values: [String]
         public var interval: (low: Double, high: Double, whole: Bool)?
+        /// Where the space file gives it, for problems found in its values.
+        var location: ConfigProblem?
+
+        /// The values that stand for the whole dimension when it is checked: the list, or an interval's ends.
+        var extremes: [String] { interval == nil ? values : [value(at: 0), value(at: 1)] }
 
         /// The value at `fraction` (0...1) of the dimension.
         func value(at fraction: Double) -> String {
@@ -87,7 +103,10 @@ public struct SearchSpace: Sendable {
                 reader.report(field, "\"\(key)\" is not a key path, as tracker.minIoU or sources[0].zones[*].grace")
                 continue
             }
-            if let dimension = reader.dimension(key, field) { space.dimensions.append(dimension) }
+            if var dimension = reader.dimension(key, field) {
+                dimension.location = reader.location(of: field)
+                space.dimensions.append(dimension)
+            }
         }
         return space
     }
@@ -119,6 +138,21 @@ public struct SearchSpace: Sendable {
     public enum DeclaredDomain: Sendable {
         case interval(Double, Double, whole: Bool)
         case values([String])
+    }
+
+    /// How far `settings` lie from `file`'s values (`PipelineReference.values`): each dimension's difference as a
+    /// share of its extent (a value that is not a number: 0 or 1), summed. A key the file does not list counts 0.
+    public func distance(_ settings: [String: String], from file: [String: String]) -> Double {
+        dimensions.reduce(0) { sum, dimension in
+            guard let value = settings[dimension.key], let current = file[dimension.key], value != current else {
+                return sum
+            }
+            guard let a = Double(value), let b = Double(current) else { return sum + 1 }
+            let numbers = dimension.values.compactMap(Double.init)
+            let extent =
+                dimension.interval.map { $0.high - $0.low } ?? ((numbers.max() ?? 0) - (numbers.min() ?? 0))
+            return sum + min(1, abs(a - b) / max(extent, 1e-12))
+        }
     }
 
     /// The candidates of a grid: every combination, in order (empty if there are more than `limit`).

@@ -92,6 +92,40 @@ public final class Sweep: Sendable {
         return try PipelineDefinition.load(pipeline, overrides: base + overrides)
     }
 
+    /// Every value of the space written alone over the pipeline and read as the pipeline is, before anything is
+    /// decoded: a key the pipeline lacks or a value it refuses is reported at its line in the space file, once for
+    /// all the values it concerns.
+    public func checkSpace() throws(ConfigError) {
+        var problems: [ConfigProblem] = []
+        for dimension in space.dimensions {
+            var found: [(message: String, values: [String])] = []
+            let values = dimension.extremes
+            for value in values {
+                do { _ = try definition([dimension.key: value]) } catch let error as ConfigError {
+                    for problem in error.problems {
+                        let message = problem.path == dimension.key ? problem.message : problem.description
+                        if let i = found.firstIndex(where: { $0.message == message }) {
+                            found[i].values.append(value)
+                        } else {
+                            found.append((message, [value]))
+                        }
+                    }
+                } catch {
+                    found.append(("\(error)", [value]))
+                }
+            }
+            for (message, refused) in found {
+                var problem = dimension.location ?? ConfigProblem(file: "", path: "", message: "")
+                problem.path = problem.path.isEmpty ? dimension.key : problem.path
+                problem.message =
+                    refused.count == values.count
+                    ? message : "with \(refused.joined(separator: ", ")): \(message)"
+                problems.append(problem)
+            }
+        }
+        if !problems.isEmpty { throw ConfigError(problems: problems) }
+    }
+
     /// The cache of `recording` for `definition`'s detector, made once: a worker that needs one being made waits for
     /// it (the caches of the file's own detector settings are made before the trials, one recording per core).
     func cache(_ recording: Recording, _ definition: PipelineDefinition) throws -> DetectionCache {

@@ -21,10 +21,11 @@ public enum SweepPage {
     public static let chartJS = URL(fileURLWithPath: "/usr/share/javascript/chart.js/Chart.min.js")
 
     public static func html(
-        space: SearchSpace, results: [Sweep.Result], comparisons: [Comparison], tuned: [String], heldOut: [String],
-        speedUp: String, agreement: [(measure: String, idf1: Double?, dwell: Double?)]
+        space: SearchSpace, results: [Sweep.Result], noise: Double, comparisons: [Comparison], tuned: [String],
+        heldOut: [String], speedUp: String, agreement: [(measure: String, idf1: Double?, dwell: Double?)]
     ) -> String {
         let objective = space.objective
+        let name = objective.title
         let ok = results.filter { $0.objective != nil }
         let ranked = ok.sorted {
             objective.maximised ? $0.objective! > $1.objective! : $0.objective! < $1.objective!
@@ -39,20 +40,46 @@ public enum SweepPage {
                 .replacingOccurrences(of: "'", with: "&#39;")
         }
         let keys = space.dimensions.map(\.key)
-        var rows = ""
-        for (rank, r) in ranked.prefix(25).enumerated() {
-            rows += "<tr><td>\(rank + 1)</td><td>\(r.number)</td>"
-            rows += keys.map { "<td>\(escape(r.settings[$0] ?? ""))</td>" }.joined()
-            rows += "<td><b>\(number(r.objective))</b></td><td>\(number(r.combined.metrics?.idf1))</td>"
-            rows += "<td>\(number(r.combined.metrics?.hota))</td><td>\(number(r.combined.dwellError, 2))</td>"
-            rows += "<td>\(number(r.combined.stability.score))</td><td>\(number(r.combined.fps, 0))</td></tr>\n"
+        // One column a figure, the objective's in bold.
+        var columns: [(title: String, digits: Int, value: (Sweep.Figures) -> Double?)] = [
+            (SearchSpace.Objective.idf1.title, 3, { $0.metrics?.idf1 }),
+            (SearchSpace.Objective.hota.title, 3, { $0.metrics?.hota }),
+            (SearchSpace.Objective.dwell.title, 2, { $0.dwellError }),
+            (SearchSpace.Objective.stability.title, 3, { $0.stability.score }),
+        ]
+        if !columns.contains(where: { $0.title == name }) {
+            columns.insert((name, 3, { $0.value(of: objective) }), at: 0)
         }
-        // Pareto front: no other trial is at least as accurate and at least as fast, and better in one.
+        columns.append(("fps (est.)", 0, { $0.fps }))
+        // Trials within the noise of the first of their group share its rank, marked "=".
+        let shown = Array(ranked.prefix(25))
+        var ranks: [Int] = []
+        for (index, r) in shown.enumerated() {
+            let previous = ranks.last.map { shown[$0 - 1].objective! }
+            ranks.append(previous.map { abs(r.objective! - $0) <= noise } == true ? ranks.last! : index + 1)
+        }
+        let tied = Set(ranks).count < ranks.count
+        var rows = ""
+        for (r, rank) in zip(shown, ranks) {
+            let shared = ranks.filter { $0 == rank }.count > 1
+            rows += "<tr><td>\(rank)\(shared ? "=" : "")</td><td>\(r.number)</td>"
+            rows += keys.map { "<td>\(escape(r.settings[$0] ?? ""))</td>" }.joined()
+            rows += columns.map { column in
+                let text = number(column.value(r.combined), column.digits)
+                return column.title == name ? "<td><b>\(text)</b></td>" : "<td>\(text)</td>"
+            }.joined()
+            rows += "</tr>\n"
+        }
+        // Pareto front over what the sweep can tell apart: objectives within the noise are equal, and so are speeds
+        // within 5 % (the estimate's own spread); no other trial is then at least as good in both and better in one.
         let points = ok.map { (x: $0.combined.fps, y: $0.objective!, n: $0.number) }
+        func steps(_ p: (x: Double, y: Double, n: Int)) -> (x: Double, y: Double) {
+            let y = (objective.maximised ? p.y : -p.y) / max(noise, 1e-12)
+            return ((log(max(p.x, 1e-9)) / log(1.05)).rounded(), y.rounded())
+        }
         func dominates(_ a: (x: Double, y: Double, n: Int), _ b: (x: Double, y: Double, n: Int)) -> Bool {
-            let ya = objective.maximised ? a.y : -a.y
-            let yb = objective.maximised ? b.y : -b.y
-            return a.x >= b.x && ya >= yb && (a.x > b.x || ya > yb)
+            let (sa, sb) = (steps(a), steps(b))
+            return sa.x >= sb.x && sa.y >= sb.y && (sa.x > sb.x || sa.y > sb.y)
         }
         let front = points.filter { p in !points.contains { dominates($0, p) } }.sorted { $0.x < $1.x }
         func json(_ list: [(x: Double, y: Double, n: Int)]) -> String {
@@ -108,30 +135,31 @@ public enum SweepPage {
             ?? "<p>Charts need Debian's libjs-chart.js (\(chartJS.path)).</p>"
         return """
             <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><title>Sentinel sweep: \(objective.rawValue)</title>
+            <html lang="en"><head><meta charset="utf-8"><title>Sentinel sweep: \(name)</title>
             <style>
             body { font: 14px system-ui, sans-serif; margin: 1.5rem; color: #1d2430; }
             table { border-collapse: collapse; margin: .5rem 0 1.5rem; } td, th { padding: .25rem .6rem; border-bottom: 1px solid #ddd; text-align: left; }
             .chart { position: relative; height: 260px; max-width: 720px; } .effects { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 1rem; }
             h3 { font-size: 14px; margin: .3rem 0; } code { font-size: 12px; }
             </style></head><body>
-            <h1>Sweep: \(objective.rawValue) (\(objective.maximised ? "higher" : "lower") is better)</h1>
+            <h1>Sweep: \(name) (\(objective.maximised ? "higher" : "lower") is better)</h1>
             <p>\(results.count) trials (\(ok.count) valid), \(space.search.rawValue) search, tuned on \(tuned.map(escape).joined(separator: ", "))\(heldOut.isEmpty ? "" : "; held out: " + heldOut.map(escape).joined(separator: ", ")). \(escape(speedUp))</p>
             <h2>Tuned and held out</h2>
             <p>A setting tuned on one recording is worth what it scores on another: the held-out column is the one to believe.</p>
-            <table><tr><th>configuration</th><th>settings</th><th>\(objective.rawValue), tuned</th><th>\(objective.rawValue), held out</th></tr>
+            <table><tr><th>configuration</th><th>settings</th><th>\(name), tuned</th><th>\(name), held out</th></tr>
             \(comparisonRows)</table>
             <h2>Best trials</h2>
-            <table><tr><th>rank</th><th>trial</th>\(keys.map { "<th>\(escape($0))</th>" }.joined())<th>\(objective.rawValue)</th><th>IDF1</th><th>HOTA</th><th>dwell error (s)</th><th>stability</th><th>fps (est.)</th></tr>
+            <table><tr><th>rank</th><th>trial</th>\(keys.map { "<th>\(escape($0))</th>" }.joined())\(columns.map { "<th>\($0.title)</th>" }.joined())</tr>
             \(rows)</table>
+            \(tied ? "<p>Trials whose \(name) is within \(written(noise)) of each other (the sweep's noise: what the file's settings move between two runs, or the figure's resolution) are a tie and share a rank (=).</p>" : "")
             <h2>Accuracy against speed</h2>
-            <p>Each trial by its objective and the frames a second it would analyse at (detection's measured cost per detected frame, plus tracking). The line joins the Pareto front: no trial is both better and faster than one on it.</p>
+            <p>Each trial by its objective and the frames a second it would analyse at (detection's measured cost per detected frame, plus tracking). The line joins the Pareto front: no trial is better and faster than one on it by more than the sweep can tell apart (\(written(noise)) in \(name), 5 % in speed).</p>
             <div class="chart"><canvas id="pareto"></canvas></div>
             <h2>Each setting's effect</h2>
             <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range).</p>
             <div class="effects">\(effects)</div>
             <h2>Without labels</h2>
-            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see docs/tuning.md).</p>
+            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see docs/tuning.md). A dash: the measure took one value over every trial, or fewer than three trials had it, so there is no order to compare.</p>
             <table><tr><th>measure</th><th>ρ with IDF1</th><th>ρ with the dwell error</th></tr>\(agreementRows)</table>
             \(chart)
             <script>
@@ -140,11 +168,11 @@ public enum SweepPage {
                 { label: 'trials', data: \(json(points)), backgroundColor: '#8aa4c8' },
                 { label: 'Pareto front', data: \(json(front)), showLine: true, borderColor: '#c0392b', backgroundColor: '#c0392b' } ] },
                 options: { maintainAspectRatio: false, animation: false, scales: { x: { title: { display: true, text: 'frames per second (estimated)' } },
-                  y: { title: { display: true, text: '\(objective.rawValue)' } } },
+                  y: { title: { display: true, text: '\(name)' } } },
                   plugins: { tooltip: { callbacks: { label: (c) => 'trial ' + c.raw.trial + ': ' + c.raw.y.toFixed(3) + ' at ' + c.raw.x.toFixed(0) + ' fps' } } } } });
               for (const canvas of document.querySelectorAll('canvas[data-labels]')) {
                 new Chart(canvas, { type: 'bar', data: { labels: JSON.parse(canvas.dataset.labels),
-                  datasets: [{ label: 'mean \(objective.rawValue)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
+                  datasets: [{ label: 'mean \(name)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
                   options: { maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: false } }, plugins: { legend: { display: false } } } });
               }
             }

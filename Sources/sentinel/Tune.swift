@@ -83,9 +83,15 @@ struct Tune: ParsableCommand {
                 "\(unlabelled.path): no labels beside it, which the objective \(space.objective.rawValue) needs (or tune for stability, which needs none)"
             )
         }
+        let sweep = Sweep(
+            pipeline: pipeline, base: base, space: space, recordings: tuned, models: store, workers: workers,
+            logger: makeLogger("sentinel.tune"))
+        // The whole space, before anything is decoded or written.
+        do { try sweep.checkSpace() } catch { throw CommandError(error.description) }
         let folder = URL(fileURLWithPath: out)
         var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), !isFolder.boolValue {
+        let folderExisted = FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder)
+        if folderExisted, !isFolder.boolValue {
             throw CommandError("--out \(folder.path): a file, not a folder")
         }
         do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
@@ -114,9 +120,7 @@ struct Tune: ParsableCommand {
         } else {
             try Data((header + "\n").utf8).write(to: csv)
         }
-        let sweep = Sweep(
-            pipeline: pipeline, base: base, space: space, recordings: tuned, models: store, workers: workers,
-            logger: makeLogger("sentinel.tune"))
+        let resumed = !done.isEmpty
         let handle = try FileHandle(forWritingTo: csv)
         handle.seekToEndOfFile()
         let total = space.search == .grid ? space.grid(limit: space.trials).count : space.trials
@@ -124,11 +128,22 @@ struct Tune: ParsableCommand {
         let log = Mutex((handle: handle, progress: TrialProgress(total: total, done: done.count)))
         let start = ContinuousClock.now
         let frozen = space
-        let results = try sweep.run(done: done) { result in
-            log.withLock { log in
-                log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
-                log.progress.advance()
+        let results: [Sweep.Result]
+        do {
+            results = try sweep.run(done: done) { result in
+                log.withLock { log in
+                    log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
+                    log.progress.advance()
+                }
             }
+        } catch {
+            // A sweep that failed before its first trial (a recording that cannot be decoded) leaves nothing behind:
+            // the rerun starts afresh instead of finding another sweep's trials.csv.
+            if !resumed, log.withLock({ $0.progress.done }) == 0 {
+                try? FileManager.default.removeItem(at: csv)
+                if !folderExisted { try? FileManager.default.removeItem(at: folder) }
+            }
+            throw error
         }
         try log.withLock { log in
             log.progress.finish()
@@ -146,11 +161,16 @@ struct Tune: ParsableCommand {
         // Without the cache, every trial would decode and detect its recordings again.
         let detectPerTrial = sweep.detectionSeconds / Double(sweep.detectorSettings)
         let withoutCache = Double(trialsRun) * detectPerTrial + max(elapsed - sweep.detectionSeconds, 0)
-        let speedUp = String(
-            format:
-                "%d trials in %.1f s on %d workers; decoding and detecting took %.1f s for %d detector setting(s), reused by every trial; without the cache about %.0f s (%.1fx longer).",
-            trialsRun, elapsed, workers, sweep.detectionSeconds, sweep.detectorSettings, withoutCache,
-            withoutCache / max(elapsed, 1e-9))
+        let speedUp =
+            trialsRun == 0
+            ? String(
+                format: "No trial left to run: all %d were in trials.csv (decoding and detecting again took %.1f s).",
+                results.count, sweep.detectionSeconds)
+            : String(
+                format:
+                    "%d trials in %.1f s on %d workers%@; decoding and detecting took %.1f s for %d detector setting(s), reused by every trial; without the cache about %.0f s (%.1fx longer).",
+                trialsRun, elapsed, workers, done.isEmpty ? "" : " (\(done.count) more read from trials.csv)",
+                sweep.detectionSeconds, sweep.detectorSettings, withoutCache, withoutCache / max(elapsed, 1e-9))
         print(speedUp)
         let defaults = sweep.evaluate([:], number: 0)
         // Replay determinism, the last label-free measure: the file's settings run again give the same visits.
@@ -177,7 +197,12 @@ struct Tune: ParsableCommand {
             defaults.objective.map { file in
                 sweep.better(leader.objective! + (space.objective.maximised ? -noise : noise), than: file)
             } ?? true
-        let best = beaten ? leader : defaults
+        // Among the trials that tie with the leader, the one nearest the file's own values.
+        let fileValues = PipelineReference.values(of: definition)
+        let nearest = valid.filter { abs($0.objective! - leader.objective!) <= noise }.min {
+            space.distance($0.settings, from: fileValues) < space.distance($1.settings, from: fileValues)
+        }!
+        let best = beaten ? nearest : defaults
         try sweep.prepare(heldOut)
         let heldDefault = heldOut.isEmpty ? nil : sweep.evaluate([:], number: 0, on: heldOut)
         let heldBest = heldOut.isEmpty ? nil : sweep.evaluate(best.settings, number: best.number, on: heldOut)
@@ -191,7 +216,7 @@ struct Tune: ParsableCommand {
             for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
         } else {
             print(
-                "best: the file's settings, \(objectiveName) \(value(defaults)): no trial beat them by more than \(noise) (the best, trial \(leader.number), \(value(leader))); nothing to change"
+                "best: the file's settings, \(objectiveName) \(value(defaults)): no trial beat them by more than \(noise) (the best, trial \(nearest.number), \(value(nearest))); nothing to change"
             )
         }
         if let heldDefault, let heldBest {
@@ -209,32 +234,36 @@ struct Tune: ParsableCommand {
             }
         }
         let page = SweepPage.html(
-            space: space, results: results,
+            space: space, results: results, noise: noise,
             comparisons: [
                 .init(
                     name: "the file's settings", settings: [:], tuned: defaults.objective,
                     heldOut: heldDefault?.objective),
                 .init(
-                    name: beaten ? "winner (trial \(best.number))" : "best trial (\(leader.number)), not kept: a tie",
-                    settings: leader.settings, tuned: leader.objective,
+                    name: beaten ? "winner (trial \(best.number))" : "best trial (\(nearest.number)), not kept: a tie",
+                    settings: nearest.settings, tuned: nearest.objective,
                     heldOut: beaten ? heldBest?.objective : nil),
             ], tuned: names, heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement)
         try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
-        // The winner written into the pipeline's text, every other byte kept.
+        // The winner written into the pipeline's text, every other byte kept; best.yml lies in --out, so its relative
+        // paths are written as the absolute paths they mean.
         let original = try String(contentsOfFile: pipeline, encoding: .utf8)
+        let bestFile = folder.appendingPathComponent("best.yml").path
         let written: String
+        let copy: String
         do {
             written = try SettingsEditor.apply(
                 best.settings.keys.sorted().map { ($0, best.settings[$0]!) }, to: original, file: pipeline)
             let checked = try ServiceDefinition.parse(written, file: pipeline)
             let problems = checked.pipeline.environmentProblems(models: store)
             guard problems.isEmpty else { throw ConfigError(problems: problems) }
+            copy = try SettingsEditor.absolute(checked.pipeline.relativePaths, in: written, file: pipeline)
         } catch let error as ConfigError {
             throw CommandError("the winner cannot be written into \(pipeline): \(error.description)")
         }
-        try OutputFile.write(Data(written.utf8), to: folder.appendingPathComponent("best.yml").path)
+        try OutputFile.write(Data(copy.utf8), to: bestFile)
         print(
-            "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(folder.appendingPathComponent("best.yml").path)"
+            "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(bestFile)"
         )
         if apply && beaten {
             do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }

@@ -71,7 +71,14 @@ struct TuningCommandTests {
     )
     func tune() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let (pipeline, original) = try Self.demoPipeline(in: folder)
+        // The recording named relative to the pipeline, as a user's file does: best.yml, in another folder, must
+        // still mean it.
+        let (pipeline, demo) = try Self.demoPipeline(in: folder)
+        let clip = folder.appendingPathComponent("clip.mp4").path
+        try FileManager.default.createSymbolicLink(atPath: clip, withDestinationPath: Fixtures.recording())
+        let original = demo.replacingOccurrences(of: "input: \(Fixtures.recording())", with: "input: clip.mp4")
+        #expect(original != demo)
+        try original.write(toFile: pipeline, atomically: true, encoding: .utf8)
         let space = folder.appendingPathComponent("space.yml").path
         try """
         search: grid
@@ -100,15 +107,20 @@ struct TuningCommandTests {
         let page = try String(contentsOfFile: out + "/report.html", encoding: .utf8)
         #expect(page.contains("Pareto front") && page.contains("held out") && page.contains("new Chart("))
         let best = try String(contentsOfFile: out + "/best.yml", encoding: .utf8)
+        #expect(best.contains("input: \"\(clip)\""), "\(best)")
         let check = try await Fixtures.run(Fixtures.sentinel, ["check", out + "/best.yml"])
-        #expect(check.status == 0, "\(check.output)")
+        #expect(check.status == 0 && check.output.contains("best.yml: ok"), "\(check.output)\(check.errors)")
 
         let again = try await Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
         #expect(again.status == 0 && again.output.contains("resuming: 4 trials"), "\(again.output)\(again.errors)")
-        #expect(again.output.contains("0 trials in"), "nothing run again: \(again.output)")
+        #expect(again.output.contains("No trial left to run: all 4 were in trials.csv"), "\(again.output)")
         #expect(try String(contentsOfFile: out + "/trials.csv", encoding: .utf8).split(separator: "\n").count == 5)
+        // The pipeline itself keeps its relative path; otherwise it is best.yml.
         let applied = try String(contentsOfFile: pipeline, encoding: .utf8)
-        #expect(applied == best)
+        let store = folder.deletingLastPathComponent().appendingPathComponent("out/showroom.sqlite").path
+        #expect(
+            applied.replacingOccurrences(of: "input: clip.mp4", with: "input: \"\(clip)\"")
+                .replacingOccurrences(of: "path: ../out/showroom.sqlite", with: "path: \"\(store)\"") == best)
         let changed = zip(
             original.split(separator: "\n", omittingEmptySubsequences: false),
             applied.split(separator: "\n", omittingEmptySubsequences: false)
@@ -136,7 +148,59 @@ struct TuningCommandTests {
         #expect(tuned.output.contains("best: the file's settings"), "\(tuned.output)")
         #expect(tuned.output.contains("nothing applied"), "\(tuned.output)")
         #expect(try String(contentsOfFile: pipeline, encoding: .utf8) == original)
-        #expect(try String(contentsOfFile: out + "/best.yml", encoding: .utf8) == original)
+        // best.yml is the file itself, its relative store path written as the absolute one it means.
+        let store = folder.deletingLastPathComponent().appendingPathComponent("out/showroom.sqlite").path
+        #expect(
+            try String(contentsOfFile: out + "/best.yml", encoding: .utf8)
+                == original.replacingOccurrences(of: "path: ../out/showroom.sqlite", with: "path: \"\(store)\""))
+    }
+
+    @Test(
+        "sentinel tune checks the whole space before decoding anything: a key the pipeline lacks and a value it refuses are named at their line in the space file, once each; a sweep that fails before its first trial leaves no folder behind"
+    )
+    func spaceCheckedFirst() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let space = folder.appendingPathComponent("space.yml").path
+        try """
+        search: grid
+        objective: stability
+        settings:
+          tracker.minIOU: [0.1, 0.3]
+          tracker.visitTimeoutSeconds: [1, 99999]
+          tracker.centerGate: { from: 0.3, to: 1.2 }
+        """.write(toFile: space, atomically: true, encoding: .utf8)
+        let out = folder.appendingPathComponent("sweep")
+        func tune(_ space: String, _ recording: String) async throws -> Fixtures.Outcome {
+            try await Fixtures.run(
+                Fixtures.sentinel,
+                ["tune", "--pipeline", "Pipelines/showroom.yml", "--space", space, "--out", out.path, recording],
+                timeout: 120)
+        }
+        let typo = try await tune(space, Fixtures.recording())
+        let lines = typo.errors.split(separator: "\n").map(String.init)
+        #expect(typo.status != 0)
+        #expect(
+            lines.count == 2
+                && lines[0].hasSuffix(
+                    "space.yml:4:19: settings.tracker.minIOU: unknown key \"minIOU\"; expected one of centerGate, coastSeconds, confirmFrames, gateGrowthPerSecond, highScore, lowScore, minIoU, reentryDistance, velocitySmoothing, visitTimeoutSeconds; did you mean \"minIoU\"?"
+                )
+                && lines[1].hasSuffix(
+                    "space.yml:5:32: settings.tracker.visitTimeoutSeconds: with 99999: 99999.0 is out of range 0...3600"
+                ), "\(typo.errors)")
+        #expect(!typo.errors.contains("--set"), "the user typed no --set")
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+
+        // A recording that cannot be decoded fails the sweep before its first trial: nothing is left in --out.
+        let fixed = folder.appendingPathComponent("fixed.yml").path
+        try "search: grid\nobjective: stability\nsettings:\n  tracker.minIoU: [0.1, 0.3]\n".write(
+            toFile: fixed, atomically: true, encoding: .utf8)
+        let broken = folder.appendingPathComponent("broken.mp4").path
+        try "not a video\n".write(toFile: broken, atomically: true, encoding: .utf8)
+        let failed = try await tune(fixed, broken)
+        #expect(failed.status != 0 && failed.errors.contains("broken.mp4"), "\(failed.errors)")
+        #expect(!FileManager.default.fileExists(atPath: out.path), "a failed sweep left \(out.path)")
+        let rerun = try await tune(fixed, Fixtures.recording())
+        #expect(rerun.status == 0 && !rerun.output.contains("resuming"), "\(rerun.output)\(rerun.errors)")
     }
 
     @Test("sentinel diff refuses a visitor event it cannot read, naming file and line, instead of passing over it")

@@ -226,10 +226,70 @@ struct TuningTests {
         }
         #expect(results[0].settings.values.contains(hostile))
         let page = SweepPage.html(
-            space: space, results: results, comparisons: [], tuned: ["a.mp4"], heldOut: [], speedUp: "",
+            space: space, results: results, noise: 0.001, comparisons: [], tuned: ["a.mp4"], heldOut: [], speedUp: "",
             agreement: [])
         #expect(!page.contains("onfocus='alert"), "an attribute was added")
         #expect(page.contains("x&#39; autofocus onfocus=&#39;alert(1)"))
+    }
+
+    @Test(
+        "among trials that tie, tune keeps the one nearest the file's values: distance is each setting's move over its extent"
+    )
+    func nearestToTheFile() throws {
+        let space = try SearchSpace.parse(
+            """
+            search: random
+            settings:
+              tracker.minIoU: { from: 0.1, to: 0.5 }
+              tracker.confirmFrames: [1, 3, 5]
+              events.referencePoint: [center, bottom]
+            """, file: "space.yml")
+        let definition = try PipelineDefinition.parse(
+            "version: 1\nsources: [{ id: a, input: a.mp4 }]\ntracker: { minIoU: 0.3 }\n", file: "p.yml")
+        let file = PipelineReference.values(of: definition)
+        #expect(file["tracker.minIoU"] == "0.3" && file["tracker.confirmFrames"] == "3")
+        let same = [
+            "tracker.minIoU": "0.3", "tracker.confirmFrames": "3",
+            "events.referencePoint": file["events.referencePoint"]!,
+        ]
+        #expect(space.distance(same, from: file) == 0)
+        #expect(abs(space.distance(same.merging(["tracker.minIoU": "0.5"]) { $1 }, from: file) - 0.5) < 1e-9)
+        #expect(abs(space.distance(same.merging(["tracker.confirmFrames": "1"]) { $1 }, from: file) - 0.5) < 1e-9)
+        let other = file["events.referencePoint"] == "center" ? "bottom" : "center"
+        #expect(space.distance(same.merging(["events.referencePoint": other]) { $1 }, from: file) == 1)
+    }
+
+    @Test(
+        "report.html: trials within the noise share a rank marked as a tie, the Pareto front ignores speed differences within 5 % and objective differences within the noise, and each figure has one column with one spelling"
+    )
+    func reportTiesAndFront() throws {
+        let space = try SearchSpace.parse(
+            "search: grid\nobjective: idf1\nsettings:\n  tracker.minIoU: [0.1, 0.2, 0.3, 0.4]\n", file: "space.yml")
+        func trial(_ n: Int, _ idf1: Double, fps: Double) -> Sweep.Result {
+            var figures = Sweep.Figures()
+            figures.fps = fps
+            return Sweep.Result(
+                number: n, settings: ["tracker.minIoU": space.dimensions[0].values[n - 1]], objective: idf1,
+                problem: nil, combined: figures, perRecording: [:])
+        }
+        // 1 and 2 tie (0.0004 apart, noise 0.001) at 29.64 and 29.66 fps; 3 is worse by more than the noise at the
+        // same speed; 4 is worse but twice as fast.
+        let results = [
+            trial(1, 0.9000, fps: 29.64), trial(2, 0.9004, fps: 29.66), trial(3, 0.85, fps: 29.65),
+            trial(4, 0.80, fps: 60),
+        ]
+        let page = SweepPage.html(
+            space: space, results: results, noise: 0.001, comparisons: [], tuned: ["a.mp4"], heldOut: [], speedUp: "",
+            agreement: [])
+        #expect(page.contains("<tr><td>1=</td><td>2</td>") && page.contains("<tr><td>1=</td><td>1</td>"), "\(page)")
+        #expect(page.contains("<tr><td>3</td><td>3</td>") && page.contains("<tr><td>4</td><td>4</td>"))
+        #expect(page.contains("are a tie and share a rank (=)"))
+        let front = try #require(page.firstRange(of: "label: 'Pareto front', data: ").map { page[$0.upperBound...] })
+        let data = front.prefix(while: { $0 != "]" })
+        #expect(data.contains("\"trial\":1") && data.contains("\"trial\":2") && data.contains("\"trial\":4"))
+        #expect(!data.contains("\"trial\":3"), "trial 3 is worse at the same speed: \(data)")
+        #expect(!page.contains("idf1") && page.components(separatedBy: "<th>IDF1</th>").count == 2)
+        #expect(page.contains("A dash: the measure took one value"))
     }
 
     @Test(
