@@ -26,7 +26,7 @@ SHAREDIR := $(PREFIX)/share/sentinel
 DOCDIR := $(PREFIX)/share/doc/sentinel
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: demo test lint fuzz fuzz-build openapi-tools datumaro label-studio client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
+.PHONY: demo test lint reference fuzz fuzz-build openapi-tools datumaro label-studio client-repo bench eval setup deps models recordings references footage debug release clean install install-files install-models screenshot
 
 demo: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
@@ -82,9 +82,17 @@ bench: release
 	$(BENCH) mqtt
 	$(BENCH) fleet
 
+# docs/configuration.md's detector and tracking tables: every detector on both samples (yunet only where its model is).
+EVAL_DETECTORS := retinaface centerface cascade $(if $(wildcard Models/cache/face_detection_yunet_2022mar.onnx),yunet)
 eval: release
 	@$(MAKE) --no-print-directory setup SENTINEL=$(RELEASE)
 	$(RELEASE) eval detections $(SAMPLES) $(wildcard ../shared/media/short_hamilton_clip.mp4)
+	$(RELEASE) eval tracking $(SAMPLES) --detectors $(EVAL_DETECTORS)
+
+# docs/reference.md's settings block, from the settings' declarations (a test fails until it matches).
+reference: debug
+	{ sed '/^```yaml$$/q' docs/reference.md; $(DEBUG) check --reference; echo '```'; } > docs/reference.md.new
+	mv docs/reference.md.new docs/reference.md
 
 # The README's pictures of the dashboard and the zone editor, taken by the headless-Chromium tests as they check them.
 screenshot: debug
@@ -196,7 +204,8 @@ install-files:
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/recordings Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-640x480.truth.json
 	install -d $(DESTDIR)$(SHAREDIR)/pipelines $(DESTDIR)$(SYSCONFDIR)/sentinel
 	sed 's|\.\./Recordings/out/|../recordings/|' Pipelines/showroom.yml > $(DESTDIR)$(SHAREDIR)/pipelines/showroom.yml
-	install -m 0644 -t $(DESTDIR)$(SHAREDIR)/pipelines Pipelines/reference.yml Pipelines/fleet.yml
+	install -m 0644 -t $(DESTDIR)$(SHAREDIR)/pipelines Pipelines/fleet.yml
+	$(BINARY) check --reference > $(DESTDIR)$(SHAREDIR)/pipelines/reference.yml
 	install -D -m 0644 -t $(DESTDIR)$(DOCDIR) README.md PRIVACY.md CHANGELOG.md
 	install -D -m 0644 -t $(DESTDIR)$(DOCDIR)/docs docs/*.md docs/*.png
 	[ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.yml ] || sed \

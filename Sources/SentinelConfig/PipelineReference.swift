@@ -5,7 +5,7 @@ import SentinelVision
 import SentinelVisitors
 
 /// Every declared setting of a pipeline file, with its default, what it may be and what it means, as commented YAML:
-/// printed by `sentinel check --reference` and kept as Pipelines/reference.yml (a test holds the two together).
+/// printed by `sentinel check --reference` and kept in docs/reference.md (a test holds the two together).
 public enum PipelineReference {
     /// The pipeline's own sections, then `appending` (the service's, from `section`).
     public static func text(appending more: [String] = []) -> String {

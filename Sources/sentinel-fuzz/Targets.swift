@@ -34,7 +34,7 @@ enum FuzzTarget: String, CaseIterable {
         case .cvat: (["Tests/Corpus/labels"], ["xml"])
         case .labelstudio, .truth: (["Tests/Corpus/labels"], ["json"])
         case .event: (["Tests/Corpus/mqtt"], ["json"])
-        case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml", "Pipelines/reference.yml"], ["yml"])
+        case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml"], ["yml"])
         case .fleet: (["Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
         case .query, .sse: (["Tests/Corpus/http"], ["http"])

@@ -13,7 +13,7 @@ struct Check: ParsableCommand {
     @Argument(help: "Pipeline file, such as Pipelines/showroom.yml.")
     var pipeline: String?
 
-    @Flag(help: "Print every tunable setting with its default, range and meaning (Pipelines/reference.yml) instead.")
+    @Flag(help: "Print every tunable setting with its default, range and meaning (docs/reference.md) instead.")
     var reference = false
 
     @OptionGroup var models: ModelOptions

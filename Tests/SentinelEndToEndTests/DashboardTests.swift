@@ -35,6 +35,8 @@ struct DashboardTests {
             var stays: [String]?
             var rangeBucket: String?
             var stills: [Still]
+            var chartNotes: [String]?
+            var stream: [String]?
             var body: String
             /// The page's own requests the server refused for access (401 or 403), as "403 /api/visitors".
             var refused: [String]
@@ -60,7 +62,31 @@ struct DashboardTests {
         // The staff counter measures no emotion: said so, not "too few visitors".
         #expect(shown.gauges.contains("showroom · counter: not measured here"), "\(shown.gauges)")
         // Why a zone can be withheld while its visitors are listed.
-        #expect(shown.scope == "visitors" && shown.why.contains("visitor token, which may see individuals"))
+        #expect(
+            shown.scope == "visitors"
+                && shown.why.hasPrefix(
+                    "Figures over fewer than 3 visits are withheld; this page, opened with the visitor token")
+                && shown.why.split(separator: " ").count < 40, "\(shown.why)")
+        // An empty chart says why under it, in words a person sees (not only in its accessibility label).
+        #expect(
+            (shown.chartNotes ?? []).allSatisfy {
+                $0 == "Empty: each figure counts fewer than 3 visits, so it is withheld."
+                    || $0 == "Empty: no visits in this time."
+            }, "\(shown.chartNotes ?? [])")
+        // The stream names the zone a visitor left on visitor.zoneExited (the stay's), the one entered last.
+        let stream = Array((shown.stream ?? []).reversed())  // the page shows the newest first
+        let exits = stream.filter { $0.contains(" visitor.zoneExited ") }
+        #expect(!exits.isEmpty, "\(stream)")
+        for exit in exits {
+            let fields = exit.split(separator: " ")
+            let (visitor, zone) = (fields[2], fields.count > 3 ? String(fields[3]) : "")
+            let entered = stream.prefix { $0 != exit }.last {
+                $0.contains(" visitor.zoneEntered \(visitor) ")
+            }
+            #expect(
+                ["entrance", "display", "counter"].contains(zone)
+                    && (entered == nil || entered!.hasSuffix(" \(zone)")), "\(exit) after \(entered ?? "-")")
+        }
         #expect(shown.zones.count == 3, "\(shown.zones)")
         #expect(!shown.visitors.isEmpty)
         #expect(
@@ -80,7 +106,7 @@ struct DashboardTests {
         let still = try #require(shown.stills.first, "\(shown.stills)")
         #expect(shown.stills.count == 1 && still.width > 0 && still.zones == ["entrance", "display", "counter"])
         #expect(
-            still.caption.wholeMatch(of: /showroom at \d\d:\d\d:\d\d · \d+ faces? masked/) != nil, "\(still.caption)")
+            still.caption.wholeMatch(of: /showroom at \d\d:\d\d:\d\d · \d+ regions? masked/) != nil, "\(still.caption)")
         // A visitor in a zone, clicked: their visit from /api/visitors/{faceId}, each zone with its times and dwell.
         let clicked = try #require(shown.clicked)
         #expect(

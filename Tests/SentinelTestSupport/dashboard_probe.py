@@ -4,7 +4,7 @@
 usage: dashboard_probe.py URL SCREENSHOT.png SECONDS [mood]
 
 Drives Chromium over the DevTools protocol (python3-websocket): navigates to URL, waits until the dashboard shows a
-visitor, a mood gauge, its three charts drawn and a camera with its still (opened with the aggregate token: a mood gauge and the
+visitor, a mood gauge, its three charts drawn, a camera with its still and a zone left in the stream (opened with the aggregate token: a mood gauge and the
 zones), and with "mood" until the overall mood shows a number (for the README's picture), or SECONDS pass. With the
 visitor token it then clicks the first visitor (the visit's zones must show) and widens the date range to yesterday
 and today (the visits chart must be redrawn per hour). It saves a screenshot and prints one line of JSON: what the
@@ -51,6 +51,8 @@ STATE = """(() => { try {
       width: f.querySelector('img') ? f.querySelector('img').naturalWidth : 0,
       zones: [...f.querySelectorAll('text')].map(t => t.textContent),
     })),
+    chartNotes: text('.chart + .why').filter(t => t),
+    stream: document.getElementById('log').innerText.split('\\n').filter(l => l),
     body: document.body.innerText,
     // Refused for access (401, 403); a 503 from /healthz is an answer (a camera down), not a refusal.
     refused: performance.getEntriesByType('resource').filter(e => [401, 403].includes(e.responseStatus))
@@ -74,7 +76,8 @@ def main():
                 ready = state.get("gauges") and state.get("zones") and state.get("why")
             else:
                 ready = (state.get("visitors") and state.get("gauges") and len(state.get("charts", [])) == 3 and state.get("cameras")
-                         and any(still["width"] for still in state.get("stills", [])))
+                         and any(still["width"] for still in state.get("stills", []))
+                         and any(" visitor.zoneExited " in line for line in state.get("stream", [])))
             if mood:
                 ready = ready and any(g.startswith("overall: ") and g[9:].isdigit() for g in state.get("gauges", []))
             if ready or time.time() > deadline:
