@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <time.h>
 
 typedef struct {
@@ -64,6 +66,7 @@ struct snl_mqtt {
     long released;   // every message up to this sequence may be acknowledged
     subscription *subscriptions;
     int subscription_count;
+    int wake_fd;     // an eventfd: a message published from another thread wakes the network thread's poll
 };
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
@@ -198,22 +201,32 @@ static int wait_released(snl_mqtt *c, double seconds) {
 /// more until then. What arrived meanwhile waits in the socket and at the broker, which holds what was never
 /// acknowledged for this client's session: a client killed between reading and releasing loses nothing.
 static int serve(snl_mqtt *c) {
-    if (!c->hold) return mosquitto_loop(c->mosq, 100, 1);
-    if (!wait_released(c, 0.1)) return mosquitto_loop_misc(c->mosq);
-    if (mosquitto_want_write(c->mosq)) {
-        int rc = mosquitto_loop_write(c->mosq, 1);
-        if (rc != MOSQ_ERR_SUCCESS) return rc;
-    }
-    // poll, not select: a process with many connections (a fleet's SSE clients) gives sockets numbers past FD_SETSIZE.
+    if (c->hold && !wait_released(c, 0.1)) return mosquitto_loop_misc(c->mosq);
+    // poll, not select (mosquitto_loop's): a process with many connections (a fleet's or a box's SSE clients) gives
+    // sockets numbers past FD_SETSIZE, which select cannot watch. The wake descriptor stands for libmosquitto's own
+    // socket pair: a message published meanwhile goes out at once, not at the next timeout.
     int timeout = 100;
     for (int i = 0; i < SNL_MQTT_READ_BURST; i++) {
-        struct pollfd socket = {mosquitto_socket(c->mosq), POLLIN, 0};
-        if (socket.fd < 0) return MOSQ_ERR_NO_CONN;
-        int ready = poll(&socket, 1, timeout);
+        // Held: written once, above, when everything handed over was released; not between reads.
+        if ((i == 0 || !c->hold) && mosquitto_want_write(c->mosq)) {
+            int rc = mosquitto_loop_write(c->mosq, 1);
+            if (rc != MOSQ_ERR_SUCCESS) return rc;
+        }
+        int fd = mosquitto_socket(c->mosq);
+        if (fd < 0) return MOSQ_ERR_NO_CONN;
+        short out = !c->hold && mosquitto_want_write(c->mosq) ? POLLOUT : 0;
+        struct pollfd watched[2] = {{fd, POLLIN | out, 0}, {c->wake_fd, POLLIN, 0}};
+        int ready = poll(watched, c->hold ? 1 : 2, timeout);
         if (ready < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
         if (ready == 0) break;
-        int rc = mosquitto_loop_read(c->mosq, 1);
-        if (rc != MOSQ_ERR_SUCCESS) return rc;
+        if (watched[1].revents & POLLIN) {
+            uint64_t count;
+            (void)!read(c->wake_fd, &count, sizeof(count));
+        }
+        if (watched[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            int rc = mosquitto_loop_read(c->mosq, 1);
+            if (rc != MOSQ_ERR_SUCCESS) return rc;
+        }
         timeout = 0;
     }
     return mosquitto_loop_misc(c->mosq);
@@ -280,7 +293,7 @@ static void *network(void *argument) {
             }
             if (is_stopping(c)) {
                 mosquitto_disconnect_v5(c->mosq, 0, NULL);
-                mosquitto_loop(c->mosq, 100, 1);
+                mosquitto_loop_write(c->mosq, 1);
                 break;
             }
             pthread_mutex_lock(&c->lock);
@@ -316,6 +329,12 @@ snl_mqtt_status snl_mqtt_create(
     c->messages.size = sizeof(snl_mqtt_message);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->wake, NULL);
+    c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (c->wake_fd < 0) {
+        fail(error, "cannot make an MQTT client: %s", strerror(errno));
+        free(c);
+        return SNL_MQTT_ERR_UNKNOWN;
+    }
     c->mosq = mosquitto_new(client_id, clean_start != 0, c);
     if (c->mosq == NULL) {
         fail(error, "cannot make an MQTT client: %s", strerror(errno));
@@ -342,6 +361,8 @@ void snl_mqtt_stop(snl_mqtt *c) {
     c->stopping = 1;
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);
+    uint64_t one = 1;
+    (void)!write(c->wake_fd, &one, sizeof(one));
     if (c->started) pthread_join(c->thread, NULL);
     c->started = 0;
 }
@@ -358,6 +379,7 @@ void snl_mqtt_destroy(snl_mqtt *c) {
     free(c->subscriptions);
     free(c->messages.items);
     free(c->acks.items);
+    if (c->wake_fd >= 0) close(c->wake_fd);
     free(c->host);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
@@ -457,6 +479,8 @@ snl_mqtt_status snl_mqtt_publish(
     }
     int rc = mosquitto_publish_v5(c->mosq, mid, topic, length, payload, qos, retain != 0, props);
     mosquitto_property_free_all(&props);
+    uint64_t one = 1;
+    (void)!write(c->wake_fd, &one, sizeof(one));
     // Not connected: a QoS 1 or 2 message waits in the library's queue and goes out at the next connection.
     if (rc == MOSQ_ERR_SUCCESS || (rc == MOSQ_ERR_NO_CONN && qos > 0)) return SNL_MQTT_OK;
     char detail[480];

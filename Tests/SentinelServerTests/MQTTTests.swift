@@ -294,6 +294,41 @@ struct MQTTOutputTests {
         try await server.stop()
     }
 
+    @Test(
+        "a client whose socket is numbered past 1023 (a box holding many SSE clients) publishes and receives at once: the network loop polls, it does not select"
+    )
+    func socketsPastSelectsLimit() async throws {
+        let broker = try await MQTTBroker()
+        defer { broker.stop() }
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        #expect(limit.rlim_cur > 1300, "the test needs more than 1300 descriptors (ulimit -n is \(limit.rlim_cur))")
+        // Descriptors up to past 1024 taken, so that the clients' sockets come after them.
+        var taken: [Int32] = []
+        while taken.last.map({ $0 < 1100 }) ?? true {
+            let fd = open("/dev/null", O_RDONLY)
+            guard fd >= 0 else { break }
+            taken.append(fd)
+        }
+        defer { for fd in taken { close(fd) } }
+        #expect((taken.last ?? 0) >= 1100)
+        let subscriber = try Subscriber(broker, id: "high-descriptor-consumer", topics: ["high/#"])
+        let publisher = try MQTTClient(clientID: "high-descriptor-box")
+        try publisher.start(MQTTEndpoint(url: broker.url)!)
+        #expect(try await waitFor(seconds: 20) { publisher.state.connected && subscriber.client.state.connected })
+        var received: [MQTTClient.Message] = []
+        var acks: [MQTTClient.Ack] = []
+        for n in 0..<20 { try publisher.publish(topic: "high/\(n)", payload: Data("\(n)".utf8), qos: 1) }
+        #expect(
+            try await waitFor(seconds: 20) {
+                received += subscriber.client.takeMessages()
+                acks += publisher.takeAcks()
+                return received.count == 20 && acks.count == 20
+            }, "received \(received.count), acknowledged \(acks.count): \(publisher.state.reason)")
+        #expect(received.map(\.topic) == (0..<20).map { "high/\($0)" })
+        publisher.stop()
+    }
+
     @Test("a wrong password is a clear error in /healthz, and the box keeps trying")
     func wrongPassword() async throws {
         let broker = try await MQTTBroker(users: [("box", "right-password")])
