@@ -156,9 +156,17 @@ public final class PostgresEventStore: EventLog {
                 """, logger: logger)
             for try await (site, id) in rows.decode((String, Int64).self) { seen.insert("\(site) \(id)") }
         }
+        // And what retention deleted: every origin up to the highest it deleted of that site.
+        var retired: [String: Int64] = [:]
+        if !origins.isEmpty {
+            let rows = try await db.query(
+                "SELECT site, retired FROM inbox WHERE site = ANY(\(Array(Set(origins.map(\.site))))::text[])",
+                logger: logger)
+            for try await (site, id) in rows.decode((String, Int64).self) { retired[site] = id }
+        }
         let fresh = batch.filter { publication in
             guard let origin = publication.origin else { return true }
-            return seen.insert("\(origin.site) \(origin.id)").inserted
+            return origin.id > retired[origin.site] ?? 0 && seen.insert("\(origin.site) \(origin.id)").inserted
         }
         guard !fresh.isEmpty else { return [] }
         var sequences: [String: Int64] = [:]
@@ -287,6 +295,13 @@ public final class PostgresEventStore: EventLog {
         return try await guarded {
             try await self.client.withTransaction(logger: self.logger) { db in
                 var deleted = 0
+                try await db.query(
+                    """
+                    INSERT INTO inbox (site, received, retired)
+                    SELECT origin_site, max(origin_id), max(origin_id) FROM events
+                    WHERE time < \(time) AND origin_site IS NOT NULL GROUP BY origin_site
+                    ON CONFLICT (site) DO UPDATE SET retired = greatest(inbox.retired, excluded.retired)
+                    """, logger: self.logger)
                 for table in ["gauge_readings", "events"] {
                     for try await count in try await db.query(
                         "WITH gone AS (DELETE FROM \(unescaped: table) WHERE time < \(time) RETURNING 1) SELECT count(*) FROM gone",

@@ -67,7 +67,12 @@ extension PostgresEventStore {
                 "CREATE TABLE visit_span (longest double precision NOT NULL)",
                 "INSERT INTO visit_span VALUES (0)",
             ]
-        )
+        ),
+        (
+            // The highest origin id of each site that retention deleted: below it, an origin is known though its
+            // row is gone (a broker replaying a site's old messages must not store them again).
+            "v2", ["ALTER TABLE inbox ADD COLUMN retired bigint NOT NULL DEFAULT 0"]
+        ),
     ]
 
     /// Applies the migrations this database lacks, one replica at a time (an advisory lock), in one transaction. A

@@ -132,6 +132,23 @@ struct StoreTests {
         #expect(try await log.events(after: 0, limit: 10).count == 4)
     }
 
+    @Test(
+        "a forwarded event deleted by retention is still known: a site sending it again (a broker replaying old messages) is not stored twice",
+        arguments: LogKind.allCases)
+    func forwardedOnceAfterRetention(kind: LogKind) async throws {
+        let (log, reopen, server) = try await kind.make()
+        defer { server?.stop() }
+        func forwarded(_ ids: [Int64]) -> [Publication] {
+            ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
+        }
+        _ = try await log.append(forwarded([1, 2, 3]))
+        var retained = log as! any RetentionTarget
+        #expect(try await retained.deleteRecords(olderThan: start.addingTimeInterval(10)) > 0)
+        #expect(try await log.events(after: 0, limit: 10).isEmpty)
+        let again = try await reopen().append(forwarded([2, 3, 4]))
+        #expect(again.count == 1 && again.first?.id == 4, "\(again.map(\.id))")
+    }
+
     @Test("one replica of a PostgreSQL log leads at a time; when it goes, the next to ask takes the lead")
     func oneLeader() async throws {
         let (first, open, server) = try await LogKind.postgres.make()
