@@ -189,9 +189,11 @@ install: release
 	@$(MAKE) --no-print-directory install-files
 	@$(MAKE) --no-print-directory install-models
 
-# The models, obtained and checked once, beside their manifest (the service never downloads at start).
+# The models, obtained and checked once, beside their manifest (the service never downloads at start): the
+# checkout's verified copies are taken when it has them, so an install after make demo or make test downloads nothing.
 install-models:
-	STATE_DIRECTORY=$(DESTDIR)$(SHAREDIR) SENTINEL_MODELS= $(DESTDIR)$(PREFIX)/bin/sentinel models setup
+	STATE_DIRECTORY=$(DESTDIR)$(SHAREDIR) SENTINEL_MODELS= $(DESTDIR)$(PREFIX)/bin/sentinel models setup \
+		--from $(CURDIR)/Models/cache
 
 # The same from an existing BINARY (the tests install the debug build into a temporary DESTDIR).
 install-files:

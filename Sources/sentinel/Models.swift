@@ -52,9 +52,16 @@ struct Models: ParsableCommand {
         @Flag(help: "Fail when a model could not be obtained, even one that needs a manual download.")
         var strict = false
 
+        @Option(
+            help:
+                "A folder whose verified copies are taken instead of downloading (repeatable): make install-models gives the checkout's Models/cache."
+        )
+        var from: [String] = []
+
         func run() throws {
             let store = try models.store()
-            let failures = store.setup(logger: makeLogger("sentinel.models"))
+            let failures = store.setup(
+                from: from.map { URL(fileURLWithPath: $0) }, logger: makeLogger("sentinel.models"))
             for failure in failures { print("not obtained: \(failure.name): \(failure.reason)") }
             let manual = Set(store.manifest.models.filter { $0.obtain.manual != nil }.map(\.name))
             if failures.contains(where: { strict || !manual.contains($0.name) }) { throw ExitCode(1) }
