@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SentinelAggregates
+import SentinelClient
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
@@ -76,6 +77,15 @@ struct StillTests {
             found.isEmpty,
             "a face the detector finds in the still (\(head.header("X-Faces-Masked") ?? "?") regions masked): \(found.map { "\($0.box) score \($0.score)" })"
         )
+
+        // The same through the Swift client: the JPEG, when it was taken, the regions masked; a wrong name refused.
+        let client = SentinelClient(url: URL(string: "http://127.0.0.1:\(port)")!, token: TestServer.tokens.visitors)
+        let fromClient = try await client.still(source: "showroom")
+        #expect(fromClient.jpeg.starts(with: [0xFF, 0xD8, 0xFF]) && fromClient.regionsMasked >= 0)
+        #expect(abs(try #require(fromClient.taken).timeIntervalSinceNow) < 30)
+        await #expect(throws: SentinelClient.Failure.self) { try await client.still(source: "hall") }
+        let anonymous = SentinelClient(url: URL(string: "http://127.0.0.1:\(port)")!)
+        await #expect(throws: SentinelClient.Failure.self) { try await anonymous.still(source: "showroom") }
 
         // Only the visitor token sees the camera; a wrong name is answered with the right ones.
         let (aggregate, _) = try await LoopbackClient.fetch(

@@ -110,6 +110,35 @@ public struct SentinelClient: Sendable {
         return try await get("/api/reports", query)
     }
 
+    /// A running camera's latest frame as JPEG, every face masked: for the visitor token, from a pipeline that
+    /// allows stills (`privacy.review.stills`); otherwise a `Failure` that says which of the two is missing.
+    public func still(source: String) async throws -> Still {
+        var head: HTTPURLResponse?
+        var data = Data()
+        for try await part in transport.send(request("/api/still", [("sourceId", source)])) {
+            switch part {
+            case .head(let response): head = response
+            case .body(let piece): data.append(piece)
+            }
+        }
+        guard let head, head.statusCode == 200 else { throw Self.failure(status: head?.statusCode ?? 0, body: data) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return Still(
+            jpeg: data, taken: head.value(forHTTPHeaderField: "Last-Modified").flatMap(formatter.date(from:)),
+            regionsMasked: head.value(forHTTPHeaderField: "X-Faces-Masked").flatMap { Int($0) } ?? 0)
+    }
+
+    /// A camera's still: the JPEG, when its frame was taken, and how many regions were masked (a face is masked where
+    /// it is detected and where the tracker expects it, so one face may be two regions).
+    public struct Still: Sendable {
+        public var jpeg: Data
+        public var taken: Date?
+        public var regionsMasked: Int
+    }
+
     /// The service's state; answered also when it is degraded (HTTP 503), which `status` then says.
     public func health() async throws -> ServiceHealth { try await get("/healthz", accepting: [200, 503]) }
 
