@@ -1,40 +1,44 @@
 import Foundation
 import SentinelCore
 import SentinelVision
+import Synchronization
 
 /// Detectors on threads of their own, for detecting consecutive frames in parallel (`detector.workers`). Each thread
 /// owns its detector (an OpenCV network must not be shared) and takes the oldest frame given; results are taken in the
 /// order the frames were given, so the tracker, which stays sequential, sees them as if detected one by one.
-final class DetectionWorkers: @unchecked Sendable {
+final class DetectionWorkers: Sendable {
     /// One frame's detection, under way or done.
-    final class Pending: @unchecked Sendable {
+    final class Pending: Sendable {
         let frame: Frame
         private let done = DispatchSemaphore(value: 0)
-        private var result: Result<[Detection], VisionError>?
+        private let result = Mutex<Result<[Detection], VisionError>?>(nil)
 
         init(_ frame: Frame) { self.frame = frame }
 
         fileprivate func finish(_ result: Result<[Detection], VisionError>) {
-            self.result = result
+            self.result.withLock { $0 = result }
             done.signal()
         }
 
         /// Blocks until the frame is detected.
         func detections() throws(VisionError) -> [Detection] {
             done.wait()
-            return try result!.get()
+            return try result.withLock { $0 }!.get()
         }
     }
 
     let count: Int
-    private let condition = NSCondition()
-    private var queue: [Pending] = []
-    private var stopped = false
+    /// The frames given and not yet taken by a thread, and whether more will come.
+    private let queue = Mutex<(frames: [Pending], stopped: Bool)>(([], false))
+    /// Signalled once per frame given, and once per thread at the stop: a thread that wakes finds a frame to take,
+    /// or, with none left, that it may end.
+    private let ready = DispatchSemaphore(value: 0)
 
     /// One thread per detector, named after the source.
     init(_ detectors: [any FaceDetector], name: String) {
         count = detectors.count
         for (index, detector) in detectors.enumerated() {
+            // Handed over: the thread is the only one that ever touches this detector.
             nonisolated(unsafe) let detector = detector
             let thread = Thread { [self] in serve(detector) }
             thread.name = "detect \(index + 1) \(name)"
@@ -44,31 +48,23 @@ final class DetectionWorkers: @unchecked Sendable {
 
     func submit(_ frame: Frame) -> Pending {
         let pending = Pending(frame)
-        condition.lock()
-        queue.append(pending)
-        condition.signal()
-        condition.unlock()
+        queue.withLock { $0.frames.append(pending) }
+        ready.signal()
         return pending
     }
 
     /// The threads end once the frames already given are detected.
     func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        condition.unlock()
+        queue.withLock { $0.stopped = true }
+        for _ in 0..<count { ready.signal() }
     }
 
     private func serve(_ detector: any FaceDetector) {
         while true {
-            condition.lock()
-            while queue.isEmpty && !stopped { condition.wait() }
-            guard !queue.isEmpty else {
-                condition.unlock()
-                return
-            }
-            let pending = queue.removeFirst()
-            condition.unlock()
+            ready.wait()
+            let next = queue.withLock { $0.frames.isEmpty ? nil : $0.frames.removeFirst() }
+            // Every wake-up but the stop's finds a frame: one is given before its signal.
+            guard let pending = next else { return }
             pending.finish(Result { () throws(VisionError) in try detector.detect(pending.frame.image) })
         }
     }
