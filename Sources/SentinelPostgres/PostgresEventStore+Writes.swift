@@ -1,0 +1,195 @@
+public import Foundation
+import PostgresNIO
+import SentinelAggregates
+import SentinelCore
+public import SentinelStore
+
+/// Appends (ids, sequence numbers, each origin once), the visit rows every replica updates, and retention.
+extension PostgresEventStore {
+    public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
+        guard !batch.isEmpty else { return [] }
+        return try await guarded {
+            try await self.client.withTransaction(logger: self.logger) { db in
+                try await self.append(batch, in: db)
+            }
+        }
+    }
+
+    func append(_ batch: [Publication], in db: PostgresConnection) async throws -> [LoggedEvent] {
+        try await db.query("SELECT pg_advisory_xact_lock(\(Self.appendLock))", logger: logger)
+        // What is logged already: each origin once, whichever replica stored it.
+        var seen = Set<String>()
+        let origins = batch.compactMap(\.origin)
+        if !origins.isEmpty {
+            let rows = try await db.query(
+                """
+                SELECT origin_site, origin_id FROM events WHERE (origin_site, origin_id) IN
+                    (SELECT * FROM unnest(\(origins.map(\.site))::text[], \(origins.map(\.id))::bigint[]))
+                """, logger: logger)
+            for try await (site, id) in rows.decode((String, Int64).self) { seen.insert("\(site) \(id)") }
+        }
+        // And what retention deleted: every origin up to the highest it deleted of that site.
+        var retired: [String: Int64] = [:]
+        if !origins.isEmpty {
+            let rows = try await db.query(
+                "SELECT site, retired FROM inbox WHERE site = ANY(\(Array(Set(origins.map(\.site))))::text[])",
+                logger: logger)
+            for try await (site, id) in rows.decode((String, Int64).self) { retired[site] = id }
+        }
+        let fresh = batch.filter { publication in
+            guard let origin = publication.origin else { return true }
+            return origin.id > retired[origin.site] ?? 0 && seen.insert("\(origin.site) \(origin.id)").inserted
+        }
+        guard !fresh.isEmpty else { return [] }
+        var sequences: [String: Int64] = [:]
+        let streams = Array(Set(fresh.map(\.streamId)))
+        let last = try await db.query(
+            """
+            SELECT stream_id, max(sequence_number) FROM events WHERE stream_id = ANY(\(streams)::text[])
+            GROUP BY stream_id
+            """, logger: logger)
+        for try await (stream, number) in last.decode((String, Int64).self) { sequences[stream] = number }
+        var ids: [Int64] = []
+        for try await id in try await db.query(
+            "SELECT nextval('events_id_seq') FROM generate_series(1, \(fresh.count))", logger: logger
+        ).decode(Int64.self) {
+            ids.append(id)
+        }
+        ids.sort()
+        let encoder = JSONEncoder.sentinel()
+        var rows: [LoggedEvent] = []
+        var longest = 0.0
+        var received: [String: Int64] = [:]
+        for (publication, id) in zip(fresh, ids) {
+            let stream = publication.streamId
+            let number = sequences[stream, default: 0] + 1
+            sequences[stream] = number
+            var row = try publication.logRow(sequenceNumber: number, encoder: encoder)
+            row.id = id
+            rows.append(row)
+            if let origin = publication.origin { received[origin.site] = max(received[origin.site] ?? 0, origin.id) }
+        }
+        try await db.query(
+            """
+            INSERT INTO events (id, stream_id, sequence_number, type, time, zone, payload, origin_site, origin_id)
+            SELECT id, stream, number, type, time, NULLIF(zone, ''), payload, NULLIF(site, ''), NULLIF(origin, 0)
+            FROM unnest(\(rows.map(\.id))::bigint[], \(rows.map(\.streamId))::text[],
+                \(rows.map(\.sequenceNumber))::bigint[], \(rows.map(\.type.rawValue))::text[],
+                \(rows.map(\.time.timeIntervalSince1970))::float8[], \(rows.map { $0.zone ?? "" })::text[],
+                \(rows.map { String(decoding: $0.payload, as: UTF8.self) })::text[],
+                \(fresh.map { $0.origin?.site ?? "" })::text[], \(fresh.map { $0.origin?.id ?? 0 })::bigint[])
+                AS t(id, stream, number, type, time, zone, payload, site, origin)
+            """, logger: logger)
+        let readings = rows.filter { $0.type == .gauge }
+        if !readings.isEmpty {
+            try await db.query(
+                """
+                INSERT INTO gauge_readings (event_id, time, reading)
+                SELECT * FROM unnest(\(readings.map(\.id))::bigint[],
+                    \(readings.map(\.time.timeIntervalSince1970))::float8[],
+                    \(readings.map { String(decoding: $0.payload, as: UTF8.self) })::text[])
+                """, logger: logger)
+        }
+        var visits: [(event: VisitorEvent, record: Data)] = []
+        for publication in fresh {
+            guard let visit = try publication.visit(encoder: encoder) else { continue }
+            visits.append((visit.event, visit.record))
+            longest = max(longest, visit.span)
+        }
+        try await record(visits, in: db)
+        if longest > 0 {
+            try await db.query("UPDATE visit_span SET longest = greatest(longest, \(longest))", logger: logger)
+        }
+        if !received.isEmpty {
+            try await db.query(
+                """
+                INSERT INTO inbox (site, received)
+                SELECT * FROM unnest(\(Array(received.keys))::text[], \(Array(received.values))::bigint[])
+                ON CONFLICT (site) DO UPDATE SET received = greatest(inbox.received, excluded.received)
+                """, logger: logger)
+        }
+        return rows
+    }
+
+    /// Keeps the visits and zone-stay tables in step with a batch's events (the store's copies), as `EventStore` does
+    /// event by event: one statement for the visits (each as its last event in the batch left it, first seen as its
+    /// first said), then each zone stay in order.
+    private func record(_ events: [(event: VisitorEvent, record: Data)], in db: PostgresConnection) async throws {
+        guard !events.isEmpty else { return }
+        var order: [String] = []
+        var latest: [String: (event: VisitorEvent, record: Data, firstSeen: Double)] = [:]
+        for (event, record) in events {
+            let visitor = event.visitor
+            let firstSeen =
+                latest[visitor.faceId]?.firstSeen ?? (visitor.firstSeen ?? event.time).timeIntervalSince1970
+            if latest[visitor.faceId] == nil { order.append(visitor.faceId) }
+            latest[visitor.faceId] = (event, record, firstSeen)
+        }
+        let rows = order.compactMap { latest[$0] }
+        try await db.query(
+            """
+            INSERT INTO visits (face_id, source_id, state, zone, first_seen, last_seen, exit_reason, record)
+            SELECT face, source, state, NULLIF(zone, ''), first, last, NULLIF(reason, ''), record
+            FROM unnest(\(rows.map(\.event.visitor.faceId))::text[], \(rows.map(\.event.visitor.sourceId))::text[],
+                \(rows.map(\.event.visitor.state.rawValue))::text[], \(rows.map { $0.event.visitor.zone ?? "" })::text[],
+                \(rows.map(\.firstSeen))::float8[], \(rows.map(\.event.time.timeIntervalSince1970))::float8[],
+                \(rows.map { $0.event.reason?.rawValue ?? "" })::text[],
+                \(rows.map { String(decoding: $0.record, as: UTF8.self) })::text[])
+                AS t(face, source, state, zone, first, last, reason, record)
+            ON CONFLICT (face_id) DO UPDATE SET state = excluded.state, zone = excluded.zone,
+                last_seen = excluded.last_seen, exit_reason = excluded.exit_reason, record = excluded.record
+            """, logger: logger)
+        for (event, _) in events {
+            guard let stay = event.stay else { continue }
+            let face = event.visitor.faceId
+            switch event.type {
+            case .zoneEntered:
+                try await db.query(
+                    """
+                    INSERT INTO zone_stays (face_id, zone, entered_at)
+                    VALUES (\(face), \(stay.zone), \(stay.enteredAt.timeIntervalSince1970))
+                    """, logger: logger)
+            case .zoneExited:
+                try await db.query(
+                    """
+                    UPDATE zone_stays SET exited_at = \((stay.exitedAt ?? event.time).timeIntervalSince1970),
+                        dwell_seconds = \(stay.dwellSeconds)
+                    WHERE face_id = \(face) AND zone = \(stay.zone) AND exited_at IS NULL
+                    """, logger: logger)
+            default:
+                break
+            }
+        }
+    }
+
+    public func deleteRecords(olderThan cutoff: Date) async throws -> Int {
+        let time = cutoff.timeIntervalSince1970
+        return try await guarded {
+            try await self.client.withTransaction(logger: self.logger) { db in
+                var deleted = 0
+                try await db.query(
+                    """
+                    INSERT INTO inbox (site, received, retired)
+                    SELECT origin_site, max(origin_id), max(origin_id) FROM events
+                    WHERE time < \(time) AND origin_site IS NOT NULL GROUP BY origin_site
+                    ON CONFLICT (site) DO UPDATE SET retired = greatest(inbox.retired, excluded.retired)
+                    """, logger: self.logger)
+                for table in ["gauge_readings", "events"] {
+                    for try await count in try await db.query(
+                        "WITH gone AS (DELETE FROM \(unescaped: table) WHERE time < \(time) RETURNING 1) SELECT count(*) FROM gone",
+                        logger: self.logger
+                    ).decode(Int.self) {
+                        deleted += count
+                    }
+                }
+                for try await count in try await db.query(
+                    "WITH gone AS (DELETE FROM visits WHERE last_seen < \(time) RETURNING 1) SELECT count(*) FROM gone",
+                    logger: self.logger
+                ).decode(Int.self) {
+                    deleted += count
+                }
+                return deleted
+            }
+        }
+    }
+}
