@@ -5,13 +5,29 @@ public import SentinelPrivacy
 public protocol RetentionTarget {
     /// Deletes every record whose time is strictly before `cutoff`; returns how many went.
     mutating func deleteRecords(olderThan cutoff: Date) async throws -> Int
+    /// The bytes the records take on disk (what deleting frees for new ones) and how many events they hold.
+    mutating func storedSize() async throws -> (bytes: Int64, events: Int)
+    /// The time of the newest `count`th event: deleting what is older keeps about the newest `count` (nil: fewer).
+    mutating func timeKeeping(newest count: Int) async throws -> Date?
 }
 
-/// When to delete what: runs at most once per interval and deletes records older than the policy's age.
-/// Time is passed in, so the schedule is tested without a clock.
+/// When to delete what: runs at most once per interval, deletes records older than the policy's age, then, while the
+/// store is over the policy's size bound, the oldest records first. Time is passed in, so the schedule is tested
+/// without a clock.
 public struct RetentionJob: Sendable {
     public let policy: RetentionPolicy
     public private(set) var lastRun: Date?
+
+    /// What one run deleted: for their age, and (the oldest first) for the store's size.
+    public struct Run: Sendable, Equatable {
+        public var byAge = 0
+        public var bySize = 0
+        public var total: Int { byAge + bySize }
+        public init(byAge: Int = 0, bySize: Int = 0) {
+            self.byAge = byAge
+            self.bySize = bySize
+        }
+    }
 
     public init(policy: RetentionPolicy) { self.policy = policy }
 
@@ -23,11 +39,25 @@ public struct RetentionJob: Sendable {
         return now.timeIntervalSince(lastRun) >= policy.intervalSeconds
     }
 
-    /// Deletes what is past retention if a run is due; returns how many records went (nil when not due).
-    public mutating func runIfDue(now: Date, on target: inout some RetentionTarget) async throws -> Int? {
+    /// Deletes what is past retention if a run is due (nil when not due).
+    public mutating func runIfDue(now: Date, on target: inout some RetentionTarget) async throws -> Run? {
         guard isDue(now: now) else { return nil }
-        let deleted = try await target.deleteRecords(olderThan: cutoff(now: now))
+        var run = Run()
+        run.byAge = try await target.deleteRecords(olderThan: cutoff(now: now))
+        // Over the bound: the oldest deleted, sized by the bytes an event takes on average, down to 90 % of the bound
+        // (so that the next events do not cross it again at once); a few rounds, as averages are averages.
+        if policy.maxBytes > 0 {
+            for _ in 0..<4 {
+                let (bytes, events) = try await target.storedSize()
+                guard Double(bytes) > policy.maxBytes, events > 0 else { break }
+                let keep = Int(Double(events) * policy.maxBytes * 0.9 / Double(bytes))
+                guard let cutoff = try await target.timeKeeping(newest: max(keep, 1)) else { break }
+                let deleted = try await target.deleteRecords(olderThan: cutoff)
+                guard deleted > 0 else { break }
+                run.bySize += deleted
+            }
+        }
         lastRun = now
-        return deleted
+        return run
     }
 }

@@ -192,4 +192,31 @@ extension PostgresEventStore {
             }
         }
     }
+
+    /// The live rows' bytes (the relations' files keep deleted rows until a vacuum, and their size seldom shrinks,
+    /// so they cannot say whether deleting was enough) and the events logged. Indexes aside; a scan per run.
+    public func storedSize() async throws -> (bytes: Int64, events: Int) {
+        try await guarded {
+            let rows = try await self.client.query(
+                """
+                SELECT ((SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM events t)
+                    + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM visits t)
+                    + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM zone_stays t)
+                    + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM gauge_readings t))::bigint,
+                    (SELECT count(*) FROM events)::bigint
+                """, logger: self.logger)
+            for try await (bytes, events) in rows.decode((Int64, Int64).self) { return (bytes, Int(events)) }
+            return (0, 0)
+        }
+    }
+
+    public func timeKeeping(newest count: Int) async throws -> Date? {
+        try await guarded {
+            let rows = try await self.client.query(
+                "SELECT time FROM events ORDER BY time DESC LIMIT 1 OFFSET \(count - 1)", logger: self.logger)
+            for try await time in rows.decode(Double.self) { return Date(timeIntervalSince1970: time) }
+            return nil
+        }
+    }
+
 }

@@ -98,6 +98,8 @@ public struct RetentionPolicy: Sendable, Equatable {
     public var maxAgeSeconds: Double = 30 * 86_400
     /// How often the deletion job runs.
     public var intervalSeconds: Double = 3_600
+    /// At most this many bytes of records (0: no bound): beyond, the oldest are deleted first, whatever their age.
+    public var maxBytes: Double = 0
 
     public init() {}
 
@@ -110,11 +112,18 @@ public struct RetentionPolicy: Sendable, Equatable {
         get { intervalSeconds / 60 }
         set { intervalSeconds = newValue * 60 }
     }
+    var maxMegabytes: Double {
+        get { maxBytes / 1_000_000 }
+        set { maxBytes = newValue * 1_000_000 }
+    }
 
     /// A pipeline file's `privacy.retention:` section.
     public static let settings: [Setting<RetentionPolicy>] = [
         .number("days", \.days, in: 0.01...3_650, "events, visits and readings older than this are deleted"),
         .number("checkEveryMinutes", \.checkEveryMinutes, in: 1...1_440, "how often the deletion runs"),
+        .number(
+            "maxMegabytes", \.maxMegabytes, in: 0...10_000_000,
+            "the store's records at most (0: no bound); beyond, the oldest go first (docs/benchmarks.md: a camera-day)"),
     ]
 }
 

@@ -292,8 +292,12 @@ public final class StoreWriter: Service, Sendable {
     private func runRetention(_ retention: inout RetentionJob) async {
         var target = store
         do {
-            if let deleted = try await retention.runIfDue(now: Date(), on: &target), deleted > 0 {
-                logger.info("retention deleted old records", metadata: ["count": "\(deleted)"])
+            if let run = try await retention.runIfDue(now: Date(), on: &target), run.total > 0 {
+                telemetry.retainedByAge.increment(by: run.byAge)
+                telemetry.retainedBySize.increment(by: run.bySize)
+                logger.info(
+                    "retention deleted old records",
+                    metadata: ["byAge": "\(run.byAge)", "bySize": "\(run.bySize)"])
             }
         } catch {
             logger.error("retention failed", metadata: ["error": "\(error)"])

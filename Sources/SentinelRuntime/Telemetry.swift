@@ -39,6 +39,10 @@ public final class Telemetry: Sendable {
         fleetRejected = CoreMetrics.Counter(
             label: "sentinel_fleet_messages_total", dimensions: [("outcome", "rejected")], factory: factory)
         fleetMissing = CoreMetrics.Counter(label: "sentinel_fleet_missing_events_total", factory: factory)
+        retainedByAge = CoreMetrics.Counter(
+            label: "sentinel_retention_deleted_total", dimensions: [("reason", "age")], factory: factory)
+        retainedBySize = CoreMetrics.Counter(
+            label: "sentinel_retention_deleted_total", dimensions: [("reason", "size")], factory: factory)
         storeLatency = CoreMetrics.Timer(
             label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
             factory: factory)
@@ -69,6 +73,9 @@ public final class Telemetry: Sendable {
     public let fleetRejected: CoreMetrics.Counter
     /// Site log ids a fleet never received (gaps in a site's ids).
     public let fleetMissing: CoreMetrics.Counter
+    /// Records retention deleted, by why: past `privacy.retention.days`, or the oldest beyond `maxMegabytes`.
+    public let retainedByAge: CoreMetrics.Counter
+    public let retainedBySize: CoreMetrics.Counter
     public let storeLatency: CoreMetrics.Timer
     public let publishLatency: CoreMetrics.Timer
     /// From the capture of the frame an event came from to the event's being committed and offered to SSE clients.
@@ -181,6 +188,8 @@ public final class Telemetry: Sendable {
         "sentinel_fleet_messages_total":
             "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
         "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",
+        "sentinel_retention_deleted_total":
+            "Stored records retention deleted, by reason: age (past privacy.retention.days) or size (the oldest, beyond maxMegabytes).",
         "sentinel_fleet_rejected_total":
             "Messages a fleet refused, by site (unknown: a site it never heard of) and reason (format, topic, id, number, time, faceId, name).",
         "sentinel_visits_started_total": "Visits that began (visitor.entered).",

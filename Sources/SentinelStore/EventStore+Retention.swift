@@ -25,4 +25,22 @@ extension EventStore {
             throw StoreError(error, path: path)
         }
     }
+
+    /// The pages in use (free pages left by deletions are reused, not counted) and the events logged.
+    public func storedSize() async throws -> (bytes: Int64, events: Int) {
+        try await read { db in
+            let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+            let size = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+            return ((pages - free) * size, try Int.fetchOne(db, sql: "SELECT count(*) FROM events") ?? 0)
+        }
+    }
+
+    public func timeKeeping(newest count: Int) async throws -> Date? {
+        try await read { db in
+            try Double.fetchOne(
+                db, sql: "SELECT time FROM events ORDER BY time DESC LIMIT 1 OFFSET ?", arguments: [count - 1]
+            ).map { Date(timeIntervalSince1970: $0) }
+        }
+    }
 }

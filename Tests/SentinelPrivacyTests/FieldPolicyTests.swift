@@ -159,6 +159,12 @@ struct RetentionTests {
             times.removeAll { $0 < cutoff }
             return before - times.count
         }
+        /// 100 bytes a record.
+        func storedSize() -> (bytes: Int64, events: Int) { (Int64(times.count) * 100, times.count) }
+        func timeKeeping(newest count: Int) -> Date? {
+            let sorted = times.sorted(by: >)
+            return count <= sorted.count ? sorted[count - 1] : nil
+        }
     }
 
     @Test("deletes exactly the records older than the limit, at most once per interval")
@@ -171,11 +177,29 @@ struct RetentionTests {
             now.addingTimeInterval(-limit + 0.001), now.addingTimeInterval(-60), now,
         ])
         var job = RetentionJob(policy: RetentionPolicy())
-        #expect(try await job.runIfDue(now: now, on: &records) == 2)
+        #expect(try await job.runIfDue(now: now, on: &records) == .init(byAge: 2))
         #expect(records.times.count == 4 && records.times.min() == now.addingTimeInterval(-limit))
         #expect(try await job.runIfDue(now: now.addingTimeInterval(3_599), on: &records) == nil)
-        #expect(try await job.runIfDue(now: now.addingTimeInterval(3_600), on: &records) == 2)
+        #expect(try await job.runIfDue(now: now.addingTimeInterval(3_600), on: &records) == .init(byAge: 2))
         #expect(records.times.count == 2)
+    }
+
+    @Test(
+        "beyond the size bound the oldest records go first, whatever their age, down to 90 % of the bound; counted apart"
+    )
+    func sizeBound() async throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        var records = Records(times: (0..<10).map { now.addingTimeInterval(Double(-$0) * 60) })
+        var policy = RetentionPolicy()
+        policy.maxBytes = 500
+        var job = RetentionJob(policy: policy)
+        // 1,000 bytes against 500: 450 kept, the newest 4 (no record is past the age).
+        #expect(try await job.runIfDue(now: now, on: &records) == .init(byAge: 0, bySize: 6))
+        #expect(records.times.sorted(by: >) == (0..<4).map { now.addingTimeInterval(Double(-$0) * 60) })
+        policy.maxBytes = 0
+        var unbounded = RetentionJob(policy: policy)
+        #expect(try await unbounded.runIfDue(now: now, on: &records) == .init())
+        #expect(records.times.count == 4)
     }
 }
 

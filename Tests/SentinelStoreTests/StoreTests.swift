@@ -149,6 +149,32 @@ struct StoreTests {
         #expect(again.count == 1 && again.first?.id == 4, "\(again.map(\.id))")
     }
 
+    @Test(
+        "a store over privacy.retention.maxMegabytes loses its oldest records first, down to under the bound; counted apart from age",
+        arguments: LogKind.allCases)
+    func sizeBound(kind: LogKind) async throws {
+        let (store, _, server) = try await kind.make()
+        defer { server?.stop() }
+        var visit = Visit(start: start)
+        for n in 0..<300 {
+            _ = try await store.append(try visit.whole(id: "cam#1#\(n + 1)", at: Double(n) * 60))
+        }
+        var target = store as! any RetentionTarget
+        let (before, events) = try await target.storedSize()
+        #expect(events == 1_200 && before > 0)
+        var policy = RetentionPolicy()
+        policy.maxBytes = Double(before) / 2
+        var job = RetentionJob(policy: policy)
+        let run = try #require(try await job.runIfDue(now: start.addingTimeInterval(300 * 60), on: &target))
+        let (after, left) = try await target.storedSize()
+        #expect(run.byAge == 0 && run.bySize > 0, "\(run)")
+        #expect(Double(after) <= policy.maxBytes, "\(after) bytes left of \(before), bound \(policy.maxBytes)")
+        // The newest kept, the oldest gone: what is left is a tail of the log.
+        let kept = try await store.events(after: 0, limit: 2_000)
+        #expect(kept.count == left && left > 0 && kept.last?.id == 1_200)
+        #expect(kept.map(\.id) == Array((1_200 - Int64(left) + 1)...1_200))
+    }
+
     @Test("one replica of a PostgreSQL log leads at a time; when it goes, the next to ask takes the lead")
     func oneLeader() async throws {
         let (first, open, server) = try await LogKind.postgres.make()
@@ -375,7 +401,7 @@ struct StoreTests {
         var job = RetentionJob(policy: policy)
         var target = store
         // 4 events + 1 gauge event, 1 gauge row, 1 visit (its stay goes with it, not counted).
-        #expect(try await job.runIfDue(now: now, on: &target) == 5 + 1 + 1)
+        #expect(try await job.runIfDue(now: now, on: &target) == .init(byAge: 5 + 1 + 1))
         #expect(try await job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
         #expect(try await store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
         #expect(try await store.logBounds() == (floor: 5, last: 10))
