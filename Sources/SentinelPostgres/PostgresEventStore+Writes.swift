@@ -17,24 +17,22 @@ extension PostgresEventStore {
 
     func append(_ batch: [Publication], in db: PostgresConnection) async throws -> [LoggedEvent] {
         try await db.query("SELECT pg_advisory_xact_lock(\(Self.appendLock))", logger: logger)
-        // What is logged already: each origin once, whichever replica stored it.
+        // What is logged already, in one round trip under the lock: each origin once, whichever replica stored it,
+        // and every origin up to the highest retention deleted of its site (inbox.retired; `retired` rows).
         var seen = Set<String>()
+        var retired: [String: Int64] = [:]
         let origins = batch.compactMap(\.origin)
         if !origins.isEmpty {
             let rows = try await db.query(
                 """
-                SELECT origin_site, origin_id FROM events WHERE (origin_site, origin_id) IN
+                SELECT origin_site, origin_id, false FROM events WHERE (origin_site, origin_id) IN
                     (SELECT * FROM unnest(\(origins.map(\.site))::text[], \(origins.map(\.id))::bigint[]))
+                UNION ALL
+                SELECT site, retired, true FROM inbox WHERE site = ANY(\(Array(Set(origins.map(\.site))))::text[])
                 """, logger: logger)
-            for try await (site, id) in rows.decode((String, Int64).self) { seen.insert("\(site) \(id)") }
-        }
-        // And what retention deleted: every origin up to the highest it deleted of that site.
-        var retired: [String: Int64] = [:]
-        if !origins.isEmpty {
-            let rows = try await db.query(
-                "SELECT site, retired FROM inbox WHERE site = ANY(\(Array(Set(origins.map(\.site))))::text[])",
-                logger: logger)
-            for try await (site, id) in rows.decode((String, Int64).self) { retired[site] = id }
+            for try await (site, id, isRetired) in rows.decode((String, Int64, Bool).self) {
+                if isRetired { retired[site] = id } else { seen.insert("\(site) \(id)") }
+            }
         }
         let fresh = batch.filter { publication in
             guard let origin = publication.origin else { return true }
