@@ -58,14 +58,4 @@ extension SourceRunner {
         try run { recorder.record($0) }
         return recorder
     }
-
-    /// Runs to the end, then scores where the pipeline placed each visitor and what it stored against `truth`; also
-    /// returns the frames it took.
-    public func score(against truth: GroundTruth) throws -> (score: TrackingScore, frames: Int) {
-        let run = try evaluationRun()
-        return (
-            TrackingScore.evaluate(truth: truth, observed: run.observed, events: run.events, origin: origin),
-            run.frames.count
-        )
-    }
 }

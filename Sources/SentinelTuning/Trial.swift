@@ -18,6 +18,18 @@ public struct RecordingLabels: Sendable {
         self.truth = truth
     }
 
+    /// A recording's own ground truth as labels.
+    public init(_ truth: GroundTruth) { self.init(tracks: TrackSet(truth), truth: truth) }
+
+    /// A run's figures against these labels: the tracking figures, and with Sentinel's own truth the visits' (dwell,
+    /// zone timing). `origin` turns the stored events' dates back into media seconds.
+    public func score(_ run: RunRecorder, origin: Date) -> (metrics: TrackMetrics, visits: VisitScore?) {
+        (
+            TrackMetrics.evaluate(truth: tracks, tracks: run.tracks),
+            truth.map { VisitScore.evaluate(truth: $0, observed: run.observed, events: run.events, origin: origin) }
+        )
+    }
+
     /// The labels in the file at `path`. Labels in another tool's format hold only boxes: with `derive` (the
     /// recording's frame rate and size, the pipeline's zones and reference point), visits, zone stays and dwell are
     /// derived from them by the pipeline's own zone rule, so that dwell and zone timing can be scored too.
@@ -111,7 +123,7 @@ public struct RecordingLabels: Sendable {
 public struct TrialOutcome: Sendable {
     public var metrics: TrackMetrics?
     /// With Sentinel's own truth: visits per visitor, dwell and zone timing.
-    public var visitors: TrackingScore?
+    public var visitors: VisitScore?
     public var stability: Stability
     public var frames: Int
     /// Frames a second the configuration would analyse at on this machine: the cached detection's cost per detected
@@ -167,14 +179,9 @@ public enum Trial {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let detectCost = cache.seconds / Double(max(cache.frames.count, 1))
-        let tracks = TrackSet(
-            recorder.tracked, width: cache.width, height: cache.height, frameCount: cache.frames.count)
+        let score = labels?.score(recorder, origin: cache.origin)
         return TrialOutcome(
-            metrics: labels.map { TrackMetrics.evaluate(truth: $0.tracks, tracks: tracks) },
-            visitors: labels?.truth.map {
-                TrackingScore.evaluate(
-                    truth: $0, observed: recorder.observed, events: recorder.events, origin: cache.origin)
-            },
+            metrics: score?.metrics, visitors: score?.visits,
             stability: recorder.stability(origin: cache.origin), frames: cache.frames.count,
             estimatedFPS: Double(cache.frames.count)
                 / max(Double(recorder.analysedFrames) * detectCost + seconds, 1e-9),

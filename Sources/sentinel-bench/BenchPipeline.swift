@@ -17,8 +17,8 @@ struct BenchPipeline: ParsableCommand {
         abstract: "End-to-end frames per second of a pipeline on recordings, beside plain C++ and a naive Python loop.",
         discussion: """
             For each recording and each detector:scale given: Sentinel's whole pipeline (decode on its own thread, \
-            detect, track, zones, emotion, events) as `replay` runs it, with tracked-face recall, IDF1 and the worst \
-            per-visitor dwell error against ground truth; sentinel-cxx-loop (decode + detect, plain OpenCV C++); and, \
+            detect, track, zones, emotion, events) as `replay` runs it, with tracked-face recall and IDF1 as `sentinel eval \
+            tracking` computes them and the worst per-visitor dwell error, against ground truth; sentinel-cxx-loop (decode + detect, plain OpenCV C++); and, \
             for retinaface, Tests/Peers/naive_pipeline.py (python3-opencv: decode, detect and classify every face of \
             every frame, the program a user would write instead) with its detection recall. Build in release.
             """)
@@ -65,6 +65,7 @@ struct BenchPipeline: ParsableCommand {
         for recording in recordings {
             let truth = try JSONDecoder().decode(
                 GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+            let labels = RecordingLabels(truth)
             let name = URL(fileURLWithPath: recording).lastPathComponent
             for (kind, scale) in pairs {
                 var definition = base
@@ -91,11 +92,12 @@ struct BenchPipeline: ParsableCommand {
                         input: recording, pace: .fastest, logger: makeLogger("sentinel.bench"))
                     let clock = ContinuousClock()
                     let start = clock.now
-                    let (score, frames) = try runner.score(against: truth)
-                    let fps = Double(frames) / (clock.now - start).seconds
+                    let run = try runner.evaluationRun()
+                    let fps = Double(run.frames.count) / (clock.now - start).seconds
+                    let score = labels.score(run, origin: runner.origin)
                     row(
-                        program, fps: fps, recall: score.recall, idf1: score.idf1,
-                        dwell: score.visitors.map(\.dwellError).max())
+                        program, fps: fps, recall: score.metrics.recall, idf1: score.metrics.idf1,
+                        dwell: score.visits?.visitors.map(\.dwellError).max())
                     return fps
                 }
                 let sentinelFPS = try sentinel("sentinel (whole pipeline)", definition)

@@ -73,12 +73,8 @@ struct Eval: ParsableCommand {
                         input: recording, pace: .fastest, logger: makeLogger("sentinel.eval"))
                     let run = try runner.evaluationRun()
                     let name = "\(recording) \(kind.rawValue)"
-                    let sequence = Labels.Sequence(
-                        metrics: TrackMetrics.evaluate(truth: labels.tracks, tracks: run.tracks),
-                        visitors: labels.truth.map {
-                            TrackingScore.evaluate(
-                                truth: $0, observed: run.observed, events: run.events, origin: runner.origin)
-                        })
+                    let score = labels.score(run, origin: runner.origin)
+                    let sequence = Labels.Sequence(metrics: score.metrics, visitors: score.visits)
                     Self.print(name, sequence)
                     for line in run.summary(origin: runner.origin).lines { Swift.print("  " + line) }
                     sequences[name] = sequence
@@ -350,7 +346,7 @@ enum Labels {
     /// One recording's (or tracks file's) figures: the standard ones, and with Sentinel's own labels the visits'.
     struct Sequence: Encodable {
         var metrics: TrackMetrics
-        var visitors: TrackingScore?
+        var visitors: VisitScore?
     }
 
     static let videoExtensions: Set<String> = ["mp4", "avi", "mkv", "mov", "webm", "m4v"]

@@ -1,27 +1,13 @@
 public import Foundation
 public import SentinelCore
 
-/// How well visitors were followed, against a recording's ground truth.
+/// What the tracking figures (`TrackMetrics`) do not say, against a recording's own ground truth: how many visits each
+/// drawn visitor became, its dwell, and where and when it was placed in zones.
 ///
-/// Per frame, tracked boxes are matched to drawn faces (IoU >= 0.5, best first; faces mostly hidden count
-/// neither way). From those matches: MOTA, ID switches (a drawn visitor's matched visit changes), fragments
-/// (a drawn visitor's track is interrupted and resumes), and IDF1 with a greedy one-to-one assignment of visits
-/// to drawn visitors by frames in common (the optimum whenever each visit mostly overlaps one visitor).
-/// Then, with each visit given to the drawn visitor it overlapped most: dwell error per visitor, the error of each
-/// visitor's time in each zone, and the timing error of zone entries and exits.
-public struct TrackingScore: Sendable, Codable {
-    public var frames = 0
-    public var truthBoxes = 0
-    public var trackedBoxes = 0
-    public var matches = 0
-    public var falsePositives = 0
-    public var falseNegatives = 0
-    public var idSwitches = 0
-    public var fragments = 0
-    public var idf1 = 0.0
-    public var mota = 0.0
-    public var precision = 0.0
-    public var recall = 0.0
+/// Per frame, tracked boxes are matched to drawn faces (IoU >= 0.5, best first; faces mostly hidden count neither
+/// way); each visit then belongs to the drawn visitor it overlapped in most frames. From that: dwell error per
+/// visitor, the error of each visitor's time in each zone, and the timing error of zone entries and exits.
+public struct VisitScore: Sendable, Codable {
     public var visitors: [VisitorScore] = []
     /// Zone entries and exits in the truth without a matching stay of the right visitor and zone.
     public var missedStays = 0
@@ -64,7 +50,7 @@ public struct TrackingScore: Sendable, Codable {
     /// dates turned back into media seconds with the source's `origin`.
     public static func evaluate(
         truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], events: [VisitorEvent], origin: Date
-    ) -> TrackingScore {
+    ) -> VisitScore {
         let dwell = Dictionary(
             events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds ?? 0) },
             uniquingKeysWith: { $1 })
@@ -84,18 +70,13 @@ public struct TrackingScore: Sendable, Codable {
     public static func evaluate(
         truth: GroundTruth, observed: [Int: [(faceId: String, box: Box)]], visitDwell: [String: Double],
         stays: [ReportedStay]
-    ) -> TrackingScore {
-        var score = TrackingScore()
+    ) -> VisitScore {
+        var score = VisitScore()
         var common: [String: [String: Int]] = [:]  // truth visitor -> visit -> frames matched
-        var lastVisit: [String: String] = [:]
-        var lastMatchedFrame: [String: Int] = [:]
-        var wasMatched: [String: Bool] = [:]
         for frame in truth.frames {
-            score.frames += 1
-            let faces = frame.faces
             let tracked = observed[frame.index] ?? []
             var pairs: [(iou: Double, f: Int, t: Int)] = []
-            for (f, face) in faces.enumerated() {
+            for (f, face) in frame.faces.enumerated() {
                 for (t, box) in tracked.enumerated() {
                     let overlap = face.box.iou(box.box)
                     if overlap >= 0.5 { pairs.append((overlap, f, t)) }
@@ -107,51 +88,10 @@ public struct TrackingScore: Sendable, Codable {
             for pair in pairs where !usedF.contains(pair.f) && !usedT.contains(pair.t) {
                 usedF.insert(pair.f)
                 usedT.insert(pair.t)
+                let face = frame.faces[pair.f]
+                if !face.isOccluded { common[face.visitor, default: [:]][tracked[pair.t].faceId, default: 0] += 1 }
             }
-            let matchedPairs = pairs.filter { usedF.contains($0.f) && usedT.contains($0.t) }
-            var countedTracked = tracked.count
-            for pair in matchedPairs {
-                let face = faces[pair.f]
-                let visit = tracked[pair.t].faceId
-                if face.isOccluded {
-                    countedTracked -= 1
-                    continue
-                }
-                score.matches += 1
-                common[face.visitor, default: [:]][visit, default: 0] += 1
-                if let previous = lastVisit[face.visitor], previous != visit { score.idSwitches += 1 }
-                if wasMatched[face.visitor] == false, lastMatchedFrame[face.visitor] != nil { score.fragments += 1 }
-                lastVisit[face.visitor] = visit
-                lastMatchedFrame[face.visitor] = frame.index
-                wasMatched[face.visitor] = true
-            }
-            for (f, face) in faces.enumerated() where !face.isOccluded && !usedF.contains(f) {
-                score.falseNegatives += 1
-                if wasMatched[face.visitor] == true { wasMatched[face.visitor] = false }
-            }
-            score.truthBoxes += faces.filter { !$0.isOccluded }.count
-            score.trackedBoxes += countedTracked
-            score.falsePositives += tracked.count - usedT.count
         }
-        // IDF1: one-to-one assignment by frames in common, greedy.
-        let cells = common.flatMap { truth, visits in visits.map { (truth: truth, visit: $0.key, count: $0.value) } }
-            .sorted { ($0.count, $1.truth, $1.visit) > ($1.count, $0.truth, $0.visit) }
-        var assignedTruth = Set<String>()
-        var assignedVisit = Set<String>()
-        var idtp = 0
-        for cell in cells where !assignedTruth.contains(cell.truth) && !assignedVisit.contains(cell.visit) {
-            assignedTruth.insert(cell.truth)
-            assignedVisit.insert(cell.visit)
-            idtp += cell.count
-        }
-        let idfp = score.trackedBoxes - idtp
-        let idfn = score.truthBoxes - idtp
-        score.idf1 = 2 * Double(idtp) / Double(max(1, 2 * idtp + idfp + idfn))
-        score.mota =
-            1 - Double(score.falseNegatives + score.falsePositives + score.idSwitches)
-            / Double(max(1, score.truthBoxes))
-        score.precision = Double(score.matches) / Double(max(1, score.trackedBoxes))
-        score.recall = Double(score.matches) / Double(max(1, score.truthBoxes))
 
         // Each visit belongs to the visitor it overlapped most.
         var owner: [String: String] = [:]
