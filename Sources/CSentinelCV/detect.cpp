@@ -262,18 +262,20 @@ snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, s
         *count = 0;
         const snl_detect_settings &s = detector->settings;
         const cv::Mat &frame = image->mat;
+        int longest = std::max(frame.cols, frame.rows);
+        double factor = (s.longest_side > 0 && longest > s.longest_side) ? double(s.longest_side) / longest : 1.0;
+        cv::Mat scaled = frame;
+        if (factor < 1.0) cv::resize(frame, scaled, cv::Size(), factor, factor, cv::INTER_AREA);
+        // The blank test reads the scaled image: a second pass over the whole frame cost a tenth of a 1280x720
+        // frame's detection.
         if (s.blank_stddev > 0) {
             cv::Mat small, grey;
-            cv::resize(frame, small, cv::Size(64, 48), 0, 0, cv::INTER_AREA);
+            cv::resize(scaled, small, cv::Size(64, 48), 0, 0, cv::INTER_AREA);
             cv::cvtColor(small, grey, cv::COLOR_BGR2GRAY);
             cv::Scalar mean, dev;
             cv::meanStdDev(grey, mean, dev);
             if (dev[0] < s.blank_stddev) return;
         }
-        int longest = std::max(frame.cols, frame.rows);
-        double factor = (s.longest_side > 0 && longest > s.longest_side) ? double(s.longest_side) / longest : 1.0;
-        cv::Mat scaled = frame;
-        if (factor < 1.0) cv::resize(frame, scaled, cv::Size(), factor, factor, cv::INTER_AREA);
         std::vector<snl_face> found = detector->finder->find(scaled, s.min_face * factor);
         float inverse = float(1.0 / factor);
         std::vector<snl_face> kept;
