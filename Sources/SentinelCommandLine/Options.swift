@@ -48,3 +48,27 @@ package func makeLogger(_ label: String, verbose: Bool = false) -> Logger {
     logger.logLevel = verbose ? .debug : .info
     return logger
 }
+
+/// `--set key=value`: settings over the pipeline file's, checked as if written there.
+package struct SettingOverrides: ParsableArguments {
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp(
+            "A setting over the pipeline file's, as key=value (repeatable).",
+            discussion: """
+                Any key `sentinel check --reference` lists (tracker.minIoU=0.3, events.referencePoint=bottom), with \
+                [n] or [*] for list elements (sources[0].zones[*].grace.seconds=1); checked exactly as the same value in the \
+                file.
+                """, valueName: "key=value"))
+    package var values: [String] = []
+
+    package init() {}
+
+    package var overrides: [ConfigOverride] {
+        get throws {
+            do { return try values.map { argument throws(ConfigError) in try ConfigOverride(argument) } } catch {
+                throw CommandError(error.description)
+            }
+        }
+    }
+}

@@ -16,28 +16,6 @@ let defaultPipeline: String = {
     return share.appendingPathComponent("pipelines/showroom.yml").path
 }()
 
-/// `--set key=value`: settings over the pipeline file's, checked as if written there.
-struct SettingOverrides: ParsableArguments {
-    @Option(
-        name: .customLong("set"),
-        help: ArgumentHelp(
-            "A setting over the pipeline file's, as key=value (repeatable).",
-            discussion: """
-                Any key `sentinel check --reference` lists (tracker.minIoU=0.3, events.referencePoint=bottom), with \
-                [n] or [*] for list elements (sources[0].zones[*].grace.seconds=1); checked exactly as the same value in the \
-                file.
-                """, valueName: "key=value"))
-    var values: [String] = []
-
-    var overrides: [ConfigOverride] {
-        get throws {
-            do { return try values.map { argument throws(ConfigError) in try ConfigOverride(argument) } } catch {
-                throw CommandError(error.description)
-            }
-        }
-    }
-}
-
 /// Which face detector to run and how.
 struct DetectorOptions: ParsableArguments {
     @Option(help: "Face detector: \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
