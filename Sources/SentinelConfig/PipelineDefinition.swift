@@ -131,11 +131,14 @@ public struct DetectorChoice: Sendable {
     /// it (someone coming in) is detected at once.
     public var onChange = true
     /// Detectors per source detecting consecutive frames in parallel, each on a thread of its own with one OpenCV
-    /// thread (0: one per core). Only with every frame detected (`maxFps: 0`).
-    public var workers = 1
+    /// thread (0: the machine's cores shared among the sources that run, at least one each). Only with every frame
+    /// detected (`maxFps: 0`).
+    public var workers = 0
 
-    /// `workers`, with 0 resolved to this machine's cores.
-    public var resolvedWorkers: Int { workers == 0 ? ProcessInfo.processInfo.activeProcessorCount : workers }
+    /// `workers`, with 0 resolved to this machine's cores shared among `sources` running side by side.
+    public func resolvedWorkers(sources: Int = 1) -> Int {
+        workers == 0 ? max(1, ProcessInfo.processInfo.activeProcessorCount / max(sources, 1)) : workers
+    }
 
     public init() {}
 
@@ -150,7 +153,7 @@ public struct DetectorChoice: Sendable {
             "under maxFps, also detect a frame that changed where no visitor explains it (someone coming in)"),
         .integer(
             "workers", \.workers, in: 0...64,
-            "detectors per source on consecutive frames in parallel, one OpenCV thread each (0: one per core; maxFps 0 only)"
+            "detectors per source on consecutive frames in parallel, one OpenCV thread each (0: the cores shared among the sources that run; maxFps 0 only)"
         ),
     ]
 }

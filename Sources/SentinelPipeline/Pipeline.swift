@@ -72,7 +72,7 @@ public struct Pipeline {
         let (detector, classifier) = try Self.models(definition, from: models)
         // Workers detect consecutive frames, so only when every frame is detected: under a cadence, whether a frame
         // is detected depends on what the tracker made of the one before.
-        let workers = definition.detection.maxFps > 0 ? 1 : definition.detection.resolvedWorkers
+        let workers = definition.detection.maxFps > 0 ? 1 : definition.detection.resolvedWorkers()
         let moreDetectors = try (1..<max(workers, 1)).map { _ in try Self.detector(definition, from: models) }
         return Pipeline(
             definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,

@@ -89,9 +89,12 @@ public struct SentinelService: Sendable {
                 commits: broadcaster.commits, live: live,
                 telemetry: telemetry, logger: logger)
         }
+        // The sources started share the cores among their detection workers (`detector.workers: 0`).
+        var shared = definition
+        shared.detection.workers = definition.detection.resolvedWorkers(sources: started.count)
         let sources = started.map { source in
             SourceService(
-                definition: definition, source: source, models: models, pace: options.pace, loop: options.loop,
+                definition: shared, source: source, models: models, pace: options.pace, loop: options.loop,
                 keys: keys, hub: hub,
                 live: live, telemetry: telemetry, logger: logger)
         }

@@ -8,7 +8,7 @@ import SentinelVision
 /// What a run leaves for its summary and its scoring, taken step by step from the pipeline: the store's copy of each
 /// event (exact times), each frame's tracked boxes by pseudonym, and the detections the stability measures count.
 /// Replay, evaluation and every tuning trial record their runs through it.
-public struct RunRecorder {
+public struct RunRecorder: Sendable {
     public private(set) var events: [VisitorEvent] = []
     /// Every tracked box, by frame and pseudonym.
     public private(set) var tracked: [TrackSet.Entry] = []

@@ -17,7 +17,9 @@ struct SentinelBench: AsyncParsableCommand {
         abstract:
             "Benchmarks: detection against plain C++ (the default), the whole pipeline against C++ and naive Python, SSE fan-out, and the store after 30 days.",
         subcommands: [
-            BenchDetect.self, BenchPipeline.self, BenchSSE.self, BenchStore.self, BenchMQTT.self, BenchFleet.self,
+            BenchDetect.self, BenchPipeline.self, BenchProcess.self, BenchSizing.self, BenchSSE.self, BenchStore.self,
+            BenchMQTT.self,
+            BenchFleet.self,
         ],
         defaultSubcommand: BenchDetect.self)
 }

@@ -100,13 +100,17 @@ struct BenchPipeline: ParsableCommand {
                         dwell: score.visits?.visitors.map(\.dwellError).max())
                     return fps
                 }
-                let sentinelFPS = try sentinel("sentinel (whole pipeline)", definition)
-                // Every core: a detector per core on consecutive frames (`detector.workers: 0`).
+                // One detector (OpenCV's own threads on each frame); then, with every frame detected, a detector per
+                // core on consecutive frames (`detector.workers: 0`, the default for one source).
+                var single = definition
+                single.detection.workers = 1
+                let sentinelFPS = try sentinel("sentinel, one detector", single)
                 var parallelFPS: Double?
                 if definition.detection.maxFps == 0 {
                     var parallel = definition
                     parallel.detection.workers = 0
-                    parallelFPS = try sentinel("sentinel, workers: 0 (\(parallel.detection.resolvedWorkers))", parallel)
+                    parallelFPS = try sentinel(
+                        "sentinel, workers: 0 (\(parallel.detection.resolvedWorkers()))", parallel)
                     // The workers set OpenCV to one thread per call for the process: back to its default.
                     OpenCVFaceDetector.useThreads(0)
                 }
@@ -169,7 +173,8 @@ struct BenchPipeline: ParsableCommand {
                     }
                     let naiveFPS = frames / seconds
                     row("naive python3-opencv loop", fps: naiveFPS, recall: detections.recall)
-                    var ratios = String(format: "Sentinel / naive: %.2fx", sentinelFPS / naiveFPS)
+                    var ratios = String(format: "Sentinel / naive: %.2fx one detector", sentinelFPS / naiveFPS)
+                    if let parallelFPS { ratios += String(format: ", %.2fx workers: 0", parallelFPS / naiveFPS) }
                     if let ceiling {
                         ratios += String(format: "; every frame detected, at most %.2fx here", ceiling / naiveFPS)
                     }

@@ -127,6 +127,18 @@ struct PipelineTests {
         #expect(failing.stored.filter { $0.type == .exited }.map(\.reason) == [.lost, .endOfStream])
     }
 
+    @Test("detector.workers: 0 shares the machine's cores among the sources that run, at least one each")
+    func workersShareTheCores() {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var detection = DetectorChoice()
+        #expect(detection.workers == 0)
+        #expect(detection.resolvedWorkers() == cores)
+        #expect(detection.resolvedWorkers(sources: 2) == max(1, cores / 2))
+        #expect(detection.resolvedWorkers(sources: cores + 1) == 1)
+        detection.workers = 3
+        #expect(detection.resolvedWorkers(sources: 8) == 3)
+    }
+
     @Test("two scripted visits: one lost with its exact dwell, one ended by the end of the source")
     func visits() throws {
         let (events, published, steps, error, detections) = try run()

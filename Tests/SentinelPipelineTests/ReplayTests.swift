@@ -177,4 +177,30 @@ struct ReplaySpeedTests {
         #expect(elapsed >= .seconds(7.8) && elapsed <= .seconds(8), "\(elapsed)")
         #expect(unpaced == .zero)
     }
+
+    @Test(
+        "two detection workers (the default for one source on two cores) publish one detector's events, byte for byte")
+    func workersMatchOneDetector() throws {
+        let video = try Fixtures.showroomClip(seconds: 8)
+        var definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        definition.privacy.pseudonyms.keyFile =
+            video.deletingLastPathComponent()
+            .appendingPathComponent("pseudonym.key").path
+        #expect(definition.detection.workers == 0)
+        func replay(workers: Int) throws -> Data {
+            definition.detection.workers = workers
+            let runner = try SourceRunner(
+                definition: definition, source: definition.sources[0], models: Fixtures.store, input: video.path,
+                pace: .fastest, logger: Logger(label: "test"))
+            var out = Data()
+            try runner.run { step in for masked in step.events { out += masked.published.json + Data("\n".utf8) } }
+            return out
+        }
+        let one = try replay(workers: 1)
+        let two = try replay(workers: 2)
+        OpenCVFaceDetector.useThreads(0)
+        #expect(!one.isEmpty)
+        #expect(one == two)
+    }
 }
