@@ -159,6 +159,14 @@ public struct DetectorChoice: Sendable {
 }
 
 extension PipelineDefinition {
+    /// The pipeline as `sources` sources started side by side in one process run it: `detector.workers: 0` resolved
+    /// to their share of the cores.
+    public func sharing(sources: Int) -> PipelineDefinition {
+        var shared = self
+        shared.detection.workers = detection.resolvedWorkers(sources: sources)
+        return shared
+    }
+
     /// The same pipeline, masked for scoring against ground truth: the store's copy keeps every field and exact
     /// times (pseudonyms all the same), so dwell and zone timing are measured to the millisecond.
     public var forEvaluation: PipelineDefinition {

@@ -89,9 +89,7 @@ public struct SentinelService: Sendable {
                 commits: broadcaster.commits, live: live,
                 telemetry: telemetry, logger: logger)
         }
-        // The sources started share the cores among their detection workers (`detector.workers: 0`).
-        var shared = definition
-        shared.detection.workers = definition.detection.resolvedWorkers(sources: started.count)
+        let shared = definition.sharing(sources: started.count)
         let sources = started.map { source in
             SourceService(
                 definition: shared, source: source, models: models, pace: options.pace, loop: options.loop,

@@ -35,9 +35,16 @@ struct BenchSizing: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Camera counts to try, in order.")
     var cameras = [1, 2, 4, 8, 12, 16]
 
+    @Option(help: "Frames each capture edge holds for analysis (sentinel run: 2).")
+    var buffer = 2
+
+    @Flag(inversion: .prefixedNo, help: "Start the cameras at other moments of the scene (else all at once).")
+    var stagger = true
+
     @Option(help: "Pipeline file.")
     var pipeline = "Pipelines/showroom.yml"
 
+    @OptionGroup var settings: SettingOverrides
     @OptionGroup var models: ModelOptions
 
     func validate() throws {
@@ -46,10 +53,10 @@ struct BenchSizing: ParsableCommand {
     }
 
     func run() throws {
-        let base = try loadPipeline(pipeline, models: models)
+        let base = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
         let store = try models.store()
         print(
-            "size       cadence        cameras  keeps up  dropped (worst)  capture-to-event p99  worst dwell error  analysed fps (all)"
+            "size       cadence        cameras  keeps up  dropped (worst)  capture-to-event p99  worst dwell error  frames/s  detections/s  cores busy"
         )
         for size in sizes {
             let recording = "Recordings/out/showroom-\(size).mp4"
@@ -64,16 +71,17 @@ struct BenchSizing: ParsableCommand {
                 var definition = base.forEvaluation
                 definition.detection.maxFps = cadence
                 for count in cameras {
-                    let result = try Self.measure(definition, count: count, recording: recording, labels, store)
+                    let result = try Self.measure(
+                        definition, count: count, buffer: buffer, stagger: stagger, recording: recording, labels, store)
                     let keepsUp = result.worstDropped <= 0.01
                     print(
                         size.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
                             + (cadence == 0 ? "every frame" : "maxFps \(cadence.formatted())").padding(
                                 toLength: 14, withPad: " ", startingAt: 0)
                             + String(
-                                format: " %7d  %-8@  %13.1f %%  %17.0f ms  %15.2f s  %18.1f", count,
+                                format: " %7d  %-8@  %13.1f %%  %17.0f ms  %15.2f s  %8.1f  %12.1f  %10.2f", count,
                                 keepsUp ? "yes" : "no", result.worstDropped * 100, result.p99 * 1000,
-                                result.worstDwell, result.analysedFPS))
+                                result.worstDwell, result.analysedFPS, result.detectionsPerSecond, result.cores))
                     if !keepsUp { break }
                 }
             }
@@ -84,35 +92,53 @@ struct BenchSizing: ParsableCommand {
         var worstDropped = 0.0
         var p99 = 0.0
         var worstDwell = 0.0
+        /// Frames analysed a second, and frames detected on, all cameras together.
         var analysedFPS = 0.0
+        var detectionsPerSecond = 0.0
+        /// The process's CPU time over the wall time.
+        var cores = 0.0
     }
 
-    /// `count` cameras on `recording` at its own pace, each on a thread of its own, to the recording's end.
+    /// `count` cameras on `recording` at its own pace, each on a thread of its own. Staggered, camera i starts i/count
+    /// of the recording's length after the first and plays it twice (as `sentinel run --loop` does, a new run each
+    /// time), so that for one length all of them run, each at another moment of the scene; the load figures are
+    /// taken over that stretch. Together, all start at once and play it once.
     static func measure(
-        _ definition: PipelineDefinition, count: Int, recording: String, _ labels: RecordingLabels,
-        _ store: ModelStore
+        _ definition: PipelineDefinition, count: Int, buffer: Int, stagger: Bool, recording: String,
+        _ labels: RecordingLabels, _ store: ModelStore
     ) throws -> Result {
-        var shared = definition
-        shared.detection.workers = definition.detection.resolvedWorkers(sources: count)
-        let runners = try (0..<count).map { _ in
-            try SourceRunner(
-                definition: shared, source: shared.sources[0], models: store, input: recording, pace: .realTime,
-                capture: .init(stop: StopFlag()), logger: makeLogger("sentinel.bench"))
-        }
+        let shared = definition.sharing(sources: count)
+        let truth = labels.truth!
+        let length = Double(truth.frames.count) / truth.fps
         let cameras = Cameras(count)
         let done = DispatchGroup()
-        let start = ContinuousClock.now
-        for (index, runner) in runners.enumerated() {
+        for index in 0..<count {
             done.enter()
-            nonisolated(unsafe) let runner = runner
             let thread = Thread {
                 var camera = Camera()
+                Thread.sleep(forTimeInterval: stagger ? length * Double(index) / Double(count) : 0)
+                if index == count - 1 { cameras.mark() }
                 do {
-                    try runner.run { step in
-                        camera.recorder.record(step)
-                        if let capturedAt = step.frame?.capturedAt, !step.events.isEmpty {
-                            camera.latencies.append((ContinuousClock.now - capturedAt).seconds)
+                    for _ in 0..<(stagger ? 2 : 1) {
+                        var capture = SourceRunner.Capture(stop: StopFlag())
+                        capture.capacity = buffer
+                        let runner = try SourceRunner(
+                            definition: shared, source: shared.sources[0], models: store, input: recording,
+                            pace: .realTime, capture: capture, logger: makeLogger("sentinel.bench"))
+                        var recorder = RunRecorder()
+                        try runner.run { step in
+                            recorder.record(step)
+                            if let frame = step.frame { cameras.frame(detected: frame.analysed) }
+                            if let capturedAt = step.frame?.capturedAt, !step.events.isEmpty {
+                                camera.latencies.append((ContinuousClock.now - capturedAt).seconds)
+                            }
                         }
+                        let counts = runner.edge.snapshot
+                        camera.captured += counts.captured
+                        camera.dropped += counts.dropped
+                        let score = labels.score(recorder, origin: runner.origin)
+                        camera.worstDwell = max(
+                            camera.worstDwell, score.visits?.visitors.map(\.dwellError).max() ?? 0)
                     }
                 } catch {
                     camera.error = "\(error)"
@@ -124,40 +150,85 @@ struct BenchSizing: ParsableCommand {
             thread.start()
         }
         done.wait()
-        let seconds = (ContinuousClock.now - start).seconds
         OpenCVFaceDetector.useThreads(0)
         let finished = cameras.all
         if let error = finished.compactMap(\.error).first { throw CommandError("a camera failed: \(error)") }
         var result = Result()
         var latencies: [Double] = []
-        var analysed = 0
-        for (runner, camera) in zip(runners, finished) {
-            let counts = runner.edge.snapshot
-            result.worstDropped = max(result.worstDropped, Double(counts.dropped) / Double(max(counts.captured, 1)))
+        for camera in finished {
+            result.worstDropped = max(result.worstDropped, Double(camera.dropped) / Double(max(camera.captured, 1)))
             latencies += camera.latencies
-            analysed += counts.delivered
-            let score = labels.score(camera.recorder, origin: runner.origin)
-            result.worstDwell = max(result.worstDwell, score.visits?.visitors.map(\.dwellError).max() ?? 0)
+            result.worstDwell = max(result.worstDwell, camera.worstDwell)
         }
         latencies.sort()
         result.p99 = latencies.percentile(0.99)
-        result.analysedFPS = Double(analysed) / seconds
+        let load = cameras.load
+        result.analysedFPS = Double(load.frames) / load.seconds
+        result.detectionsPerSecond = Double(load.detections) / load.seconds
+        result.cores = load.cpu / load.seconds
         return result
     }
 
-    /// What each camera's thread leaves: its run, the latency of its events, or why it failed.
+    /// User and system CPU time of this process so far.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    /// What each camera's thread leaves: its frames, the latency of its events, its worst dwell error, or why it
+    /// failed.
     struct Camera: Sendable {
-        var recorder = RunRecorder()
+        var captured = 0
+        var dropped = 0
         var latencies: [Double] = []
+        var worstDwell = 0.0
         var error: String?
     }
 
-    /// The cameras' results, each handed over by its thread when it ends.
+    /// The cameras' results, each handed over by its thread when it ends, and the process's load from the moment
+    /// the last camera starts (`mark`) to the moment the first one ends.
     final class Cameras: Sendable {
-        private let results: Mutex<[Int: Camera]> = Mutex([:])
+        typealias Load = (cpu: Double, seconds: Double, frames: Int, detections: Int)
+        private struct State {
+            var results: [Int: Camera] = [:]
+            var marked: (wall: ContinuousClock.Instant, cpu: Double, frames: Int, detections: Int)?
+            var load: Load?
+            var frames = 0
+            var detections = 0
+        }
+        private let state = Mutex(State())
         private let count: Int
         init(_ count: Int) { self.count = count }
-        func done(_ index: Int, _ camera: Camera) { results.withLock { $0[index] = camera } }
-        var all: [Camera] { results.withLock { results in (0..<count).map { results[$0] ?? Camera() } } }
+
+        func mark() {
+            let cpu = BenchSizing.cpuSeconds()
+            state.withLock { $0.marked = (ContinuousClock.now, cpu, $0.frames, $0.detections) }
+        }
+
+        /// A frame analysed, detected on or not.
+        func frame(detected: Bool) {
+            state.withLock {
+                $0.frames += 1
+                if detected { $0.detections += 1 }
+            }
+        }
+
+        func done(_ index: Int, _ camera: Camera) {
+            let cpu = BenchSizing.cpuSeconds()
+            state.withLock {
+                $0.results[index] = camera
+                if $0.load == nil, let marked = $0.marked {
+                    $0.load = (
+                        cpu - marked.cpu, (ContinuousClock.now - marked.wall).seconds, $0.frames - marked.frames,
+                        $0.detections - marked.detections
+                    )
+                }
+            }
+        }
+
+        var all: [Camera] { state.withLock { state in (0..<count).map { state.results[$0] ?? Camera() } } }
+        var load: Load { state.withLock { $0.load ?? (0, 1, 0, 0) } }
     }
 }
