@@ -22,28 +22,42 @@ public struct DetectionScore: Sendable, Equatable, Codable {
     /// Adds one frame's outcome.
     public mutating func add(truth: [GroundTruth.Face], detections: [Box], iouThreshold: Double = 0.5) {
         frames += 1
-        var pairs: [(iou: Double, truth: Int, detection: Int)] = []
-        for (t, face) in truth.enumerated() {
-            for (d, box) in detections.enumerated() {
-                let overlap = face.box.iou(box)
-                if overlap >= iouThreshold { pairs.append((overlap, t, d)) }
-            }
+        let matches = GroundTruth.Face.matches(truth, detections, iouThreshold: iouThreshold)
+        for match in matches where !truth[match.face].isOccluded {
+            truePositives += 1
+            matchedIoU += match.iou
         }
-        pairs.sort { $0.iou > $1.iou }
-        var usedTruth = Set<Int>()
-        var usedDetection = Set<Int>()
-        for pair in pairs where !usedTruth.contains(pair.truth) && !usedDetection.contains(pair.detection) {
-            usedTruth.insert(pair.truth)
-            usedDetection.insert(pair.detection)
-            if !truth[pair.truth].isOccluded {
-                truePositives += 1
-                matchedIoU += pair.iou
-            }
-        }
+        let usedTruth = Set(matches.map(\.face))
         falseNegatives += truth.indices.filter { !usedTruth.contains($0) && !truth[$0].isOccluded }.count
-        falsePositives += detections.count - usedDetection.count
+        falsePositives += detections.count - matches.count
     }
 
     private func ratio(_ a: Int, _ b: Int) -> Double { b == 0 ? 0 : Double(a) / Double(b) }
     private func ratio(_ a: Double, _ b: Double) -> Double { b == 0 ? 0 : a / b }
+}
+
+extension GroundTruth.Face {
+    /// A frame's boxes matched one to one to its drawn faces, highest IoU first, a match needing IoU >=
+    /// `iouThreshold`: the index of each face and box matched, and their IoU.
+    static func matches(_ faces: [GroundTruth.Face], _ boxes: [Box], iouThreshold: Double = 0.5) -> [(
+        face: Int, box: Int, iou: Double
+    )] {
+        var pairs: [(iou: Double, face: Int, box: Int)] = []
+        for (f, face) in faces.enumerated() {
+            for (b, box) in boxes.enumerated() {
+                let overlap = face.box.iou(box)
+                if overlap >= iouThreshold { pairs.append((overlap, f, b)) }
+            }
+        }
+        pairs.sort { $0.iou > $1.iou }
+        var usedFaces = Set<Int>()
+        var usedBoxes = Set<Int>()
+        var matches: [(face: Int, box: Int, iou: Double)] = []
+        for pair in pairs where !usedFaces.contains(pair.face) && !usedBoxes.contains(pair.box) {
+            usedFaces.insert(pair.face)
+            usedBoxes.insert(pair.box)
+            matches.append((pair.face, pair.box, pair.iou))
+        }
+        return matches
+    }
 }

@@ -75,21 +75,9 @@ public struct VisitScore: Sendable, Codable {
         var common: [String: [String: Int]] = [:]  // truth visitor -> visit -> frames matched
         for frame in truth.frames {
             let tracked = observed[frame.index] ?? []
-            var pairs: [(iou: Double, f: Int, t: Int)] = []
-            for (f, face) in frame.faces.enumerated() {
-                for (t, box) in tracked.enumerated() {
-                    let overlap = face.box.iou(box.box)
-                    if overlap >= 0.5 { pairs.append((overlap, f, t)) }
-                }
-            }
-            pairs.sort { $0.iou > $1.iou }
-            var usedF = Set<Int>()
-            var usedT = Set<Int>()
-            for pair in pairs where !usedF.contains(pair.f) && !usedT.contains(pair.t) {
-                usedF.insert(pair.f)
-                usedT.insert(pair.t)
-                let face = frame.faces[pair.f]
-                if !face.isOccluded { common[face.visitor, default: [:]][tracked[pair.t].faceId, default: 0] += 1 }
+            for match in GroundTruth.Face.matches(frame.faces, tracked.map(\.box)) {
+                let face = frame.faces[match.face]
+                if !face.isOccluded { common[face.visitor, default: [:]][tracked[match.box].faceId, default: 0] += 1 }
             }
         }
 
