@@ -20,7 +20,8 @@ struct BenchSizing: ParsableCommand {
             For each size and cadence (`detector.maxFps`, 0: every frame), N cameras analysed side by side in one \
             process as `sentinel run` analyses them (the detection workers shared among them): each plays the sample \
             recording of that size at its own pace through a capture edge that drops the oldest frame when analysis \
-            is behind, as a camera's does. A count keeps up when no camera dropped more than 1 % of its frames. Per \
+            is behind, as a camera's does. Staggered (the default), camera i starts i/N of the scene later and plays \
+            it twice; frames, detections and cores busy are taken while all N run. A count keeps up when no camera dropped more than 1 % of its frames. Per \
             count: the worst camera's dropped share, capture-to-event latency p99 over every camera's events, and the \
             worst dwell error of any visitor on any camera against the recording's ground truth. Counts are tried in \
             the order given until one falls behind. Build in release; the machine should be otherwise idle.
