@@ -76,8 +76,10 @@ extension GaugeReading.Level {
 
 }
 
-/// The aggregate sentiment gauge: a rolling window of media time with one vote per visitor (its latest
-/// smoothed reading in the window), weighted by emotion confidence and by dwell, mapped to 0-100.
+/// The aggregate sentiment gauge: a rolling window of media time with one vote per visitor, weighted by emotion
+/// confidence and by dwell, mapped to 0-100. A visitor's vote weighs their readings across the window (one a second,
+/// each by its confidence), not only the latest: a visit that ends smiling after a minute of frowning votes for the
+/// whole minute.
 ///
 /// It reads masked events only (pseudonymous ids), and needs `visitor.valence` and `visitor.emotionConfidence`
 /// in them: a pipeline that denies those gets a gauge that is always suppressed. Time is passed in (media time on
@@ -89,9 +91,9 @@ public struct SentimentGauge: Sendable {
     public private(set) var zoneIDs: [ZoneID]
     /// Published reading times are rounded down to this many seconds, as the privacy policy's (0 keeps them).
     public let timestampResolution: Double
-    /// Each visitor's latest vote (overall and at its camera), and its latest in each zone it was in.
-    private var votes: [String: Vote] = [:]
-    private var zoneVotes: [ZoneVoter: Vote] = [:]
+    /// Each visitor's readings (overall and at its camera), and those taken in each zone it was in.
+    private var votes: [String: Voter] = [:]
+    private var zoneVotes: [ZoneVoter: Voter] = [:]
     private var lastSeen: Date?
     private var lastPublished: GaugeReading?
 
@@ -100,12 +102,28 @@ public struct SentimentGauge: Sendable {
         var zone: ZoneID
     }
 
-    struct Vote: Sendable {
-        var time: Date
-        var valence: Double
-        var weight: Double
+    /// One visitor's readings in the window, the latest of each second (media time on the wall clock), and what its
+    /// latest event said of it.
+    struct Voter: Sendable {
+        var readings: [Int64: (valence: Double, confidence: Double)] = [:]
+        var dwell: Double
         var source: String
-        var zone: String?
+
+        /// The readings since `start` only; nil when none is left.
+        func since(_ start: Date) -> Voter? {
+            let first = Int64(start.timeIntervalSince1970.rounded(.up))
+            var kept = self
+            kept.readings = readings.filter { $0.key >= first }
+            return kept.readings.isEmpty ? nil : kept
+        }
+
+        /// The vote: the confidence-weighted mean valence of the readings, weighing their mean confidence times the
+        /// dwell.
+        var vote: (valence: Double, weight: Double) {
+            let confidence = readings.values.reduce(0) { $0 + $1.confidence }
+            let valence = readings.values.reduce(0) { $0 + $1.confidence * $1.valence }
+            return (valence / confidence, confidence / Double(readings.count) * dwell)
+        }
     }
 
     /// Readings cover `sources` (each camera) and `zones` (each zone of each camera), every one of them in every
@@ -121,8 +139,8 @@ public struct SentimentGauge: Sendable {
         zoneIDs = zones
     }
 
-    /// Takes a visitor's latest reading as its vote. Visitors whose expression is unknown (or not measured, as in
-    /// a zone with emotion off) do not vote, but still count as seen.
+    /// Takes a visitor's reading into its vote. Visitors whose expression is unknown (or not measured, as in a zone with
+    /// emotion off) do not vote, but still count as seen.
     public mutating func record(_ event: VisitorEvent) {
         lastSeen = max(lastSeen ?? event.time, event.time)
         let visitor = event.visitor
@@ -136,12 +154,16 @@ public struct SentimentGauge: Sendable {
         else { return }
         // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
         let dwell = min(max(visitor.dwellSeconds.flatMap { $0.isNaN ? nil : $0 } ?? 0, 1), settings.windowSeconds)
-        let vote = Vote(
-            time: event.time, valence: valence, weight: confidence * dwell, source: visitor.sourceId, zone: visitor.zone
-        )
-        votes[visitor.faceId] = vote
+        let second = Int64(event.time.timeIntervalSince1970.rounded(.down))
+        func take(_ voter: inout Voter?) {
+            var taken = voter ?? Voter(dwell: dwell, source: visitor.sourceId)
+            taken.readings[second] = (valence, confidence)
+            taken.dwell = dwell
+            voter = taken
+        }
+        take(&votes[visitor.faceId])
         if let zone = visitor.zone {
-            zoneVotes[ZoneVoter(faceId: visitor.faceId, zone: ZoneID(sourceId: visitor.sourceId, name: zone))] = vote
+            take(&zoneVotes[ZoneVoter(faceId: visitor.faceId, zone: ZoneID(sourceId: visitor.sourceId, name: zone))])
         }
     }
 
@@ -169,9 +191,9 @@ public struct SentimentGauge: Sendable {
     /// The reading at `now`, votes older than the window dropped.
     public mutating func reading(now: Date) -> GaugeReading {
         let start = now.addingTimeInterval(-settings.windowSeconds)
-        votes = votes.filter { $0.value.time >= start }
-        zoneVotes = zoneVotes.filter { $0.value.time >= start }
-        var groups: [Figure: [Vote]] = [.overall: Array(votes.values)]
+        votes = votes.compactMapValues { $0.since(start) }
+        zoneVotes = zoneVotes.compactMapValues { $0.since(start) }
+        var groups: [Figure: [Voter]] = [.overall: Array(votes.values)]
         for source in sourceIDs { groups[.source(source)] = votes.values.filter { $0.source == source } }
         // A zone counts every visitor who was in it during the window, once, with its latest vote there.
         for zone in zoneIDs { groups[.zone(zone)] = [] }
@@ -194,7 +216,7 @@ public struct SentimentGauge: Sendable {
         // Labels hold against the last published reading's (the one a dashboard shows).
         let held = (lastPublished?.figures() ?? [:]).compactMapValues(\.value?.label)
         func level(_ figure: Figure) -> Aggregate<GaugeReading.Level> {
-            let votes = groups[figure]!
+            let votes = groups[figure]!.map(\.vote)
             let total = votes.reduce(0) { $0 + $1.weight }
             guard published.contains(figure), total > 0 else { return .suppressed }
             let mean = votes.reduce(0) { $0 + $1.weight * $1.valence } / total

@@ -52,14 +52,25 @@ struct SentimentGaugeTests {
         #expect(g.reading(now: start).overall == .value(.init(score: 50), visitors: 3))
     }
 
-    @Test("one vote per visitor: its latest reading replaces the earlier one")
+    @Test(
+        "one vote per visitor, weighing its readings across the window: ten seconds of frowning and a smile vote frowning"
+    )
     func oneVotePerVisitor() {
-        var g = gauge()
+        var g = gauge(window: 60)
         for second in 0..<10 { g.record(vote("a", at: Double(second), valence: -1)) }
         g.record(vote("a", at: 10, valence: 1))
         g.record(vote("b", at: 10, valence: 1))
         g.record(vote("c", at: 10, valence: 1))
-        #expect(g.reading(now: start.addingTimeInterval(11)).overall == .value(.init(score: 100), visitors: 3))
+        // a: (10 x -1 + 1) / 11 = -0.818; with b and c at 1: 0.394 -> 70. Three voters, not thirteen.
+        #expect(g.reading(now: start.addingTimeInterval(11)).overall == .value(.init(score: 70), visitors: 3))
+        // Two readings in one second: the later stands for that second (a: -1 throughout; 0.333 -> 67).
+        g.record(vote("a", at: 10.5, valence: -1))
+        #expect(g.reading(now: start.addingTimeInterval(11)).overall == .value(.init(score: 67), visitors: 3))
+        // Once the frowning seconds leave the window only the later readings vote.
+        g.record(vote("a", at: 65, valence: 1))
+        g.record(vote("b", at: 65, valence: 1))
+        g.record(vote("c", at: 65, valence: 1))
+        #expect(g.reading(now: start.addingTimeInterval(71)).overall == .value(.init(score: 100), visitors: 3))
     }
 
     @Test("fewer voters than k are suppressed, with no value and no count; at k the figure is published")
@@ -79,7 +90,7 @@ struct SentimentGaugeTests {
     }
 
     @Test(
-        "a zone counts every visitor who was in it during the window, once, with its latest vote there, not only those still in it"
+        "a zone counts every visitor who was in it during the window, once, with its readings there, not only those still in it"
     )
     func zoneCountsTheWindow() {
         var g = gauge(k: 3, window: 60)
@@ -91,8 +102,8 @@ struct SentimentGaugeTests {
         }
         g.record(vote("a", at: 25, valence: 0.2, zone: "display"))
         let reading = g.reading(now: start.addingTimeInterval(30))
-        // a's latest there (0.2), b's and c's (0.5): weights equal, mean 0.4 -> 70.
-        #expect(reading.zones["cam"]?["display"] == .value(.init(score: 70), visitors: 3))
+        // a's readings there (0.5 and 0.2: 0.35), b's and c's (0.5): weights equal, mean 0.45 -> 72.5 -> 73.
+        #expect(reading.zones["cam"]?["display"] == .value(.init(score: 73), visitors: 3))
         #expect(reading.zones["cam"]?["counter"] == .value(.init(score: 0), visitors: 3))
         // Beyond the window, a zone's votes go as the visitors' do.
         #expect(g.reading(now: start.addingTimeInterval(90)).zones["cam"]?["display"] == .suppressed)
@@ -100,7 +111,8 @@ struct SentimentGaugeTests {
 
     @Test("a label holds within 3 points past its band: a score hovering at 79-80 does not flap between warm and hot")
     func labelHysteresis() {
-        var g = gauge(k: 1, every: 1)
+        // A window of 10 s: each reading is alone in it when the next is ticked.
+        var g = gauge(k: 1, window: 10, every: 1)
         func score(_ valence: Double, at second: Double) -> GaugeReading.Level? {
             g.record(vote("a", at: second, valence: valence))
             return g.tick(now: start.addingTimeInterval(second + 1))?.overall.value
