@@ -1,8 +1,11 @@
-// An ONNX classifier run on a square crop around a face (the emotion model).
+// An ONNX classifier run on a square crop around a face (the emotion model), as its description asks.
 #include "guard.hpp"
 
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include <cmath>
+#include <vector>
 
 using snl::guarded;
 using snl::require;
@@ -10,16 +13,69 @@ using snl::require;
 struct snl_classifier {
     cv::dnn::Net net;
     snl_classifier_input input;
-    int32_t outputs;
 };
+
+namespace {
+
+/// The square around the face, `margin` wider on each side, in the frame's BGR pixels; where it leaves the frame the
+/// edge is repeated rather than the face shrunk. With `align` and two landmarks, the square is turned with the eyes'
+/// line so that they are level in the crop.
+cv::Mat square_crop(const cv::Mat &frame, const snl_face &face, const snl_classifier_input &in) {
+    const snl_rect &box = face.box;
+    float side = std::max(box.width, box.height) * (1 + 2 * in.margin);
+    float cx = box.x + box.width / 2, cy = box.y + box.height / 2;
+    if (in.align && face.landmark_count >= 2) {
+        // The eyes are the first two landmarks of every detector that gives five; which is which does not matter.
+        float x0 = face.landmarks[0], y0 = face.landmarks[1], x1 = face.landmarks[2], y1 = face.landmarks[3];
+        if (x1 < x0) std::swap(x0, x1), std::swap(y0, y1);
+        double angle = std::atan2(y1 - y0, x1 - x0);
+        if (angle != 0) {
+            int size = std::max(1, cvRound(side));
+            double c = std::cos(angle), s = std::sin(angle), h = size / 2.0;
+            // From the crop to the frame: the crop's horizontal runs along the eyes' line, about the box's centre.
+            cv::Matx23d to_frame(c, -s, cx - c * h + s * h, s, c, cy - s * h - c * h);
+            cv::Mat crop;
+            cv::warpAffine(frame, crop, to_frame, cv::Size(size, size), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
+                           cv::BORDER_REPLICATE);
+            return crop;
+        }
+    }
+    cv::Rect square(cvRound(cx - side / 2), cvRound(cy - side / 2), cvRound(side), cvRound(side));
+    cv::Rect inside = square & cv::Rect(cv::Point(0, 0), frame.size());
+    require(!inside.empty(), SNL_ERR_ARGUMENT, "face box outside the frame");
+    cv::Mat crop;
+    cv::copyMakeBorder(frame(inside), crop, inside.y - square.y, square.br().y - inside.br().y, inside.x - square.x,
+                       square.br().x - inside.br().x, cv::BORDER_REPLICATE);
+    return crop;
+}
+
+/// One crop as the network's input: its channels in the network's order, resized (bilinear, on the 8-bit pixels),
+/// then `(value - mean) * scale` per channel, written plane by plane (NCHW) at `planes`.
+void fill(const cv::Mat &pixels, const snl_classifier_input &in, float *planes) {
+    int channels = pixels.channels();
+    size_t area = size_t(in.width) * size_t(in.height);
+    for (int y = 0; y < in.height; y++) {
+        const uint8_t *row = pixels.ptr<uint8_t>(y);
+        for (int x = 0; x < in.width; x++) {
+            for (int c = 0; c < channels; c++) {
+                planes[c * area + size_t(y) * in.width + x] = (float(row[x * channels + c]) - in.mean[c]) * in.scale[c];
+            }
+        }
+    }
+}
+
+}  // namespace
 
 extern "C" {
 
-snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input, int32_t outputs,
-                                 snl_classifier **out, snl_error *error) {
+snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input, snl_classifier **out,
+                                 snl_error *error) {
     return guarded(error, SNL_ERR_MODEL, [&] {
         require(model_path != nullptr && input != nullptr, SNL_ERR_ARGUMENT, "null model path or input");
-        require(input->width > 0 && input->height > 0 && outputs > 0, SNL_ERR_ARGUMENT, "bad classifier shape");
+        require(input->width > 0 && input->height > 0 && input->width <= 4096 && input->height <= 4096,
+                SNL_ERR_ARGUMENT, "bad classifier input size");
+        require(input->channels >= SNL_CHANNELS_GREY && input->channels <= SNL_CHANNELS_RGB, SNL_ERR_ARGUMENT,
+                "unknown channel order");
         auto handle = std::make_unique<snl_classifier>();
         try {
             handle->net = cv::dnn::readNetFromONNX(model_path);
@@ -28,36 +84,45 @@ snl_status snl_classifier_create(const char *model_path, const snl_classifier_in
         }
         require(!handle->net.empty(), SNL_ERR_MODEL, std::string("cannot load classifier ") + model_path);
         handle->input = *input;
-        handle->outputs = outputs;
         *out = handle.release();
     });
 }
 
-snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image, snl_rect face, float *values,
-                              snl_error *error) {
+snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image, const snl_face *face,
+                              float *values, int32_t capacity, int32_t *count, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
-        require(classifier != nullptr && image != nullptr && values != nullptr, SNL_ERR_ARGUMENT, "null argument");
+        require(classifier != nullptr && image != nullptr && face != nullptr && values != nullptr && count != nullptr,
+                SNL_ERR_ARGUMENT, "null argument");
         require(!image->mat.empty(), SNL_ERR_EMPTY, "empty frame (0x0)");
-        require(face.width > 0 && face.height > 0, SNL_ERR_ARGUMENT, "empty face box");
+        require(face->box.width > 0 && face->box.height > 0, SNL_ERR_ARGUMENT, "empty face box");
         const snl_classifier_input &in = classifier->input;
-        float side = std::max(face.width, face.height) * (1 + 2 * in.margin);
-        float cx = face.x + face.width / 2, cy = face.y + face.height / 2;
-        cv::Rect square(cvRound(cx - side / 2), cvRound(cy - side / 2), cvRound(side), cvRound(side));
-        // Where the square leaves the frame, repeat its edge rather than shrinking the face.
-        cv::Rect inside = square & cv::Rect(cv::Point(0, 0), image->mat.size());
-        require(!inside.empty(), SNL_ERR_ARGUMENT, "face box outside the frame");
-        cv::Mat crop;
-        cv::copyMakeBorder(image->mat(inside), crop, inside.y - square.y, square.br().y - inside.br().y,
-                           inside.x - square.x, square.br().x - inside.br().x, cv::BORDER_REPLICATE);
-        if (in.grey) cv::cvtColor(crop, crop, cv::COLOR_BGR2GRAY);
-        cv::Mat blob = cv::dnn::blobFromImage(crop, in.scale, cv::Size(in.width, in.height), cv::Scalar::all(in.mean),
-                                              false, false);
-        classifier->net.setInput(blob);
-        cv::Mat result = classifier->net.forward();
-        require(int(result.total()) == classifier->outputs, SNL_ERR_MODEL,
-                "classifier returned " + std::to_string(result.total()) + " values, expected " +
-                    std::to_string(classifier->outputs));
-        std::copy(result.ptr<float>(), result.ptr<float>() + classifier->outputs, values);
+        cv::Mat crop = square_crop(image->mat, *face, in);
+        if (in.channels == SNL_CHANNELS_GREY) cv::cvtColor(crop, crop, cv::COLOR_BGR2GRAY);
+        if (in.channels == SNL_CHANNELS_RGB) cv::cvtColor(crop, crop, cv::COLOR_BGR2RGB);
+        cv::Mat pixels;
+        cv::resize(crop, pixels, cv::Size(in.width, in.height), 0, 0, cv::INTER_LINEAR);
+        // One crop a pass: many networks (FER+ among them) fix their batch at one.
+        std::vector<cv::Mat> crops{pixels};
+        if (in.mirror) {
+            crops.emplace_back();
+            cv::flip(pixels, crops.back(), 1);
+        }
+        int shape[] = {1, pixels.channels(), in.height, in.width};
+        size_t total = 0;
+        for (const cv::Mat &each : crops) {
+            cv::Mat blob(4, shape, CV_32F);
+            fill(each, in, blob.ptr<float>());
+            classifier->net.setInput(blob);
+            cv::Mat result = classifier->net.forward();
+            require(result.depth() == CV_32F && result.total() > 0, SNL_ERR_MODEL, "classifier output is not float");
+            cv::Mat output = result.isContinuous() ? result : result.clone();
+            require(total + output.total() <= size_t(capacity), SNL_ERR_ARGUMENT,
+                    "classifier returned " + std::to_string(total + output.total()) + " values, room for " +
+                        std::to_string(capacity));
+            std::copy(output.ptr<float>(), output.ptr<float>() + output.total(), values + total);
+            total += output.total();
+        }
+        *count = int32_t(total);
     });
 }
 

@@ -13,14 +13,26 @@ extension PipelineDefinition {
             return problem
         }
         let detectorModel = detectorModel ?? detection.kind.defaultModel
-        do { _ = try models.path(of: detectorModel) } catch {
-            problems.append(at("detector.model", "detector", error.message))
+        if let entry = models.manifest.entry(named: detectorModel), entry.kind.rawValue != detection.kind.rawValue {
+            problems.append(
+                at(
+                    "detector.model", "detector",
+                    "model \(detectorModel) is a \(entry.kind.rawValue) model, not one the \(detection.kind.rawValue) detector reads"
+                ))
+        } else {
+            do { _ = try models.path(of: detectorModel) } catch {
+                problems.append(at("detector.model", "detector", error.message))
+            }
         }
         if emotionEnabled {
-            do { _ = try models.path(of: emotionModel) } catch {
+            do {
+                _ = try models.classifier(named: emotionModel)
+                _ = try models.path(of: emotionModel)
+            } catch {
                 problems.append(at("emotion.model", "emotion", error.message))
             }
         }
+
         for source in sources {
             let input = at("source.\(source.id).input", "sources", "")
             switch SourceSpec(source.resolvedInput) {

@@ -18,6 +18,13 @@ public struct PipelineDefinition: Sendable {
     public var visitors: VisitorSettings
     public var emotionEnabled: Bool
     public var emotionModel: String
+    /// Whether the crop is turned so that the eyes are level, where the model's description asks for it and the
+    /// detector gives landmarks.
+    public var emotionAlign = true
+    /// Whether the mirrored crop is read too and the two readings averaged.
+    public var emotionMirror = true
+    /// The pipeline's own calibration, replacing the model's whole (`emotion.calibration`); nil: the model's.
+    public var emotionCalibration: EmotionCalibration?
     /// What may leave the box, and how.
     public var privacy: PrivacyPolicy
     /// The sentiment gauge's window and publishing rhythm.
@@ -51,6 +58,8 @@ public struct PipelineDefinition: Sendable {
     static let emotionModelSettings: [Setting<PipelineDefinition>] = [
         .flag("enabled", \.emotionEnabled, "classify emotion at all"),
         .text("model", \.emotionModel, "the emotion model's name in Models/models.yml"),
+        .flag("align", \.emotionAlign, "turn each face so its eyes are level first (where the model asks for it)"),
+        .flag("mirror", \.emotionMirror, "read the mirrored face too and average the two readings"),
     ]
 
     /// One source of frames and its zones.

@@ -168,8 +168,26 @@ struct PipelineParser {
 
     func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
         let keys = EmotionSettings.settings.map(\.key) + PipelineDefinition.emotionModelSettings.map(\.key)
-        guard let fields = reader.mapping(field, keys: Set(keys)) else { return }
+        guard let fields = reader.mapping(field, keys: Set(keys + ["calibration"])) else { return }
         reader.apply(EmotionSettings.settings, from: fields, to: &definition.visitors.emotion)
         reader.apply(PipelineDefinition.emotionModelSettings, from: fields, to: &definition)
+        if let field = fields["calibration"] {
+            // A pipeline's calibration replaces the model's whole: what it leaves out is the identity's.
+            var calibration = EmotionCalibration.identity
+            if let parts = reader.section(
+                field, EmotionCalibration.settings, extra: ["scales", "offsets", "valence"], into: &calibration)
+            {
+                if let f = parts["scales"] {
+                    _ = reader.section(f, EmotionCalibration.scaleSettings, into: &calibration)
+                }
+                if let f = parts["offsets"] {
+                    _ = reader.section(f, EmotionCalibration.offsetSettings, into: &calibration)
+                }
+                if let f = parts["valence"] {
+                    _ = reader.section(f, EmotionCalibration.valenceSettings, into: &calibration)
+                }
+            }
+            definition.emotionCalibration = calibration
+        }
     }
 }

@@ -22,6 +22,7 @@ public enum PipelineReference {
         lines += section("tracker", TrackerSettings.settings, defaults.visitors.tracker)
         lines += section("emotion", PipelineDefinition.emotionModelSettings, defaults)
         lines += section("emotion", EmotionSettings.settings, defaults.visitors.emotion).dropFirst()
+        lines += calibration()
         lines += section("events", VisitorSettings.settings, defaults.visitors)
         lines += section("gauge", GaugeSettings.settings, defaults.gauge)
         lines += privacy(defaults.privacy)
@@ -43,6 +44,20 @@ public enum PipelineReference {
         add("events", VisitorSettings.settings, definition.visitors)
         add("gauge", GaugeSettings.settings, definition.gauge)
         return values
+    }
+
+    /// `emotion.calibration`, commented out: unless a pipeline gives one, the model's own (Models/models.yml) holds.
+    static func calibration() -> [String] {
+        let identity = EmotionCalibration.identity
+        let lines =
+            section("calibration", EmotionCalibration.settings, identity, indent: "    ")
+            + section("scales", EmotionCalibration.scaleSettings, identity, indent: "      ")
+            + section("offsets", EmotionCalibration.offsetSettings, identity, indent: "      ")
+            + section("valence", EmotionCalibration.valenceSettings, identity, indent: "      ")
+        return [
+            "  # calibration: the model's own (Models/models.yml, fitted by sentinel eval emotion --fit) unless given here;",
+            "  # one given here replaces it whole (what it leaves out is as below, the identity).",
+        ] + lines.map { "  # " + $0.dropFirst(2) }
     }
 
     /// The `privacy:` section's lines, with its subsections.

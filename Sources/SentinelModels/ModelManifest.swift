@@ -18,6 +18,8 @@ public struct ModelManifest: Codable, Sendable, Equatable {
         public var source: String
         public var licence: String
         public var obtain: Obtain
+        /// For a classifier: what it takes and gives (its crop, output and labels), and its default calibration.
+        public var classifier: ClassifierDescription?
     }
 
     /// What reads a model file: one of the face detectors, or the emotion classifier.
@@ -75,6 +77,31 @@ public struct ModelManifest: Codable, Sendable, Equatable {
                 throw ModelError(
                     .manifest,
                     "model manifest \(path): model \(entry.name) comes from a wheel but names no member or wheelSha256")
+            }
+        }
+        for entry in models {
+            switch (entry.kind, entry.classifier) {
+            case (.classifier, nil):
+                throw ModelError(
+                    .manifest,
+                    "model manifest \(path): model \(entry.name) is a classifier but has no classifier: description")
+            case (.classifier, let description?):
+                do throws(DescriptionProblem) { _ = try description.readings() } catch {
+                    throw ModelError(
+                        .manifest,
+                        "model manifest \(path): model \(entry.name), classifier.\(error.field): \(error.message)")
+                }
+                if let problem = description.calibration?.problem {
+                    throw ModelError(
+                        .manifest, "model manifest \(path): model \(entry.name), classifier.calibration: \(problem)")
+                }
+            case (_, .some):
+                throw ModelError(
+                    .manifest,
+                    "model manifest \(path): model \(entry.name) is a \(entry.kind.rawValue) detector: only a classifier has a classifier: description"
+                )
+            case (_, nil):
+                break
             }
         }
         let names = models.map(\.name)

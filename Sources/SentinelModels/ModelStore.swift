@@ -1,7 +1,7 @@
 import Crypto
 public import Foundation
 public import Logging
-import SentinelCore
+public import SentinelCore
 
 /// The models on this machine: where each file is, whether it is intact, and how to obtain it.
 public struct ModelStore: Sendable {
@@ -79,6 +79,22 @@ public struct ModelStore: Sendable {
                 "model \(name) at \(location(of: entry).path) has sha256 \(actual), expected \(entry.sha256): \(howToObtain(entry))"
             )
         }
+    }
+
+    /// The description of the classifier `name`, or an error saying the model is unknown or is not a classifier.
+    public func classifier(named name: String) throws(ModelError) -> ClassifierDescription {
+        guard let entry = manifest.entry(named: name) else {
+            throw ModelError(
+                .unknown, "unknown model \(name); known: \(manifest.models.map(\.name).joined(separator: ", "))")
+        }
+        guard let description = entry.classifier else {
+            let classifiers = manifest.models.filter { $0.classifier != nil }.map(\.name)
+            throw ModelError(
+                .unknown,
+                "model \(name) is a face detector (kind \(entry.kind.rawValue)), not an emotion classifier; classifiers: \(classifiers.joined(separator: ", "))"
+            )
+        }
+        return description
     }
 
     /// One sentence telling a person how to get the file.

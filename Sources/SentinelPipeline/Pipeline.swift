@@ -23,7 +23,7 @@ public struct Pipeline {
     private let detector: any FaceDetector
     /// More detectors like `detector`, for `detector.workers` above 1: with it, one per worker (`SourceRunner`).
     let moreDetectors: [any FaceDetector]
-    private let classifier: (any FaceClassifying)?
+    private let emotion: EmotionReader?
     private let settings: VisitorSettings
     /// The detector's score: detections below it (reported for the masks, see `detector(_:from:)`) are no visitors.
     private let scoreThreshold: Double
@@ -49,13 +49,13 @@ public struct Pipeline {
 
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, detector: any FaceDetector,
-        classifier: (any FaceClassifying)?, keys: PseudonymKeyRing, origin: Date, moreDetectors: [any FaceDetector] = []
+        emotion: EmotionReader?, keys: PseudonymKeyRing, origin: Date, moreDetectors: [any FaceDetector] = []
     ) {
         self.source = source
         self.origin = origin
         self.detector = detector
         self.moreDetectors = moreDetectors
-        self.classifier = classifier
+        self.emotion = emotion
         settings = definition.visitors
         scoreThreshold = definition.detectorSettings.scoreThreshold
         cadence = DetectionCadence(maxFPS: definition.detection.maxFps)
@@ -69,38 +69,35 @@ public struct Pipeline {
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         keys: PseudonymKeyRing, origin: Date
     ) throws -> Pipeline {
-        let (detector, classifier) = try Self.models(definition, from: models)
+        let (detector, emotion) = try Self.models(definition, from: models)
         // Workers detect consecutive frames, so only when every frame is detected: under a cadence, whether a frame
         // is detected depends on what the tracker made of the one before.
         let workers = definition.detection.maxFps > 0 ? 1 : definition.detection.resolvedWorkers()
         let moreDetectors = try (1..<max(workers, 1)).map { _ in try Self.detector(definition, from: models) }
         return Pipeline(
-            definition: definition, source: source, detector: detector, classifier: classifier, keys: keys,
+            definition: definition, source: source, detector: detector, emotion: emotion, keys: keys,
             origin: origin, moreDetectors: moreDetectors)
     }
 
     /// Every detector, for workers detecting frames ahead (`SourceRunner`); the pipeline then detects nothing itself.
     var detectors: [any FaceDetector] { [detector] + moreDetectors }
 
-    /// The detector a definition names, and its emotion model when emotion is on. Throws a `ModelError` for a model
-    /// that is not there, a `VisionError` for one OpenCV cannot load.
+    /// The detector a definition names, and its emotion reader when emotion is on. Throws a `ModelError` for a model
+    /// that is not there (or not a classifier), a `VisionError` for one OpenCV cannot load.
     public static func models(_ definition: PipelineDefinition, from models: ModelStore) throws -> (
-        detector: OpenCVFaceDetector, classifier: FaceClassifier?
+        detector: OpenCVFaceDetector, emotion: EmotionReader?
     ) {
         let detector = try Self.detector(definition, from: models)
-        let classifier =
-            definition.emotionEnabled
-            ? try FaceClassifier(
-                modelPath: try models.path(of: definition.emotionModel), format: .miniXception,
-                labels: Emotion.allCases.map(\.rawValue))
-            : nil
-        return (detector, classifier)
+        guard definition.emotionEnabled else { return (detector, nil) }
+        let (classifier, calibration) = try EmotionReader.classifier(definition, from: models)
+        return (detector, EmotionReader(classifier: classifier, calibration: calibration))
     }
 
     /// The detector a definition names, reporting faces down to `privacy.review.scoreRatio` of its score for the
     /// masks; `process` gives the tracker only those at the score (no greedy suppression lets a weaker box remove a
     /// stronger one, so those are the same as the detector's at the score alone).
-    static func detector(_ definition: PipelineDefinition, from models: ModelStore) throws -> OpenCVFaceDetector {
+    public static func detector(_ definition: PipelineDefinition, from models: ModelStore) throws -> OpenCVFaceDetector
+    {
         var settings = definition.detectorSettings
         settings.scoreThreshold *= definition.privacy.review.scoreRatio
         return try OpenCVFaceDetector(
@@ -139,10 +136,10 @@ public struct Pipeline {
         if let thumbnail { watch?.detected(thumbnail) }
         let detections = try detected ?? detector.detect(frame.image)
         let detected = clock.now
-        let classifier = classifier
+        let emotion = emotion
         let faces = detections.filter { $0.score >= scoreThreshold }
-        let result = try stage.process(time: frame.time, detections: faces) { box in
-            try classifier?.classify(frame.image, face: box)
+        let result = try stage.process(time: frame.time, detections: faces) { face in
+            try emotion?.read(frame.image, face: face)
         }
         let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
         return step(

@@ -14,7 +14,7 @@ public struct DetectionCache: Sendable {
         public var index: Int
         public var time: MediaTime
         public var detections: [Detection]
-        /// The emotion model's distribution for each detection's box (empty when emotion is off).
+        /// The emotion model's probabilities for each detection's box, before calibration (empty when emotion is off).
         public var emotions: [Box: [Double]]
         /// The frame's thumbnail, under a cadence that watches for changes (`detector.onChange`): which frames it
         /// detects depends on the pictures.
@@ -28,6 +28,8 @@ public struct DetectionCache: Sendable {
     /// Where the recording's media time 0 sits on the wall clock: its file time, as a replay places it.
     public let origin: Date
     public var frames: [Frame]
+    /// The emotion model's own calibration, for trials whose pipeline gives none.
+    public let calibration: EmotionCalibration
     /// Seconds the decoding and detection took, for the speed-up a sweep reports.
     public var seconds: Double
 
@@ -35,7 +37,11 @@ public struct DetectionCache: Sendable {
     public static func key(_ definition: PipelineDefinition) -> String {
         ([definition.detection.kind.rawValue, definition.detectorModel ?? "default"]
             + DetectorSettings.settings.map { "\($0.key)=\($0.value(in: definition.detectorSettings))" }
-            + [definition.emotionEnabled ? definition.emotionModel : "no-emotion"]
+            + [
+                definition.emotionEnabled
+                    ? "\(definition.emotionModel)|align=\(definition.emotionAlign)|mirror=\(definition.emotionMirror)"
+                    : "no-emotion"
+            ]
             + (watchesChanges(definition) ? ["thumbnails"] : [])).joined(separator: "|")
     }
 
@@ -48,7 +54,8 @@ public struct DetectionCache: Sendable {
         recording: String, definition: PipelineDefinition, models: ModelStore, logger: Logger
     ) throws -> DetectionCache {
         let start = ContinuousClock.now
-        let (detector, classifier) = try Pipeline.models(definition, from: models)
+        let detector = try Pipeline.detector(definition, from: models)
+        let emotion = definition.emotionEnabled ? try EmotionReader.classifier(definition, from: models) : nil
         let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
         var frames: [Frame] = []
         var size = (width: 0, height: 0)
@@ -56,9 +63,9 @@ public struct DetectionCache: Sendable {
             if frames.isEmpty { size = (frame.image.width, frame.image.height) }
             let detections = try detector.detect(frame.image)
             var emotions: [Box: [Double]] = [:]
-            if let classifier {
+            if let classifier = emotion?.0 {
                 for detection in detections {
-                    emotions[detection.box] = try classifier.classify(frame.image, face: detection.box)
+                    emotions[detection.box] = try classifier.probabilities(frame.image, face: detection)
                 }
             }
             let thumbnail = watchesChanges(definition) ? try ChangeWatch.thumbnail(of: frame.image) : nil
@@ -73,7 +80,10 @@ public struct DetectionCache: Sendable {
         let elapsed = ContinuousClock.now - start
         return DetectionCache(
             recording: recording, key: key(definition), width: size.width, height: size.height, origin: origin,
-            frames: frames, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+            frames: frames,
+            calibration: definition.emotionEnabled
+                ? try models.classifier(named: definition.emotionModel).calibration ?? .identity : .identity,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         )
     }
 }
@@ -89,8 +99,8 @@ final class CachedModels: FaceDetector, FaceClassifying {
 
     func detect(_ image: Image) throws(VisionError) -> [Detection] { frame?.detections ?? [] }
 
-    func classify(_ image: Image, face box: Box) throws(VisionError) -> [Double] {
-        guard let emotions = frame?.emotions[box] else {
+    func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double] {
+        guard let emotions = frame?.emotions[face.box] else {
             throw VisionError(.argument, "no cached emotion reading for this box")
         }
         return emotions

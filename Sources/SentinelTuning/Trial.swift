@@ -160,7 +160,10 @@ public enum Trial {
         // then the visits end, as a SourceRunner does with a recording read as fast as possible.
         var pipeline = Pipeline(
             definition: evaluation, source: definition.sources[0], detector: models,
-            classifier: definition.emotionEnabled ? models : nil, keys: try PseudonymKeyRing(), origin: cache.origin)
+            emotion: definition.emotionEnabled
+                ? EmotionReader(classifier: models, calibration: definition.emotionCalibration ?? cache.calibration)
+                : nil,
+            keys: try PseudonymKeyRing(), origin: cache.origin)
         let image = try Image(width: cache.width, height: cache.height)
         var recorder = RunRecorder()
         var lines: [Data] = []

@@ -1,61 +1,92 @@
 import CSentinelCV
 public import SentinelCore
 
-/// How a classifier network wants its face crop.
-public struct CropFormat: Sendable, Equatable, Codable {
-    public var width: Int
-    public var height: Int
-    public var grey: Bool
-    /// Pixel values become `(value - mean) * scale`.
-    public var scale: Double
-    public var mean: Double
-    /// Added to each side of the square crop, as a fraction of the face box side.
-    public var margin: Double
-
-    public init(width: Int, height: Int, grey: Bool, scale: Double, mean: Double, margin: Double) {
-        self.width = width
-        self.height = height
-        self.grey = grey
-        self.scale = scale
-        self.mean = mean
-        self.margin = margin
-    }
-
-    /// The FER2013 mini-Xception emotion model: grey 64x64 scaled to [-1, 1].
-    public static let miniXception = CropFormat(
-        width: 64, height: 64, grey: true, scale: 2 / 255, mean: 127.5, margin: 0.1)
-}
-
-/// Scores a face: one value per label (for the emotion model, a probability per expression).
+/// Gives the emotion model's probability of each of Sentinel's seven expressions for a face, before calibration.
 public protocol FaceClassifying: AnyObject {
-    func classify(_ image: Image, face box: Box) throws(VisionError) -> [Double]
+    func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double]
 }
 
-/// An ONNX network run on a square crop around a face, giving one value per label.
+/// An ONNX network run on the crop its description asks for around a face (`ClassifierDescription`): the crop, then
+/// its mirror image when asked, each through the network; the outputs read as the seven expressions.
 public final class FaceClassifier: FaceClassifying {
-    public let labels: [String]
-    public let format: CropFormat
+    public let model: ClassifierDescription
+    /// The expression each output is read as (nil: dropped).
+    public let readings: [Emotion?]
     private let handle: OpaquePointer
+    private let crops: Int
+    private var buffer: [Float]
 
-    public init(modelPath: String, format: CropFormat, labels: [String]) throws(VisionError) {
-        var input = snl_classifier_input(
-            width: Int32(format.width), height: Int32(format.height), grey: format.grey ? 1 : 0, scale: format.scale,
-            mean: format.mean, margin: Float(format.margin))
+    /// `align`: turn the crop by the eyes where the description asks for it; `mirror`: read the mirror image too.
+    public init(modelPath: String, model: ClassifierDescription, align: Bool = true, mirror: Bool = false)
+        throws(VisionError)
+    {
+        do { readings = try model.readings() } catch {
+            throw VisionError(.argument, "classifier \(modelPath): \(error)")
+        }
+        var input = snl_classifier_input()
+        input.width = Int32(model.input.width)
+        input.height = Int32(model.input.height)
+        let channels: snl_channels =
+            switch model.input.channels {
+            case .grey: SNL_CHANNELS_GREY
+            case .bgr: SNL_CHANNELS_BGR
+            case .rgb: SNL_CHANNELS_RGB
+            }
+        input.channels = Int32(channels.rawValue)
+        withUnsafeMutableBytes(of: &input.mean) { bytes in
+            for (i, mean) in model.input.mean.prefix(3).enumerated() {
+                bytes.storeBytes(of: Float(mean), toByteOffset: i * 4, as: Float.self)
+            }
+        }
+        withUnsafeMutableBytes(of: &input.scale) { bytes in
+            for (i, std) in model.input.std.prefix(3).enumerated() {
+                bytes.storeBytes(of: Float(1 / std), toByteOffset: i * 4, as: Float.self)
+            }
+        }
+        input.margin = Float(model.crop.margin)
+        input.align = align && model.crop.align == .eyes ? 1 : 0
+        input.mirror = mirror ? 1 : 0
         var out: OpaquePointer?
-        try bridge { snl_classifier_create(modelPath, &input, Int32(labels.count), &out, $0) }
-        self.labels = labels
-        self.format = format
+        try bridge { snl_classifier_create(modelPath, &input, &out, $0) }
+        self.model = model
         self.handle = out!
+        crops = mirror ? 2 : 1
+        // Room for a network that returns its whole input (the tests' graphs that prove the crop).
+        let room = max(model.labels.count, model.input.width * model.input.height * model.input.channels.count)
+        buffer = [Float](repeating: 0, count: crops * room)
     }
 
     deinit { snl_classifier_destroy(handle) }
 
-    /// The network's outputs for the face at `box`, in label order.
-    public func classify(_ image: Image, face box: Box) throws(VisionError) -> [Double] {
-        var values = [Float](repeating: 0, count: labels.count)
-        _ = try values.withUnsafeMutableBufferPointer { buffer throws(VisionError) in
-            try bridge { snl_classifier_run(handle, image.handle, box.raw, buffer.baseAddress, $0) }
+    /// The network's raw outputs for each crop of the face (the crop, then its mirror image), in the network's order.
+    public func outputs(_ image: Image, face: Detection) throws(VisionError) -> [[Double]] {
+        var raw = snl_face()
+        raw.box = face.box.raw
+        raw.score = Float(face.score)
+        raw.landmark_count = Int32(min(face.landmarks.count, 5))
+        withUnsafeMutableBytes(of: &raw.landmarks) { bytes in
+            for (i, point) in face.landmarks.prefix(5).enumerated() {
+                bytes.storeBytes(of: Float(point.x), toByteOffset: i * 8, as: Float.self)
+                bytes.storeBytes(of: Float(point.y), toByteOffset: i * 8 + 4, as: Float.self)
+            }
         }
-        return values.map(Double.init)
+        var count: Int32 = 0
+        let capacity = Int32(buffer.count)
+        try buffer.withUnsafeMutableBufferPointer { values throws(VisionError) in
+            try bridge { snl_classifier_run(handle, image.handle, &raw, values.baseAddress, capacity, &count, $0) }
+        }
+        let width = Int(count) / crops
+        return (0..<crops).map { crop in buffer[crop * width..<(crop + 1) * width].map(Double.init) }
+    }
+
+    public func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double] {
+        let outputs = try outputs(image, face: face)
+        guard outputs.allSatisfy({ $0.count == readings.count }) else {
+            throw VisionError(
+                .model,
+                "classifier gave \(outputs.first?.count ?? 0) values a crop; its description names \(readings.count) labels"
+            )
+        }
+        return model.probabilities(from: outputs, readings: readings)
     }
 }

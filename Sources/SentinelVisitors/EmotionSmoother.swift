@@ -20,6 +20,11 @@ public struct EmotionSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
+    /// Whether a detection may be classified at all: big enough for the model, and sure enough to be a face.
+    public func admits(_ detection: Detection) -> Bool {
+        min(detection.box.width, detection.box.height) >= minFaceSize && detection.score >= minDetectionScore
+    }
+
     /// The smoothing part of a pipeline file's `emotion:` section (`enabled` and `model` are the pipeline's).
     public static let settings: [Setting<EmotionSettings>] = [
         .number("minFaceSize", \.minFaceSize, in: 0...4096, "pixels; smaller faces are not classified"),
@@ -35,28 +40,35 @@ public struct EmotionSettings: Sendable, Equatable, Codable {
     ]
 }
 
-/// One visitor's expression over time: an exponentially weighted average of the model's distributions in
-/// media time, so one noisy frame (an open mouth read as "angry") moves it little.
+/// One visitor's expression over time: an exponentially weighted average of the calibrated readings in media time,
+/// so one noisy frame (an open mouth read as "angry") moves it little. A reading `dt` seconds after the last weighs
+/// `1 - exp(-dt / timeConstantSeconds)` against everything before it.
 public struct EmotionSmoother: Sendable {
     public let settings: EmotionSettings
     public private(set) var distribution: [Double] = []
     public private(set) var samples = 0
+    /// The smoothed valence of the readings (each reading's own, under the calibration's valence per expression).
+    private var smoothedValence = 0.0
     private var last: MediaTime?
 
     public init(settings: EmotionSettings) { self.settings = settings }
 
-    public mutating func add(_ probabilities: [Double], at time: MediaTime) {
-        guard probabilities.count == Emotion.allCases.count else { return }
+    public mutating func add(_ reading: EmotionReading, at time: MediaTime) {
+        guard reading.probabilities.count == Emotion.allCases.count else { return }
         if let last, !distribution.isEmpty {
-            let dt = max(0, (time - last).seconds)
-            let weight = 1 - exp(-dt / settings.timeConstantSeconds)
-            distribution = zip(distribution, probabilities).map { $0 + weight * ($1 - $0) }
+            let weight = Self.weight(after: max(0, (time - last).seconds), timeConstant: settings.timeConstantSeconds)
+            distribution = zip(distribution, reading.probabilities).map { $0 + weight * ($1 - $0) }
+            smoothedValence += weight * (reading.valence - smoothedValence)
         } else {
-            distribution = probabilities
+            distribution = reading.probabilities
+            smoothedValence = reading.valence
         }
         last = time
         samples += 1
     }
+
+    /// The weight a new reading gets `dt` media seconds after the last one.
+    public static func weight(after dt: Double, timeConstant: Double) -> Double { 1 - exp(-dt / timeConstant) }
 
     /// The dominant label (or nil while unknown) and its smoothed probability.
     public var dominant: (emotion: Emotion?, confidence: Double) {
@@ -66,9 +78,6 @@ public struct EmotionSmoother: Sendable {
         return (known ? Emotion.allCases[best] : nil, confidence)
     }
 
-    /// -1 to 1: the expected valence under the smoothed distribution, 0 while unknown.
-    public var valence: Double {
-        guard dominant.emotion != nil else { return 0 }
-        return zip(distribution, Emotion.allCases).reduce(0) { $0 + $1.0 * $1.1.valence }
-    }
+    /// -1 to 1: the smoothed valence of the readings, 0 while unknown.
+    public var valence: Double { dominant.emotion == nil ? 0 : smoothedValence }
 }

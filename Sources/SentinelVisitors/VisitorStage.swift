@@ -103,10 +103,10 @@ public struct VisitorStage: Sendable {
     /// delay a visit's start or lose a visitor who is behind something.
     public var needsDetection: Bool { tracker.tracks.contains { !$0.confirmed || $0.firstMissed != nil } }
 
-    /// Processes one frame. `classify` returns the emotion model's distribution for a face box (or nil when it
-    /// cannot); it is called only for faces that may be classified (size, score, zone policy).
+    /// Processes one frame. `classify` returns the calibrated emotion reading of a face (or nil when it cannot); it is
+    /// called only for faces that may be classified (size, score, zone policy).
     public mutating func process(
-        time: MediaTime, detections: [Detection], classify: (Box) throws -> [Double]?
+        time: MediaTime, detections: [Detection], classify: (Detection) throws -> EmotionReading?
     ) rethrows -> FrameOutput {
         if let lastFrame, time > lastFrame { frameInterval = time - lastFrame }
         lastFrame = time
@@ -136,14 +136,12 @@ public struct VisitorStage: Sendable {
             for change in visit.presence.observe(settings.point(of: detection.box), at: time) {
                 events.append(zoneEvent(change, visit, at: time, state: .active))
             }
-            let side = min(detection.box.width, detection.box.height)
             let rate = settings.emotion.maxPerSecond
             let due = rate <= 0 || visit.lastClassified.map { (time - $0).seconds >= 1 / rate - 1e-6 } ?? true
             if due, visit.presence.allowsEmotion(at: settings.point(of: detection.box)),
-                side >= settings.emotion.minFaceSize,
-                detection.score >= settings.emotion.minDetectionScore, let distribution = try classify(detection.box)
+                settings.emotion.admits(detection), let reading = try classify(detection)
             {
-                visit.emotion.add(distribution, at: time)
+                visit.emotion.add(reading, at: time)
                 visit.lastClassified = time
             }
             if (time - visit.lastUpdate).seconds >= settings.updateIntervalSeconds - 1e-9 {

@@ -14,7 +14,7 @@ import SentinelVision
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure accuracy against ground truth.",
-        subcommands: [Tracking.self, Tracks.self, Detections.self, Masking.self],
+        subcommands: [Tracking.self, Tracks.self, Detections.self, Masking.self, EmotionCommand.self],
         defaultSubcommand: Tracking.self)
 
     struct Tracking: ParsableCommand {

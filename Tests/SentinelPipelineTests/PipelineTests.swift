@@ -93,7 +93,7 @@ struct PipelineTests {
         var definition = try Self.definition.get().forEvaluation
         definition.detection.maxFps = maxFPS
         let pipeline = Pipeline(
-            definition: definition, source: definition.sources[0], detector: detectors[0], classifier: nil,
+            definition: definition, source: definition.sources[0], detector: detectors[0], emotion: nil,
             keys: try keys ?? PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000),
             moreDetectors: Array(detectors.dropFirst()))
         let runner = SourceRunner(

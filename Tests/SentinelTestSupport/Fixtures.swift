@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelModels
+public import SentinelVision
 
 /// Where tests find the repository's own files, and ../shared when it sits beside the checkout.
 ///
@@ -24,6 +25,14 @@ public enum Fixtures {
     /// The path of a model `make setup` obtains, or an error telling how to get it.
     public static func model(_ name: String) throws -> String {
         try store.path(of: name)
+    }
+
+    /// The classifier `name` as its description in Models/models.yml says to run it.
+    public static func classifier(_ name: String = "emotion", align: Bool = true, mirror: Bool = false) throws
+        -> FaceClassifier
+    {
+        try FaceClassifier(
+            modelPath: try model(name), model: try store.classifier(named: name), align: align, mirror: mirror)
     }
 
     public static func hasModel(_ name: String) -> Bool { (try? store.path(of: name)) != nil }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SentinelCore
+import SentinelModels
 import SentinelTestSupport
 import SentinelVision
 import Testing
@@ -35,7 +36,7 @@ struct ErrorTests {
     func corruptClassifier() throws {
         let path = try corruptFile("bad.onnx")
         let error = try #require(throws: VisionError.self) {
-            try FaceClassifier(modelPath: path, format: .miniXception, labels: ["a", "b"])
+            try FaceClassifier(modelPath: path, model: try Fixtures.store.classifier(named: "emotion"))
         }
         #expect(error.code == .model && error.message.contains(path))
     }
@@ -53,10 +54,9 @@ struct ErrorTests {
         let empty = try Image(width: 0, height: 0)
         let detector = try OpenCVFaceDetector(kind: .cascade, modelPath: try Fixtures.model("haar-frontalface"))
         #expect(throws: VisionError(.emptyFrame, "empty frame (0x0)")) { try detector.detect(empty) }
-        let classifier = try FaceClassifier(
-            modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: Array(repeating: "x", count: 7))
+        let classifier = try Fixtures.classifier()
         let error = try #require(throws: VisionError.self) {
-            try classifier.classify(empty, face: Box(x: 0, y: 0, width: 10, height: 10))
+            try classifier.probabilities(empty, face: Detection(box: Box(x: 0, y: 0, width: 10, height: 10), score: 1))
         }
         #expect(error.code == .emptyFrame)
     }

@@ -16,13 +16,12 @@ struct ImageTests {
         #expect(after < before * 0.1, "\(style): detail \(before) -> \(after)")
     }
 
-    @Test("the emotion model gives a probability for each of its seven labels")
+    @Test("the emotion model gives a probability for each of the seven expressions")
     func emotionProbabilities() throws {
-        let classifier = try FaceClassifier(
-            modelPath: try Fixtures.model("emotion"), format: .miniXception,
-            labels: ["angry", "disgust", "fear", "happy", "sad", "surprise", "neutral"])
-        let values = try classifier.classify(
-            try Image(contentsOf: Fixtures.photo("astronaut.png")), face: Box(x: 179, y: 58, width: 94, height: 117))
+        let classifier = try Fixtures.classifier()
+        let values = try classifier.probabilities(
+            try Image(contentsOf: Fixtures.photo("astronaut.png")),
+            face: Detection(box: Box(x: 179, y: 58, width: 94, height: 117), score: 1))
         #expect(values.count == 7)
         #expect(abs(values.reduce(0, +) - 1) < 1e-4)
         // The astronaut smiles broadly: "happy" is the model's answer.
@@ -31,10 +30,10 @@ struct ImageTests {
 
     @Test("a crop that leaves the frame is padded, not refused")
     func cropAtEdge() throws {
-        let classifier = try FaceClassifier(
-            modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: Array(repeating: "x", count: 7))
-        let values = try classifier.classify(
-            try Image(contentsOf: Fixtures.photo("astronaut.png")), face: Box(x: -20, y: -20, width: 60, height: 60))
+        let classifier = try Fixtures.classifier()
+        let values = try classifier.probabilities(
+            try Image(contentsOf: Fixtures.photo("astronaut.png")),
+            face: Detection(box: Box(x: -20, y: -20, width: 60, height: 60), score: 1))
         #expect(values.count == 7)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelModels
 import SentinelTestSupport
 import SentinelVision
 import Testing
@@ -49,18 +50,17 @@ struct SharedMediaTests {
 
     @Test("our converted emotion model matches the reference conversion to 1e-4")
     func converterMatchesReference() throws {
-        let labels = Array(repeating: "", count: 7)
-        let ours = try FaceClassifier(modelPath: try Fixtures.model("emotion"), format: .miniXception, labels: labels)
+        let ours = try Fixtures.classifier()
         let reference = try FaceClassifier(
-            modelPath: Fixtures.sharedFile("models/fer_mini_xception_emotion.onnx"), format: .miniXception,
-            labels: labels)
+            modelPath: Fixtures.sharedFile("models/fer_mini_xception_emotion.onnx"),
+            model: try Fixtures.store.classifier(named: "emotion"))
         let finder = try detector(.centerface, "centerface")
         var compared = 0
         for photo in ["media/obama.jpg", "media/obama2.jpg", "media/obama3.jpg", "media/biden.jpg"] {
             let image = try Image(contentsOf: Fixtures.sharedFile(photo))
             for face in try finder.detect(image) {
-                let a = try ours.classify(image, face: face.box)
-                let b = try reference.classify(image, face: face.box)
+                let a = try ours.outputs(image, face: face)[0]
+                let b = try reference.outputs(image, face: face)[0]
                 let difference = zip(a, b).map { abs($0 - $1) }.max()!
                 #expect(difference < 1e-4, "\(photo): max difference \(difference)")
                 compared += 1

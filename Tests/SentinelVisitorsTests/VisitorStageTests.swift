@@ -9,8 +9,9 @@ struct VisitorStageTests {
     let display = ZoneDefinition(
         name: "display",
         polygon: Polygon([Point(x: 200, y: 0), Point(x: 400, y: 0), Point(x: 400, y: 480), Point(x: 200, y: 480)]))
-    let happy = [0.02, 0.01, 0.02, 0.85, 0.03, 0.03, 0.04]
-    let angry = [0.8, 0.05, 0.05, 0.02, 0.03, 0.02, 0.03]
+    // Readings as an uncalibrated model gives them: each expression's valence its own.
+    let happy = EmotionCalibration.identity.reading([0.02, 0.01, 0.02, 0.85, 0.03, 0.03, 0.04])
+    let angry = EmotionCalibration.identity.reading([0.8, 0.05, 0.05, 0.02, 0.03, 0.02, 0.03])
 
     /// A visitor walking in from x 100, standing in the display zone from 2 s to 6 s, walking out, gone at 8 s.
     func walk(_ i: Int, fps: Double) -> [Detection] {
@@ -20,7 +21,9 @@ struct VisitorStageTests {
         return [face(x, 240, side: 80)]
     }
 
-    func events(fps: Double, seconds: Double = 12, classify: (Box) -> [Double]? = { _ in nil }) -> [VisitorEvent] {
+    func events(fps: Double, seconds: Double = 12, classify: (Detection) -> EmotionReading? = { _ in nil })
+        -> [VisitorEvent]
+    {
         var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
         var all: [VisitorEvent] = []
         for i in 0..<Int(seconds * fps) {
@@ -177,8 +180,37 @@ struct VisitorStageTests {
         smoother.add(happy, at: at(2))
         #expect(smoother.dominant.emotion == .happy)
         var unsure = EmotionSmoother(settings: EmotionSettings())
-        for i in 0..<10 { unsure.add([0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.2], at: at(i)) }
+        for i in 0..<10 {
+            unsure.add(EmotionCalibration.identity.reading([0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.2]), at: at(i))
+        }
         #expect(unsure.dominant.emotion == nil && unsure.valence == 0)
+    }
+
+    @Test(
+        "a reading dt seconds after the last weighs 1 - exp(-dt / timeConstantSeconds): half after 0.69 time constants")
+    func smoothingTimeConstant() throws {
+        var settings = EmotionSettings()
+        settings.timeConstantSeconds = 2
+        var smoother = EmotionSmoother(settings: settings)
+        smoother.add(angry, at: .zero)
+        smoother.add(happy, at: MediaTime(seconds: 0.5))
+        // 1 - e^(-0.25) = 0.2212: the happy reading a quarter of the way in.
+        let weight = 1 - exp(-0.25)
+        for (index, value) in smoother.distribution.enumerated() {
+            let expected =
+                angry.probabilities[index] + weight * (happy.probabilities[index] - angry.probabilities[index])
+            #expect(abs(value - expected) < 1e-12, "expression \(index): \(value), expected \(expected)")
+        }
+        // After ln 2 time constants a new reading weighs exactly half.
+        var half = EmotionSmoother(settings: settings)
+        half.add(angry, at: .zero)
+        half.add(happy, at: MediaTime(seconds: 2 * log(2)))
+        #expect(abs(half.distribution[3] - (angry.probabilities[3] + happy.probabilities[3]) / 2) < 1e-6)
+        // Readings at one instant do not move it (dt 0 weighs nothing).
+        var same = EmotionSmoother(settings: settings)
+        same.add(angry, at: .zero)
+        same.add(happy, at: .zero)
+        #expect(same.distribution == angry.probabilities)
     }
 
     /// A stage whose only zone is the display with emotion off, as a staff area.
@@ -193,8 +225,8 @@ struct VisitorStageTests {
         var stage = staffStage()
         var calls: [Double] = []
         for i in 0..<120 {
-            _ = stage.process(time: at(i), detections: walk(i, fps: 15)) { box in
-                calls.append(box.center.x)
+            _ = stage.process(time: at(i), detections: walk(i, fps: 15)) { face in
+                calls.append(face.box.center.x)
                 return nil
             }
         }

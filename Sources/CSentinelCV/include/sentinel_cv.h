@@ -164,19 +164,31 @@ void snl_detector_destroy(snl_detector *detector);
 
 // MARK: Classification of a face crop
 
+typedef enum {
+    SNL_CHANNELS_GREY = 0,  ///< one grey channel
+    SNL_CHANNELS_BGR = 1,   ///< three channels, blue first
+    SNL_CHANNELS_RGB = 2,   ///< three channels, red first
+} snl_channels;
+
+/// How a classifier network wants its face crop: a model's description (Models/models.yml), as plain values.
 typedef struct {
     int32_t width, height;  ///< the network's input size
-    int32_t grey;           ///< 1: one grey channel; 0: three channels, BGR
-    double scale;           ///< pixel values are multiplied by this after `mean` is subtracted
-    double mean;
+    int32_t channels;       ///< snl_channels: the network's channels, in its order
+    float mean[3];          ///< per channel of the network, subtracted from the 0-255 pixel value
+    float scale[3];         ///< per channel of the network, multiplied after the mean is subtracted (1 / std)
     float margin;           ///< added to each side of the square crop, as a fraction of the face box side
+    int32_t align;          ///< 1: the crop turned so that the eyes (the face's first two landmarks) are level
+    int32_t mirror;         ///< 1: the mirrored crop is read too, as a second image of the batch
 } snl_classifier_input;
+SNL_STATIC_ASSERT(sizeof(snl_classifier_input) == 48, "snl_classifier_input layout is shared with Swift");
 
-snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input, int32_t outputs,
+snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input,
                                  snl_classifier **out, snl_error *error);
-/// Runs the network on the square crop around `face` and writes its `outputs` values.
-snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image, snl_rect face, float *values,
-                              snl_error *error);
+/// Runs the network on the square crop around `face` (turned by its eyes when the input says so and the face has two
+/// landmarks), then on the mirrored crop when the input says so, and writes the outputs of each crop in turn:
+/// `*count` values in all, at most `capacity` (a smaller capacity fails, naming the count needed).
+snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image, const snl_face *face,
+                              float *values, int32_t capacity, int32_t *count, snl_error *error);
 void snl_classifier_destroy(snl_classifier *classifier);
 
 // MARK: Video output

@@ -1,0 +1,204 @@
+public import Foundation
+public import SentinelCore
+
+/// Labelled photos of faces for measuring the emotion reading: a CSV of `image,emotion` rows beside a folder of
+/// photos, or a folder holding one folder per label (FER2013 and AffectNet style). Labels are read as Sentinel's seven
+/// (its names and the common spellings: anger, happiness, sadness, ...); any other label is read as the model's
+/// description maps it (`contempt: disgust`), or refused and counted.
+public struct EmotionLabels: Sendable {
+    public struct Photo: Sendable, Equatable {
+        /// As the labels name it (relative to the images folder).
+        public var name: String
+        public var path: String
+        /// The label as written.
+        public var label: String
+        /// The person in the photo, where the name says (`Colin_Powell_0003.jpg`: Colin_Powell), for splitting by
+        /// person; else the photo's own name.
+        public var person: String
+    }
+
+    public var photos: [Photo]
+    /// Labels that are none of the seven, with how each is read (an expression, or nil: refused) and how many photos.
+    public var otherLabels: [(label: String, readAs: Emotion?, photos: Int)]
+
+    /// The largest labels file read (a million rows is about 40 MB).
+    public static let maxFileBytes = 64 << 20
+
+    /// The photos `labels` names in `images` (a CSV file), or, without `labels`, the photos in each label's folder of
+    /// `images`. `map` reads a label that is none of the seven (the model's description), nil to refuse it.
+    public static func read(images: String, labels: String?, map: (String) -> Emotion? = { _ in nil })
+        throws(LabelError)
+        -> EmotionLabels
+    {
+        var rows: [(name: String, label: String)]
+        if let labels {
+            rows = try csv(at: labels)
+        } else {
+            rows = try folders(images)
+        }
+        var photos: [Photo] = []
+        var others: [String: (Emotion?, Int)] = [:]
+        for row in rows {
+            if Emotion(label: row.label) == nil {
+                let readAs = map(row.label.lowercased())
+                others[row.label, default: (readAs, 0)].1 += 1
+                if readAs == nil { continue }
+            }
+            photos.append(
+                Photo(
+                    name: row.name, path: (images as NSString).appendingPathComponent(row.name), label: row.label,
+                    person: person(of: row.name)))
+        }
+        return EmotionLabels(
+            photos: photos,
+            otherLabels: others.keys.sorted().map { ($0, others[$0]!.0, others[$0]!.1) })
+    }
+
+    /// What a photo's labels read as, for scoring: the expression, by the same rule `read` used.
+    public func emotion(of photo: Photo) -> Emotion? {
+        Emotion(label: photo.label) ?? otherLabels.first { $0.label == photo.label }?.readAs
+    }
+
+    /// `Colin_Powell_0003.jpg` and `Dileep_12.jpg`: the name before the last `_digits`; else the file name itself.
+    static func person(of name: String) -> String {
+        let file = ((name as NSString).lastPathComponent as NSString).deletingPathExtension
+        guard let underscore = file.lastIndex(of: "_"), underscore != file.startIndex,
+            file[file.index(after: underscore)...].allSatisfy(\.isNumber),
+            file.index(after: underscore) != file.endIndex
+        else { return file }
+        return String(file[..<underscore])
+    }
+
+    /// The rows of a CSV file with a header naming the photo's column (`image`, `file`, `filename` or `path`) and the
+    /// label's (`emotion`, `label` or `expression`); fields may be quoted as RFC 4180 says.
+    static func csv(at path: String) throws(LabelError) -> [(name: String, label: String)] {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw LabelError(.unreadable, path, nil, "cannot read the file")
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: maxFileBytes + 1)) ?? Data()
+        guard data.count <= maxFileBytes else {
+            throw LabelError(.malformed, path, nil, "larger than \(maxFileBytes >> 20) MB")
+        }
+        return try csv(data, file: path)
+    }
+
+    /// The rows of CSV text (see `csv(at:)`); `file` names it in errors.
+    public static func csv(_ data: Data, file: String) throws(LabelError) -> [(name: String, label: String)] {
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw LabelError(.malformed, file, nil, "not UTF-8 text")
+        }
+        let records = try records(text, file: file)
+        guard let header = records.first else { throw LabelError(.malformed, file, nil, "empty: no header row") }
+        let names = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard let imageColumn = names.firstIndex(where: { ["image", "file", "filename", "path"].contains($0) }),
+            let labelColumn = names.firstIndex(where: { ["emotion", "label", "expression"].contains($0) })
+        else {
+            throw LabelError(
+                .malformed, file, "1",
+                "the header must name the photo's column (image, file, filename or path) and the label's (emotion, label or expression)"
+            )
+        }
+        var rows: [(String, String)] = []
+        var seen = Set<String>()
+        for record in records.dropFirst() where !(record.fields.count == 1 && record.fields[0].isEmpty) {
+            let line = "\(record.line)"
+            guard record.fields.count == names.count else {
+                throw LabelError(
+                    .malformed, file, line, "\(record.fields.count) fields where the header has \(names.count)")
+            }
+            let name = record.fields[imageColumn].trimmingCharacters(in: .whitespaces)
+            let label = record.fields[labelColumn].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, !label.isEmpty else {
+                throw LabelError(
+                    .malformed, file, line, "an empty \(name.isEmpty ? names[imageColumn] : names[labelColumn])")
+            }
+            // A photo outside the images folder is not one of its photos.
+            guard !name.hasPrefix("/"), !name.split(separator: "/").contains("..") else {
+                throw LabelError(
+                    .malformed, file, line, "\(names[imageColumn]): \(name) is not inside the images folder")
+            }
+            guard seen.insert(name).inserted else {
+                throw LabelError(.duplicateID, file, line, "\(name) is labelled twice")
+            }
+            rows.append((name, label))
+        }
+        return rows
+    }
+
+    /// RFC 4180 records with the line each starts on.
+    static func records(_ text: String, file: String) throws(LabelError) -> [(line: Int, fields: [String])] {
+        var records: [(Int, [String])] = []
+        var fields: [String] = []
+        var field = ""
+        var quoted = false
+        var line = 1
+        var start = 1
+        var scalars = text.unicodeScalars.makeIterator()
+        var pending = scalars.next()
+        while let c = pending {
+            pending = scalars.next()
+            if quoted {
+                if c == "\"" {
+                    if pending == "\"" {
+                        field.unicodeScalars.append(c)
+                        pending = scalars.next()
+                    } else {
+                        quoted = false
+                    }
+                } else {
+                    if c == "\n" { line += 1 }
+                    field.unicodeScalars.append(c)
+                }
+                continue
+            }
+            switch c {
+            case "\"" where field.isEmpty: quoted = true
+            case ",":
+                fields.append(field)
+                field = ""
+            case "\r" where pending == "\n": break
+            case "\n", "\r":
+                fields.append(field)
+                records.append((start, fields))
+                fields = []
+                field = ""
+                line += 1
+                start = line
+            default: field.unicodeScalars.append(c)
+            }
+        }
+        if quoted { throw LabelError(.malformed, file, "\(start)", "a quoted field is not closed") }
+        if !field.isEmpty || !fields.isEmpty {
+            fields.append(field)
+            records.append((start, fields))
+        }
+        return records
+    }
+
+    /// One folder per label, each holding that label's photos (pictures by extension; others are passed over).
+    static func folders(_ images: String) throws(LabelError) -> [(name: String, label: String)] {
+        let manager = FileManager.default
+        guard let labels = try? manager.contentsOfDirectory(atPath: images) else {
+            throw LabelError(.unreadable, images, nil, "not a folder that can be read")
+        }
+        var rows: [(String, String)] = []
+        for label in labels.sorted() where !label.hasPrefix(".") {
+            var folder: ObjCBool = false
+            let path = (images as NSString).appendingPathComponent(label)
+            guard manager.fileExists(atPath: path, isDirectory: &folder), folder.boolValue else { continue }
+            let files = (try? manager.contentsOfDirectory(atPath: path)) ?? []
+            for file in files.sorted() where pictureExtensions.contains((file as NSString).pathExtension.lowercased()) {
+                rows.append(("\(label)/\(file)", label))
+            }
+        }
+        guard !rows.isEmpty else {
+            throw LabelError(
+                .malformed, images, nil,
+                "no photos in label folders (angry/, happy/, ...); with a CSV of image,emotion rows give --labels")
+        }
+        return rows
+    }
+
+    static let pictureExtensions: Set<String> = ["jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "pgm", "ppm"]
+}

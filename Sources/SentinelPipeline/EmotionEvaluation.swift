@@ -1,0 +1,83 @@
+public import Foundation
+public import SentinelConfig
+public import SentinelCore
+public import SentinelModels
+import SentinelVision
+import SentinelVisitors
+
+/// Labelled photos read as the live pipeline reads a face: the pipeline's detector (its largest face at the detector's
+/// score), the emotion settings' gate (face size, detection score), then the pipeline's `EmotionReader` (crop,
+/// alignment, mirror image, model, labels, calibration). `sentinel eval emotion` measures with it and fits
+/// calibrations on its model probabilities.
+public struct EmotionEvaluation: Sendable {
+    /// A photo to read, with its true expression.
+    public struct Photo: Sendable {
+        public var name: String
+        public var path: String
+        public var truth: Emotion
+        /// For cross-validation: photos of one group are never split between fitting and measuring.
+        public var group: String
+
+        public init(name: String, path: String, truth: Emotion, group: String) {
+            self.name = name
+            self.path = path
+            self.truth = truth
+            self.group = group
+        }
+    }
+
+    /// A face read.
+    public struct Face: Sendable {
+        public var photo: Photo
+        /// The model's probabilities over the seven, before calibration (what a calibration is fitted on).
+        public var probabilities: [Double]
+        /// What the pipeline publishes from it: calibrated probabilities and valence.
+        public var reading: EmotionReading
+    }
+
+    /// Why a photo gave no reading.
+    public enum Miss: String, Sendable, CaseIterable {
+        case unreadable = "not an image OpenCV reads"
+        case noFace = "no face at the detector's score"
+        case gated = "a face too small or too weak for emotion.minFaceSize and emotion.minDetectionScore"
+    }
+
+    public var faces: [Face] = []
+    public var missed: [(photo: Photo, why: Miss)] = []
+    public let calibration: EmotionCalibration
+
+    /// Reads every photo with the pipeline `definition` describes. `progress` is told each photo done.
+    public init(
+        _ photos: [Photo], definition: PipelineDefinition, models: ModelStore, progress: (Int) -> Void = { _ in }
+    ) throws {
+        guard definition.emotionEnabled else {
+            throw ModelError(.unknown, "\(definition.file): emotion.enabled is false, so no face would be read")
+        }
+        let detector = try Pipeline.detector(definition, from: models)
+        let (classifier, calibration) = try EmotionReader.classifier(definition, from: models)
+        let reader = EmotionReader(classifier: classifier, calibration: calibration)
+        self.calibration = calibration
+        let threshold = definition.detectorSettings.scoreThreshold
+        for (index, photo) in photos.enumerated() {
+            defer { progress(index + 1) }
+            guard let image = try? Image(contentsOf: photo.path) else {
+                missed.append((photo, .unreadable))
+                continue
+            }
+            guard
+                let face = try detector.detect(image).filter({ $0.score >= threshold }).max(by: {
+                    $0.box.area < $1.box.area
+                })
+            else {
+                missed.append((photo, .noFace))
+                continue
+            }
+            guard definition.visitors.emotion.admits(face) else {
+                missed.append((photo, .gated))
+                continue
+            }
+            let probabilities = try reader.classifier.probabilities(image, face: face)
+            faces.append(Face(photo: photo, probabilities: probabilities, reading: calibration.reading(probabilities)))
+        }
+    }
+}
