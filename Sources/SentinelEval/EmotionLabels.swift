@@ -54,13 +54,21 @@ public struct EmotionLabels: Sendable {
             otherLabels: others.keys.sorted().map { ($0, others[$0]!.0, others[$0]!.1) })
     }
 
+    /// A short fingerprint of the photos and their labels (names and labels, not pixels): a calibration fitted on them
+    /// carries it, so that figures measured on the same photos can say they are in-sample.
+    public var fingerprint: String {
+        let rows = photos.map { "\($0.name),\($0.label)\n" }.sorted().joined()
+        let hash = rows.utf8.reduce(14_695_981_039_346_656_037 as UInt64) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
+        return String(hash, radix: 16).leftPadding(to: 16)
+    }
+
     /// What a photo's labels read as, for scoring: the expression, by the same rule `read` used.
     public func emotion(of photo: Photo) -> Emotion? {
         Emotion(label: photo.label) ?? otherLabels.first { $0.label == photo.label }?.readAs
     }
 
     /// `Colin_Powell_0003.jpg` and `Dileep_12.jpg`: the name before the last `_digits`; else the file name itself.
-    static func person(of name: String) -> String {
+    public static func person(of name: String) -> String {
         let file = ((name as NSString).lastPathComponent as NSString).deletingPathExtension
         guard let underscore = file.lastIndex(of: "_"), underscore != file.startIndex,
             file[file.index(after: underscore)...].allSatisfy(\.isNumber),
@@ -201,4 +209,10 @@ public struct EmotionLabels: Sendable {
     }
 
     static let pictureExtensions: Set<String> = ["jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "pgm", "ppm"]
+}
+
+extension String {
+    fileprivate func leftPadding(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

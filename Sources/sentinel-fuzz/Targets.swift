@@ -17,6 +17,8 @@ enum FuzzTarget: String, CaseIterable {
     case mot, cvat, labelstudio, truth
     /// A site's visitor event or gauge reading, as the fleet decodes and checks it (`EventCheck`).
     case event
+    /// A CSV of labelled photos (`eval emotion --labels`).
+    case emotionlabels
     /// A pipeline file, with a `--set` taken from its first line; a fleet file; a tuning space.
     case pipeline, fleet, space
     /// A request's target (`/api/reports?from=...`) as the API reads its query: every endpoint's parameters and dates.
@@ -34,6 +36,7 @@ enum FuzzTarget: String, CaseIterable {
         case .cvat: (["Tests/Corpus/labels"], ["xml"])
         case .labelstudio, .truth: (["Tests/Corpus/labels"], ["json"])
         case .event: (["Tests/Corpus/mqtt"], ["json"])
+        case .emotionlabels: (["Tests/Corpus/emotion"], ["csv"])
         case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml"], ["yml"])
         case .fleet: (["Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
@@ -63,6 +66,8 @@ enum FuzzTarget: String, CaseIterable {
             if let reading = try? decoder.decode(Envelope<GaugeReading>.self, from: data) {
                 try? check.validate(reading.payload)
             }
+        case .emotionlabels:
+            _ = try? EmotionLabels.csv(data, file: "fuzz.csv")
         case .pipeline:
             let text = String(decoding: bytes, as: UTF8.self)
             let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)

@@ -88,7 +88,14 @@ extension Eval {
             print(
                 "pipeline \(pipeline): detector \(definition.detection.kind.rawValue), emotion model \(definition.emotionModel) (\(description.input.width)x\(description.input.height) \(description.input.channels.rawValue), align \(definition.emotionAlign && description.crop.align == .eyes ? "eyes" : "none"), mirror \(definition.emotionMirror ? "on" : "off")), calibration: \(calibrationSource)"
             )
-            if let fitted = evaluation.calibration.fitted { print("  calibration fitted on: \(fitted)") }
+            if let fitted = evaluation.calibration.fitted {
+                print("  calibration fitted: \(fitted)")
+                if fitted.contains(photos.fingerprint) {
+                    print(
+                        "  in-sample: the calibration was fitted on these very photos, so the figures below flatter it; --fit prints them cross-validated"
+                    )
+                }
+            }
             print("faces read \(evaluation.faces.count); photos without a reading \(evaluation.missed.count)")
             for why in EmotionEvaluation.Miss.allCases {
                 let names = evaluation.missed.filter { $0.why == why }.map(\.photo.name)
@@ -117,9 +124,12 @@ extension Eval {
                     CalibrationFit.crossValidated(samples, folds: folds), minConfidence: minConfidence)
                 Self.report(validated, minConfidence: minConfidence)
                 var calibration = CalibrationFit.fit(samples)
+                let source = ((labels ?? images) as NSString).lastPathComponent
                 calibration.fitted =
-                    "sentinel eval emotion --fit, \(samples.count) faces of \(groups) people (\(labels ?? images))"
-                print("\nfitted on all \(samples.count) faces:")
+                    "sentinel eval emotion --fit on \(samples.count) faces of \(groups) people (\(source)), labels \(photos.fingerprint)"
+                print(
+                    "\nfitted on all \(samples.count) faces (Models/models.yml's block, or a pipeline's emotion: section):"
+                )
                 for line in Self.lines(calibration) { print("  " + line) }
                 output.fit = .init(crossValidated: validated, folds: folds, calibration: calibration)
                 if apply {
@@ -141,7 +151,9 @@ extension Eval {
         static func write(_ calibration: EmotionCalibration, into pipeline: String, store: ModelStore) throws {
             let original = try String(contentsOfFile: pipeline, encoding: .utf8)
             do {
-                let written = try SettingsEditor.apply(Self.settings(calibration), to: original, file: pipeline)
+                // Each key the file lacks goes in first in its mapping: written last to first, they read in order.
+                let written = try SettingsEditor.apply(
+                    Self.settings(calibration).reversed(), to: original, file: pipeline)
                 let checked = try ServiceDefinition.parse(written, file: pipeline)
                 let problems = checked.pipeline.environmentProblems(models: store)
                 guard problems.isEmpty else { throw ConfigError(problems: problems) }
@@ -182,19 +194,17 @@ extension Eval {
             return settings
         }
 
+        /// The calibration as a `calibration:` block of Models/models.yml or of a pipeline's `emotion:` section.
         static func lines(_ calibration: EmotionCalibration) -> [String] {
-            [
-                String(format: "temperature %.4f", calibration.temperature),
-                "scales   "
-                    + zip(Emotion.allCases, calibration.scales).map { String(format: "%@ %.4f", $0.rawValue, $1) }
-                    .joined(separator: ", "),
-                "offsets  "
-                    + zip(Emotion.allCases, calibration.offsets).map { String(format: "%@ %+.4f", $0.rawValue, $1) }
-                    .joined(separator: ", "),
-                "valence  "
-                    + zip(Emotion.allCases, calibration.valence).map { String(format: "%@ %+.4f", $0.rawValue, $1) }
-                    .joined(separator: ", "),
-            ]
+            let c = rounded(calibration)
+            func block(_ name: String, _ values: [Double]) -> String {
+                "  \(name): { "
+                    + zip(Emotion.allCases, values).map { "\($0.rawValue): \(String(format: "%.4f", $1))" }
+                    .joined(separator: ", ") + " }"
+            }
+            return ["calibration:", String(format: "  temperature: %.4f", c.temperature)]
+                + [block("scales", c.scales), block("offsets", c.offsets), block("valence", c.valence)]
+                + (c.fitted.map { ["  fitted: \($0)"] } ?? [])
         }
 
         static func report(_ s: EmotionScore, minConfidence: Double) {

@@ -93,7 +93,7 @@ struct DashboardTests {
             shown.visitors.allSatisfy {
                 $0.wholeMatch(
                     of:
-                        /[a-z2-7]{16} showroom (entrance|display|counter|–) .+ s (not sure yet|not measured here|\w+ \(\d+ %\))/
+                        /[a-z2-7]{16} showroom (entrance|display|counter|–) .+ s (not sure yet|not measured here|\w+ \((about \d+|over 90) %\))/
                 )
                     != nil
             }, "\(shown.visitors)")
