@@ -17,6 +17,10 @@ public struct ServerSettings: Sendable, Equatable {
     public var aggregateTokenEnvironment = "SENTINEL_AGGREGATE_TOKEN"
     /// Dashboard origins allowed to call the API from a browser (CORS).
     public var corsOrigins: [String] = []
+    /// The names the server is published under (`box.example.com`), beside localhost and its addresses: a request
+    /// naming any other host is refused, so that a page whose name an attacker points at the box (DNS rebinding)
+    /// gets nothing.
+    public var hosts: [String] = []
     /// Seconds between SSE comment heartbeats on an idle stream.
     public var heartbeatSeconds = 15.0
     /// The reconnection delay SSE clients are told to use.
@@ -44,6 +48,10 @@ public struct ServerSettings: Sendable, Equatable {
             "aggregateTokenEnvironment", \.aggregateTokenEnvironment,
             "environment variable holding the aggregates-only token"),
         .list(
+            "hosts", \.hosts, check: hostName,
+            "names the server is published under, beside localhost and its addresses; other names are refused (DNS rebinding)"
+        ),
+        .list(
             "corsOrigins", \.corsOrigins, check: origin,
             "dashboard origins allowed to call the API from a browser, as https://dashboard.example.com"),
         .number("heartbeatSeconds", \.heartbeatSeconds, in: 1...300, "seconds between SSE heartbeats"),
@@ -68,6 +76,22 @@ public struct ServerSettings: Sendable, Equatable {
             url.path.isEmpty
         else {
             return "\"\(text)\" is not an origin such as https://dashboard.example.com (scheme, host and port only)"
+        }
+        return nil
+    }
+
+    /// Why `text` is not a host name (letters, digits, hyphens and dots, no port), or nil.
+    static func hostName(_ text: String) -> String? {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard !text.isEmpty, text.utf8.count <= 253,
+            labels.allSatisfy({ label in
+                !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                    && label.unicodeScalars.allSatisfy {
+                        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-")
+                    }
+            })
+        else {
+            return "\"\(text)\" is not a host name such as box.example.com (letters, digits, hyphens and dots; no port)"
         }
         return nil
     }

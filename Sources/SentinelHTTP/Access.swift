@@ -136,6 +136,71 @@ struct CORSAllowlist<Context: RequestContext>: RouterMiddleware {
 /// browser says `Sec-Fetch-Site: cross-site` (or `same-site`, another port of the same host): the dashboard is
 /// same-origin, so nothing legitimate needs it. A page whose origin `server.corsOrigins` lists may; so may a person
 /// following a link to the dashboard itself. Clients that are not browsers send no such header.
+/// Answers only requests addressed to a name the server serves: localhost, an address (a page cannot rebind a name to
+/// what is already an address), the name it listens on and `server.hosts`. A page on `http://rebind.example/` whose
+/// name an attacker later points at the box is same-origin to itself, so the browser's cross-site checks pass; the
+/// name it sends (in `Host`, or in the target of an absolute-form request line, which HTTP says overrides `Host`) is
+/// what gives it away (`AbsoluteFormAuthority` has put an absolute-form target's there). A request that names no host
+/// at all is refused as HTTP/1.1 says.
+package struct KnownHost<Context: RequestContext>: RouterMiddleware {
+    let names: Set<String>
+    /// Loopback addresses only (the zone editor), or any address.
+    let loopbackOnly: Bool
+    let server: String
+
+    /// `names` besides localhost; `server` names the server in refusals.
+    package init(names: [String], loopbackOnly: Bool, server: String) {
+        self.names = Set((names + ["localhost"]).map { Self.normalized($0) })
+        self.loopbackOnly = loopbackOnly
+        self.server = server
+    }
+
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        guard let authority = request.head.authority else {
+            // HTTP/1.1 requires it (RFC 9112, 3.2): a request without one is a malformed request.
+            throw HTTPError(.badRequest, message: "a request names the host it is for (Host: ...)")
+        }
+        guard !Self.accepts(authority, names: names, loopbackOnly: loopbackOnly) else {
+            return try await next(request, context)
+        }
+        throw HTTPError(
+            .misdirectedRequest,
+            message:
+                "\(server) does not answer for \(ServerSentEvents.quoted(authority)): \(loopbackOnly ? "open it as http://127.0.0.1 or localhost" : "add the name to server.hosts if the box is published under it")"
+        )
+    }
+
+    /// Whether `authority` (`host`, `host:port`, `[v6]:port`) names this server.
+    static func accepts(_ authority: String, names: Set<String>, loopbackOnly: Bool) -> Bool {
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        let name = normalized(String(host))
+        if names.contains(name) { return true }
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 {
+            return !loopbackOnly || name.hasPrefix("127.")
+        }
+        if inet_pton(AF_INET6, name, &v6) == 1 {
+            return !loopbackOnly || name == "::1"
+        }
+        return false
+    }
+
+    /// Lower case, without the trailing dot of a fully qualified name.
+    static func normalized(_ name: String) -> String {
+        let lower = name.lowercased()
+        return lower.hasSuffix(".") ? String(lower.dropLast()) : lower
+    }
+}
+
 struct SameSiteOnly<Context: RequestContext>: RouterMiddleware {
     let origins: Set<String>
 

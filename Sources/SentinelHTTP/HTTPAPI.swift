@@ -45,6 +45,7 @@ public struct HTTPAPI: Sendable {
             router: router(),
             server: .http1(
                 configuration: .init(
+                    additionalChannelHandlers: [HTTPServing.absoluteForm()],
                     idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1e9)),
                     httpDecoderConfiguration: .init(
                         maxHeaderFieldSize: 8 * 1_024, maxHeaderListSize: 16 * 1_024, maxHeaderFieldCount: 64))),
@@ -61,6 +62,8 @@ public struct HTTPAPI: Sendable {
         router.add(middleware: HeadWithoutBody())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
         router.add(middleware: JSONErrors())
+        router.add(
+            middleware: KnownHost(names: settings.hosts + [settings.host], loopbackOnly: false, server: "Sentinel"))
         router.add(middleware: SameSiteOnly(origins: Set(settings.corsOrigins)))
         router.add(middleware: ReadOnlyRequests())
         router.add(middleware: BearerAuthentication(tokens: tokens))

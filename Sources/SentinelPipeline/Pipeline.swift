@@ -130,7 +130,7 @@ public struct Pipeline {
         }
         guard detected != nil || cadence.admits(frame.time, unsure: unsure) else {
             let carried = stage.carry(time: frame.time)
-            let timings = StageTimings(detect: .zero, visitors: clock.now - start)
+            let timings = StageTimings(detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0)
             return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
         }
         if let thumbnail { watch?.detected(thumbnail) }
@@ -138,10 +138,15 @@ public struct Pipeline {
         let detected = clock.now
         let emotion = emotion
         let faces = detections.filter { $0.score >= scoreThreshold }
+        var reading = (cpu: 0.0, count: 0)
         let result = try stage.process(time: frame.time, detections: faces) { face in
-            try emotion?.read(frame.image, face: face)
+            guard let emotion else { return nil }
+            let before = threadCPUSeconds()
+            defer { reading = (reading.cpu + threadCPUSeconds() - before, reading.count + 1) }
+            return try emotion.read(frame.image, face: face)
         }
-        let timings = StageTimings(detect: detected - start, visitors: clock.now - detected)
+        let timings = StageTimings(
+            detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count)
         return step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
             events: try masked(result.events))
@@ -226,7 +231,18 @@ public struct MaskedFrame {
 /// Time a frame spent in each stage.
 public struct StageTimings: Sendable {
     public var detect: Duration
+    /// Tracking, zones and emotion: everything after detection.
     public var visitors: Duration
+    /// CPU seconds of this thread in the emotion readings (part of `visitors`), and how many.
+    public var emotion: Double
+    public var readings: Int
+}
+
+/// CPU seconds the calling thread has used: a cost measured apart from the other threads' work and from waiting.
+func threadCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 /// Which frames get a detection under `detector.maxFps`: at most `maxFPS` per second of media time, evenly spread,

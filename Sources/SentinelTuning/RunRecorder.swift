@@ -16,6 +16,8 @@ public struct RunRecorder: Sendable {
     public private(set) var frames: [Int] = []
     /// Frames the detector ran on.
     public private(set) var analysedFrames = 0
+    /// Emotion readings taken, and the CPU seconds they took.
+    public private(set) var emotion = (readings: 0, seconds: 0.0)
     private var size: (width: Int, height: Int, frames: Int)?
     private var stability = Stability.Collector()
 
@@ -25,6 +27,7 @@ public struct RunRecorder: Sendable {
         events += step.events.map(\.stored.event)
         guard let frame = step.frame else { return }
         if frame.analysed { analysedFrames += 1 }
+        emotion = (emotion.readings + frame.timings.readings, emotion.seconds + frame.timings.emotion)
         size = (frame.image.width, frame.image.height, frame.index + 1)
         frames.append(frame.index)
         tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
@@ -47,7 +50,11 @@ public struct RunRecorder: Sendable {
 
     public func stability(origin: Date) -> Stability { stability.finish(events: events, origin: origin) }
 
-    public func summary(origin: Date) -> RunSummary { RunSummary(events: events, collector: stability, origin: origin) }
+    public func summary(origin: Date) -> RunSummary {
+        var summary = RunSummary(events: events, collector: stability, origin: origin)
+        summary.emotion = emotion
+        return summary
+    }
 }
 
 extension SourceRunner {

@@ -9,6 +9,8 @@ public struct RunSummary: Sendable {
     /// Per zone: visitors who entered it and their mean time in it.
     public var zones: [(zone: String, visitors: Int, meanDwell: Double)] = []
     public var stability = Stability()
+    /// Emotion readings taken and the CPU seconds they took (the pipeline's own count).
+    public var emotion = (readings: 0, seconds: 0.0)
 
     /// From a run's events (the store's copies: exact times) and its frames' detections.
     public init(events: [VisitorEvent], collector: Stability.Collector, origin: Date) {
@@ -49,6 +51,12 @@ public struct RunSummary: Sendable {
                 format:
                     "label-free: zone flicker %.2f changes per visitor-minute, emotion churn %.3f per visitor-second, %.1f %% of visit frames bridged gaps, stability %.3f",
                 s.zoneFlicker, s.emotionChurn, s.detectionGaps * 100, s.score))
+        if emotion.readings > 0 {
+            lines.append(
+                String(
+                    format: "emotion: %d readings, %.2f CPU s (%.1f ms each)", emotion.readings, emotion.seconds,
+                    emotion.seconds / Double(emotion.readings) * 1000))
+        }
         return lines
     }
 }

@@ -59,6 +59,7 @@ public struct ZoneEditor: Sendable {
     {
         Application(
             router: router(),
+            server: .http1(configuration: .init(additionalChannelHandlers: [HTTPServing.absoluteForm()])),
             configuration: .init(address: .hostname(host, port: port), serverName: "sentinel-zones"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -76,7 +77,8 @@ public struct ZoneEditor: Sendable {
     func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: JSONErrors())
-        router.add(middleware: LoopbackHost())
+        router.add(middleware: KnownHost(names: [], loopbackOnly: true, server: "the zone editor"))
+        router.add(middleware: SameOrigin())
         router.add(middleware: AllowedMethods(["/": [.get], "/api/zones": [.get, .put], "/api/frame": [.get]]))
         router.get("/") { _, _ in
             Response(
@@ -312,24 +314,15 @@ public struct ZoneEditor: Sendable {
         }
     }
 
-    /// Answers only requests addressed to a loopback name: a web page elsewhere that has its own name resolve to
-    /// 127.0.0.1 (DNS rebinding) would otherwise be "same origin" with the editor and could save zones.
-    struct LoopbackHost: RouterMiddleware {
+    /// Another site's page may not use the editor, even for an image (a cross-site <img> sends no Origin, but a browser
+    /// says where a request comes from in Sec-Fetch-Site); `KnownHost` before it refuses a page that had its own name
+    /// resolve to 127.0.0.1 (DNS rebinding).
+    struct SameOrigin: RouterMiddleware {
         func handle(
             _ request: Request, context: BasicRequestContext,
             next: (Request, BasicRequestContext) async throws -> Response
         ) async throws -> Response {
-            let authority = request.head.authority ?? ""
-            let host =
-                authority.hasPrefix("[")
-                ? String(authority.prefix { $0 != "]" }.dropFirst()) : String(authority.prefix { $0 != ":" })
-            guard ["127.0.0.1", "localhost", "::1"].contains(host.lowercased()) else {
-                throw HTTPError(
-                    .forbidden, message: "the zone editor answers http://127.0.0.1 or localhost only, not \(authority)")
-            }
-            // Another site's page may not use it, even for an image (a cross-site <img> sends no Origin, but a
-            // browser says where a request comes from in Sec-Fetch-Site).
-            if let origin = request.headers[.origin], origin != "http://\(authority)" {
+            if let origin = request.headers[.origin], origin != "http://\(request.head.authority ?? "")" {
                 throw HTTPError(.forbidden, message: "requests from another origin (\(origin)) are refused")
             }
             if let site = request.headers[.secFetchSite], !["same-origin", "none"].contains(site) {

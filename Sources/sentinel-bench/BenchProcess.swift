@@ -17,7 +17,9 @@ struct BenchProcess: ParsableCommand {
             start to exit, one after the other, the order alternating between rounds. The default recording is \
             Recordings/hall.yml rendered (`sentinel synth Recordings/hall.yml`), a scene nothing was tuned on. The \
             pipeline's detector must be retinaface (the naive loop's); --set goes to `sentinel replay` as given \
-            (`--set detector.workers=1`: one detector, as before workers were the default). Build in release.
+            (`--set detector.workers=1`: one detector, as before workers were the default). Emotion's share of the \
+            replay's CPU time is the CPU time its readings took (the replay's own count, on its analysis thread) over \
+            the whole process's. Build in release.
             """)
 
     @Argument(help: "Recording (default: the hall scene, 1280x720).")
@@ -55,20 +57,31 @@ struct BenchProcess: ParsableCommand {
             try store.path(of: definition.emotionModel), "\(s.longestSide)", "\(s.scoreThreshold)",
             "\(s.nmsThreshold)",
         ]
-        print("round  sentinel replay s   naive s (its loop s)   frames   sentinel fps   naive fps   sentinel / naive")
+        print(
+            "round  sentinel replay s   naive s (its loop s)   frames   sentinel fps   naive fps   sentinel / naive   CPU s: replay, its emotion readings"
+        )
         var ratios: [Double] = []
+        var cpu: [(replay: Double, emotion: Double)] = []
         for round in 1...rounds {
             var sentinelSeconds = 0.0
             var naiveSeconds = 0.0
             var output = ""
+            var replayCPU = 0.0
+            var replayLines = ""
             let order = round % 2 == 1 ? [true, false] : [false, true]
             for isSentinel in order {
                 if isSentinel {
-                    sentinelSeconds = try Self.timed(sentinel).seconds
+                    (sentinelSeconds, replayLines, replayCPU) = try Self.timed(sentinel, errors: true)
                 } else {
-                    (naiveSeconds, output) = try Self.timed(naive)
+                    (naiveSeconds, output, _) = try Self.timed(naive)
                 }
             }
+            // "emotion: N readings, X CPU s (...)", the replay's summary line.
+            let emotionCPU =
+                replayLines.split(separator: "\n").first { $0.hasPrefix("emotion: ") }
+                .flatMap { $0.split(separator: ", ").dropFirst().first?.split(separator: " ").first }
+                .flatMap { Double($0) } ?? 0
+            cpu.append((replayCPU, emotionCPU))
             let summary = output.split(separator: "\n").last.map { String($0) } ?? ""
             let values =
                 (try? JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any]) ?? [:]
@@ -78,24 +91,41 @@ struct BenchProcess: ParsableCommand {
             ratios.append(ratio)
             print(
                 String(
-                    format: "%5d  %16.2f   %7.2f (%6.2f)      %6.0f   %12.1f   %9.1f   %.2fx", round, sentinelSeconds,
-                    naiveSeconds, loop, frames, frames / sentinelSeconds, frames / naiveSeconds, ratio))
+                    format: "%5d  %16.2f   %7.2f (%6.2f)      %6.0f   %12.1f   %9.1f   %15.2fx   %6.2f, %.2f", round,
+                    sentinelSeconds, naiveSeconds, loop, frames, frames / sentinelSeconds, frames / naiveSeconds, ratio,
+                    replayCPU, emotionCPU))
         }
         let sorted = ratios.sorted()
         print(
             String(
                 format: "sentinel / naive, whole process: median %.2fx, %.2f-%.2fx over %d rounds",
                 sorted[sorted.count / 2], sorted.first!, sorted.last!, rounds))
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let shares = cpu.map { $0.emotion / $0.replay }.sorted()
+        print(
+            String(
+                format: "emotion: %.1f %% of sentinel replay's CPU time (median, %.1f-%.1f %% over %d rounds)",
+                median(shares) * 100, shares.first! * 100, shares.last! * 100, rounds))
     }
 
-    /// Runs a program to its end: the seconds from start to exit, and what it printed.
-    static func timed(_ command: [String]) throws -> (seconds: Double, output: String) {
+    /// Runs a program to its end: the seconds from start to exit, what it printed (on standard error with `errors`),
+    /// and the CPU seconds it took.
+    static func timed(_ command: [String], errors: Bool = false) throws -> (
+        seconds: Double, output: String, cpu: Double
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = errors ? FileHandle.nullDevice : pipe
+        process.standardError = errors ? pipe : FileHandle.nullDevice
+        func children() -> Double {
+            var usage = rusage()
+            getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        }
+        let before = children()
         let start = ContinuousClock.now
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -104,6 +134,6 @@ struct BenchProcess: ParsableCommand {
         guard process.terminationStatus == 0 else {
             throw CommandError("\(command.prefix(2).joined(separator: " ")) failed (exit \(process.terminationStatus))")
         }
-        return (seconds, output)
+        return (seconds, output, children() - before)
     }
 }

@@ -13,7 +13,8 @@ struct HTTPCorpusTests {
         let cases = try Corpus.cases("http")
         #expect(cases.count >= 50)
         let tokens = ["VISITOR": TestServer.tokens.visitors, "AGGREGATE": TestServer.tokens.aggregates]
-        let server = try await TestServer(extra: "server: { \(try TestServer.tokenSettings()) }")
+        // The requests name the box "box", as a published name: server.hosts.
+        let server = try await TestServer(extra: "server: { \(try TestServer.tokenSettings()), hosts: [box] }")
         try server.publish(10)
         #expect(try await server.wait { try await server.service.store.logBounds().last == 10 })
         for item in cases {

@@ -500,6 +500,7 @@ struct FleetTests {
         #expect(
             sources["a/showroom"]?["suppressed"] as? Bool == true
                 && sources["b/showroom"]?["suppressed"] as? Bool == true)
+        try await Self.refusesForeignHosts(port: fleet.port)
 
         // The fleet stops; the sites go on; it comes back on the same store and session.
         try await fleet.stop()
@@ -522,6 +523,21 @@ struct FleetTests {
             }, "\(sitesHealth)")
         try await fleet.stop()
         for server in sites.values { try await server.stop() }
+    }
+
+    /// A page whose name was made to resolve to the fleet (DNS rebinding) gets nothing: a foreign `Host`, or a foreign
+    /// authority in an absolute-form request line, is refused whatever else the request says.
+    static func refusesForeignHosts(port: Int) async throws {
+        for request in [
+            "GET /api/visitors HTTP/1.1\r\nHost: rebind.example:\(port)\r\nSec-Fetch-Site: same-origin\r\n\r\n",
+            "GET http://rebind.example:\(port)/api/reports?format=csv HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n",
+        ] {
+            let (status, text) = try await RawConnection.exchange(port: port, request)
+            #expect(status == 421 && text.contains("does not answer for"), "\(request): \(text)")
+        }
+        let (status, _) = try await RawConnection.exchange(
+            port: port, "GET /healthz HTTP/1.1\r\nHost: localhost:\(port)\r\n\r\n")
+        #expect(status == 200)
     }
 
     /// `Tests/Corpus/mqtt`: each envelope with its topic and the outcome it must have, in the order they are sent.
@@ -914,8 +930,9 @@ struct FleetTests {
         }
         #expect(streamed.count == expected.count && Set(streamed).count == expected.count)
         #expect(streamed == streamed.sorted(), "in log order")
-        // Either replica answers for every site from the shared store.
+        // Either replica answers for every site from the shared store, and for no foreign name.
         for fleet in [a, b] {
+            try await Self.refusesForeignHosts(port: fleet.port)
             var seen = 0
             var cursor: String?
             repeat {

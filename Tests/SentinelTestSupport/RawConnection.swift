@@ -63,6 +63,27 @@ public final class RawConnection: Sendable {
     }
 }
 
+extension RawConnection {
+    /// Sends one request and reads its answer's status line and head (and what of the body came with it), waiting at
+    /// most `seconds` for the server to answer.
+    public static func exchange(port: Int, _ request: String, seconds: Double = 20) async throws -> (
+        status: Int, text: String
+    ) {
+        let connection = try RawConnection(port: port)
+        connection.send(Data(request.utf8))
+        var received = Data()
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let (data, closed) = await connection.received(seconds: 0.2)
+            received += data
+            let text = String(decoding: received, as: UTF8.self)
+            if closed || (text.contains("\r\n\r\n") && text.contains("}")) { break }
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        return (text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0, text)
+    }
+}
+
 public struct RawConnectionError: Error, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
