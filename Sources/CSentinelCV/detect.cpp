@@ -23,6 +23,11 @@ struct FaceFinder {
     /// Faces in `scaled`, in its pixels. `minSide` is the smallest face worth finding, in those pixels: the cascade
     /// searches no smaller; the networks find every size, and the caller drops what is too small.
     virtual std::vector<snl_face> find(const cv::Mat &scaled, float minSide) = 0;
+    /// Faces in one region's square of SNL_REGION_SIDE scaled pixels. Only a finder whose network keeps its speed
+    /// with a second input size takes regions (RetinaFace, with a second Net; the cascade); the others are asked for
+    /// whole frames only.
+    virtual bool takesRegions() const { return false; }
+    virtual std::vector<snl_face> findRegion(const cv::Mat &scaled, float minSide) { return find(scaled, minSide); }
 };
 
 /// Haar or LBP cascade. The cascade has no score of its own: the number of overlapping raw hits behind a box
@@ -38,6 +43,7 @@ struct Cascade : FaceFinder {
         }
         require(loaded, SNL_ERR_MODEL, "cannot load cascade " + path);
     }
+    bool takesRegions() const override { return true; }
     std::vector<snl_face> find(const cv::Mat &scaled, float minSide) override {
         cv::Mat grey;
         cv::cvtColor(scaled, grey, cv::COLOR_BGR2GRAY);
@@ -118,17 +124,29 @@ struct CenterFace : FaceFinder {
 /// Models/convert_retinaface_to_onnx.py). One Net serves every input size whose sides are multiples of 32; the image is
 /// stretched to them. Boxes and landmarks are decoded from the anchors as the wheel's own post-processing does.
 struct RetinaFace : FaceFinder {
+    std::string path;
     cv::dnn::Net net;
+    /// A second Net for regions: one Net fed two input sizes in turn reshapes its layers at every change.
+    cv::dnn::Net regions;
     float threshold;
-    RetinaFace(const std::string &path, float threshold) : threshold(threshold) {
+    RetinaFace(const std::string &path, float threshold) : path(path), threshold(threshold) { net = load(); }
+    cv::dnn::Net load() const {
+        cv::dnn::Net loaded;
         try {
-            net = cv::dnn::readNetFromONNX(path);
+            loaded = cv::dnn::readNetFromONNX(path);
         } catch (const cv::Exception &e) {
             throw snl::failure(SNL_ERR_MODEL, "cannot load RetinaFace model " + path + ": " + e.err);
         }
-        require(!net.empty(), SNL_ERR_MODEL, "cannot load RetinaFace model " + path);
+        require(!loaded.empty(), SNL_ERR_MODEL, "cannot load RetinaFace model " + path);
+        return loaded;
     }
-    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override {
+    bool takesRegions() const override { return true; }
+    std::vector<snl_face> findRegion(const cv::Mat &scaled, float minSide) override {
+        if (regions.empty()) regions = load();
+        return run(regions, scaled);
+    }
+    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override { return run(net, scaled); }
+    std::vector<snl_face> run(cv::dnn::Net &net, const cv::Mat &scaled) {
         cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
         float sx = float(size.width) / scaled.cols, sy = float(size.height) / scaled.rows;
         net.setInput(cv::dnn::blobFromImage(scaled, 1.0, size, cv::Scalar(104, 117, 127), false, false), "input");
@@ -254,6 +272,49 @@ snl_status snl_detector_create(snl_detector_kind kind, const char *model_path, c
     });
 }
 
+}  // extern "C"
+
+namespace {
+
+/// The detection scale of a frame: its longest side brought down to the settings' (never up).
+double scale_of(const snl_detect_settings &s, const cv::Mat &frame) {
+    int longest = std::max(frame.cols, frame.rows);
+    return (s.longest_side > 0 && longest > s.longest_side) ? double(s.longest_side) / longest : 1.0;
+}
+
+/// What every detection shares once faces are found (in scaled pixels, offset by `origin` in frame pixels): back to
+/// frame pixels, the score and minimum size, strongest first, overlaps removed, at most `capacity`.
+void finish(const snl_detector &detector, std::vector<snl_face> found, double factor, snl_face *faces,
+            int32_t capacity, int32_t *count) {
+    const snl_detect_settings &s = detector.settings;
+    float inverse = float(1.0 / factor);
+    std::vector<snl_face> kept;
+    for (snl_face f : found) {
+        if (f.score < s.score_threshold) continue;
+        f.box = {f.box.x * inverse, f.box.y * inverse, f.box.width * inverse, f.box.height * inverse};
+        for (int j = 0; j < 2 * f.landmark_count; j++) f.landmarks[j] *= inverse;
+        if (std::min(f.box.width, f.box.height) < s.min_face) continue;
+        kept.push_back(f);
+    }
+    std::sort(kept.begin(), kept.end(), [](const snl_face &a, const snl_face &b) { return a.score > b.score; });
+    if (detector.ownNms) {
+        std::vector<snl_face> unique;
+        for (const snl_face &f : kept) {
+            bool overlaps = std::any_of(unique.begin(), unique.end(),
+                                        [&](const snl_face &u) { return iou(u.box, f.box) > s.nms_threshold; });
+            if (!overlaps) unique.push_back(f);
+        }
+        kept.swap(unique);
+    }
+    int n = std::min<int>(capacity, int(kept.size()));
+    std::copy(kept.begin(), kept.begin() + n, faces);
+    *count = n;
+}
+
+}  // namespace
+
+extern "C" {
+
 snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, snl_face *faces, int32_t capacity,
                                int32_t *count, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
@@ -262,8 +323,7 @@ snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, s
         *count = 0;
         const snl_detect_settings &s = detector->settings;
         const cv::Mat &frame = image->mat;
-        int longest = std::max(frame.cols, frame.rows);
-        double factor = (s.longest_side > 0 && longest > s.longest_side) ? double(s.longest_side) / longest : 1.0;
+        double factor = scale_of(s, frame);
         cv::Mat scaled = frame;
         if (factor < 1.0) cv::resize(frame, scaled, cv::Size(), factor, factor, cv::INTER_AREA);
         // The blank test reads the scaled image: a second pass over the whole frame cost a tenth of a 1280x720
@@ -276,29 +336,50 @@ snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, s
             cv::meanStdDev(grey, mean, dev);
             if (dev[0] < s.blank_stddev) return;
         }
-        std::vector<snl_face> found = detector->finder->find(scaled, s.min_face * factor);
-        float inverse = float(1.0 / factor);
-        std::vector<snl_face> kept;
-        for (snl_face f : found) {
-            if (f.score < s.score_threshold) continue;
-            f.box = {f.box.x * inverse, f.box.y * inverse, f.box.width * inverse, f.box.height * inverse};
-            for (int j = 0; j < 2 * f.landmark_count; j++) f.landmarks[j] *= inverse;
-            if (std::min(f.box.width, f.box.height) < s.min_face) continue;
-            kept.push_back(f);
-        }
-        std::sort(kept.begin(), kept.end(), [](const snl_face &a, const snl_face &b) { return a.score > b.score; });
-        if (detector->ownNms) {
-            std::vector<snl_face> unique;
-            for (const snl_face &f : kept) {
-                bool overlaps = std::any_of(unique.begin(), unique.end(),
-                                            [&](const snl_face &u) { return iou(u.box, f.box) > s.nms_threshold; });
-                if (!overlaps) unique.push_back(f);
+        finish(*detector, detector->finder->find(scaled, s.min_face * factor), factor, faces, capacity, count);
+    });
+}
+
+snl_status snl_detector_detect_regions(snl_detector *detector, const snl_image *image, const snl_rect *regions,
+                                       int32_t region_count, snl_face *faces, int32_t capacity, int32_t *count,
+                                       snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(detector != nullptr && image != nullptr && count != nullptr && (regions != nullptr || region_count == 0),
+                SNL_ERR_ARGUMENT, "null argument");
+        require(detector->finder->takesRegions(), SNL_ERR_ARGUMENT, "this detector takes whole frames only");
+        require(!image->mat.empty(), SNL_ERR_EMPTY, "empty frame (0x0)");
+        *count = 0;
+        const cv::Mat &frame = image->mat;
+        std::vector<snl_face> found;
+        for (int32_t i = 0; i < region_count; i++) {
+            // The region's square, moved inside the frame, brought to the regions' network size.
+            int side = std::min({int(std::lround(std::max(regions[i].width, regions[i].height))), frame.cols, frame.rows});
+            require(side > 0, SNL_ERR_ARGUMENT, "an empty region");
+            float cx = regions[i].x + regions[i].width / 2, cy = regions[i].y + regions[i].height / 2;
+            int x = std::clamp(int(std::lround(cx - side / 2.0)), 0, frame.cols - side);
+            int y = std::clamp(int(std::lround(cy - side / 2.0)), 0, frame.rows - side);
+            cv::Mat scaled;
+            cv::resize(frame(cv::Rect(x, y, side, side)), scaled, cv::Size(SNL_REGION_SIDE, SNL_REGION_SIDE), 0, 0,
+                       cv::INTER_AREA);
+            float back = float(side) / SNL_REGION_SIDE;
+            // A face the square's edge cuts is not whole here: its box would be wrong, and the whole frame or another
+            // square sees it better. The frame's own edges cut nothing more than a whole frame's detection does.
+            const float edge = 2;
+            bool left = x > 0, top = y > 0, right = x + side < frame.cols, bottom = y + side < frame.rows;
+            for (snl_face f : detector->finder->findRegion(scaled, detector->settings.min_face / back)) {
+                if ((left && f.box.x < edge) || (top && f.box.y < edge) ||
+                    (right && f.box.x + f.box.width > SNL_REGION_SIDE - edge) ||
+                    (bottom && f.box.y + f.box.height > SNL_REGION_SIDE - edge))
+                    continue;
+                f.box = {f.box.x * back + x, f.box.y * back + y, f.box.width * back, f.box.height * back};
+                for (int j = 0; j < f.landmark_count; j++) {
+                    f.landmarks[2 * j] = f.landmarks[2 * j] * back + x;
+                    f.landmarks[2 * j + 1] = f.landmarks[2 * j + 1] * back + y;
+                }
+                found.push_back(f);
             }
-            kept.swap(unique);
         }
-        int n = std::min<int>(capacity, int(kept.size()));
-        std::copy(kept.begin(), kept.begin() + n, faces);
-        *count = n;
+        finish(*detector, found, 1.0, faces, capacity, count);
     });
 }
 

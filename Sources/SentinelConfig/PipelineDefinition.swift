@@ -136,8 +136,8 @@ public struct DetectorChoice: Sendable {
     /// are not analysed: the tracker carries every visitor across them, unless it is unsure of one, or (`onChange`)
     /// the image changed where no visitor explains it.
     public var maxFps = 0.0
-    /// Under `maxFps`: a frame in between that changed, since the last detection, where no followed visitor explains
-    /// it (someone coming in) is detected at once.
+    /// Under `maxFps`, motion-gated detection (`MotionGate`): a change no followed face explains is detected whole at
+    /// once, a still empty camera not at all, followed faces in squares around them.
     public var onChange = true
     /// Detectors per source detecting consecutive frames in parallel, each on a thread of its own with one OpenCV
     /// thread (0: the machine's cores shared among the sources that run, at least one each). Only with every frame
@@ -159,7 +159,8 @@ public struct DetectorChoice: Sendable {
         ),
         .flag(
             "onChange", \.onChange,
-            "under maxFps, also detect a frame that changed where no visitor explains it (someone coming in)"),
+            "under maxFps, motion-gated: a change no visitor explains is detected whole at once, a still empty camera not at all, followed faces in squares around them"
+        ),
         .integer(
             "workers", \.workers, in: 0...64,
             "detectors per source on consecutive frames in parallel, one OpenCV thread each (0: the cores shared among the sources that run; maxFps 0 only)"

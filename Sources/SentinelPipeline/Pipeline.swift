@@ -27,9 +27,8 @@ public struct Pipeline {
     private let settings: VisitorSettings
     /// The detector's score: detections below it (reported for the masks, see `detector(_:from:)`) are no visitors.
     private let scoreThreshold: Double
-    private var cadence: DetectionCadence
-    /// Under a cadence: frames in between that changed where no visitor explains it are detected too.
-    private var watch: ChangeWatch?
+    /// Which frames are detected, and where, under `detector.maxFps`.
+    private var gate: MotionGate
     private var mask: PrivacyMask
     /// Made on the first frame, once the zones can be placed on its size.
     private var stage: VisitorStage?
@@ -58,8 +57,7 @@ public struct Pipeline {
         self.emotion = emotion
         settings = definition.visitors
         scoreThreshold = definition.detectorSettings.scoreThreshold
-        cadence = DetectionCadence(maxFPS: definition.detection.maxFps)
-        watch = cadence.interval != nil && definition.detection.onChange ? ChangeWatch() : nil
+        gate = MotionGate(maxFPS: definition.detection.maxFps, gated: definition.detection.onChange)
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
     }
 
@@ -121,20 +119,24 @@ public struct Pipeline {
         defer { self.stage = stage }
         let clock = ContinuousClock()
         let start = clock.now
-        let thumbnail = try watch.map { _ in try frame.thumbnail ?? ChangeWatch.thumbnail(of: frame.image) }
-        var unsure = stage.needsDetection
-        if !unsure, let watch, let thumbnail {
-            unsure = try watch.changed(
-                thumbnail, width: frame.image.width, height: frame.image.height,
-                visitors: stage.carry(time: frame.time).predicted.map(\.box))
+        let plan: MotionGate.Plan
+        if detected != nil {
+            plan = .whole
+        } else {
+            plan = try gate.plan(
+                frame, unsure: stage.needsDetection, followed: stage.followed(time: frame.time),
+                regionSide: detector.regionSide(width: frame.image.width, height: frame.image.height))
         }
-        guard detected != nil || cadence.admits(frame.time, unsure: unsure) else {
+        let detections: [Detection]
+        switch plan {
+        case .none:
             let carried = stage.carry(time: frame.time)
-            let timings = StageTimings(detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0)
+            let timings = StageTimings(
+                detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, regions: 0)
             return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
+        case .whole: detections = try detected ?? detector.detect(frame.image)
+        case .regions(let regions): detections = try detector.detect(frame.image, in: regions)
         }
-        if let thumbnail { watch?.detected(thumbnail) }
-        let detections = try detected ?? detector.detect(frame.image)
         let detected = clock.now
         let emotion = emotion
         let faces = detections.filter { $0.score >= scoreThreshold }
@@ -145,8 +147,11 @@ public struct Pipeline {
             defer { reading = (reading.cpu + threadCPUSeconds() - before, reading.count + 1) }
             return try emotion.read(frame.image, face: face)
         }
+        var regions = 0
+        if case .regions(let squares) = plan { regions = squares.count }
         let timings = StageTimings(
-            detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count)
+            detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count,
+            regions: regions)
         return step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
             events: try masked(result.events))
@@ -236,6 +241,8 @@ public struct StageTimings: Sendable {
     /// CPU seconds of this thread in the emotion readings (part of `visitors`), and how many.
     public var emotion: Double
     public var readings: Int
+    /// Regions detected instead of the whole frame (0: the whole frame, or none).
+    public var regions: Int
 }
 
 /// CPU seconds the calling thread has used: a cost measured apart from the other threads' work and from waiting.
@@ -243,28 +250,4 @@ func threadCPUSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
-/// Which frames get a detection under `detector.maxFps`: at most `maxFPS` per second of media time, evenly spread,
-/// decided by media time alone so that a replay at any pace and a live run pick alike.
-struct DetectionCadence {
-    let interval: MediaTime?
-    private var due: MediaTime?
-
-    init(maxFPS: Double) { interval = maxFPS > 0 ? MediaTime(seconds: 1 / maxFPS) : nil }
-
-    /// `unsure`: the tracker needs this frame detected (see `VisitorStage.needsDetection`); it is, and the schedule
-    /// goes on from it.
-    mutating func admits(_ time: MediaTime, unsure: Bool = false) -> Bool {
-        guard let interval else { return true }
-        if unsure {
-            due = time + interval
-            return true
-        }
-        // Half a millisecond of slack: container timestamps are rounded.
-        if let due, time + MediaTime(microseconds: 500) < due { return false }
-        // On schedule, or restarted after a gap (a reconnect) so that a burst cannot follow.
-        due = due.map { $0 + interval > time ? $0 + interval : time + interval } ?? time + interval
-        return true
-    }
 }

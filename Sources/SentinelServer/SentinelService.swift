@@ -90,6 +90,7 @@ public struct SentinelService: Sendable {
                 telemetry: telemetry, logger: logger)
         }
         let shared = definition.sharing(sources: started.count)
+        OpenCVFaceDetector.shareCores(sources: started.count)
         let sources = started.map { source in
             SourceService(
                 definition: shared, source: source, models: models, pace: options.pace, loop: options.loop,

@@ -7,7 +7,8 @@ import SentinelPipeline
 public import SentinelVision
 
 /// What the detector (and the emotion model) made of every frame of a recording, once: a sweep then varies the
-/// tracker, zone, emotion and event settings over it without decoding or detecting again. One cache per recording and
+/// tracker, zone, emotion and event settings over it without decoding or detecting again. Under a motion-gated cadence
+/// a trial's detections of regions are the whole frame's faces inside them: close to a run's, not its very bytes. One cache per recording and
 /// detector setting (the detector's kind, model and settings are its key).
 public struct DetectionCache: Sendable {
     public struct Frame: Sendable {
@@ -93,11 +94,30 @@ public struct DetectionCache: Sendable {
 final class CachedModels: FaceDetector, FaceClassifying {
     let name = "cached"
     let settings: DetectorSettings
+    let kind: DetectorKind
     var frame: DetectionCache.Frame?
 
-    init(settings: DetectorSettings) { self.settings = settings }
+    init(settings: DetectorSettings, kind: DetectorKind) {
+        self.settings = settings
+        self.kind = kind
+    }
 
     func detect(_ image: Image) throws(VisionError) -> [Detection] { frame?.detections ?? [] }
+
+    /// The detector's squares: a trial detects regions where the run would, from the whole frame's detections (the
+    /// faces whose centre lies in a square; a face cut by a square's edge would be missed in a run, and is not here).
+    func regionSide(width: Int, height: Int) -> Double? {
+        kind.takesRegions ? settings.regionSide(width: width, height: height) : nil
+    }
+
+    func detect(_ image: Image, in regions: [Box]) throws(VisionError) -> [Detection] {
+        (frame?.detections ?? []).filter { detection in
+            let centre = detection.box.center
+            return regions.contains {
+                $0.x <= centre.x && centre.x <= $0.maxX && $0.y <= centre.y && centre.y <= $0.maxY
+            }
+        }
+    }
 
     func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double] {
         guard let emotions = frame?.emotions[face.box] else {

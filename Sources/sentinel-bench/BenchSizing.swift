@@ -17,30 +17,39 @@ struct BenchSizing: ParsableCommand {
         abstract:
             "How many cameras this box takes: cameras by resolution and detection cadence, without falling behind.",
         discussion: """
-            For each size and cadence (`detector.maxFps`, 0: every frame), N cameras analysed side by side in one \
-            process as `sentinel run` analyses them (the detection workers shared among them): each plays the sample \
+            For each scene, size and cadence (`detector.maxFps`, 0: every frame), N cameras analysed side by side in \
+            one process as `sentinel run` analyses them (the cores shared among them): each plays the scene's \
             recording of that size at its own pace through a capture edge that drops the oldest frame when analysis \
-            is behind, as a camera's does. Staggered (the default), camera i starts i/N of the scene later and plays \
-            it twice; frames, detections and cores busy are taken while all N run. A count keeps up when no camera dropped more than 1 % of its frames. Per \
-            count: the worst camera's dropped share, capture-to-event latency p99 over every camera's events, and the \
-            worst dwell error of any visitor on any camera against the recording's ground truth. Counts are tried in \
-            the order given until one falls behind. Build in release; the machine should be otherwise idle.
+            is behind, as a camera's does. All at once (the default): every camera starts together and sees the same \
+            moment, as when a group walks in front of every camera of a showroom. Scenes: `showroom` (the demo's \
+            traffic, four visitors in 40 s) and `quiet` (one visitor a minute; Recordings/quiet.yml, rendered by \
+            make bench). With --stagger, camera i starts i/N of the scene later and plays it twice; frames, \
+            detections and cores busy are then taken while all N run. A count keeps up when no camera dropped more \
+            than 1 % of its frames. Per count: the worst camera's dropped share, capture-to-event latency p99 over \
+            every camera's events, the worst dwell error of any visitor on any camera against the recording's ground \
+            truth, frames analysed and detections (whole frames, and regions) a second over all cameras, and cores \
+            busy. Counts are tried in the order given until one falls behind. Build in release; the machine should \
+            be otherwise idle.
             """)
 
-    @Option(parsing: .upToNextOption, help: "Recording sizes, as WxH (the samples: 640x480, 1280x720).")
+    @Option(parsing: .upToNextOption, help: "Scenes: showroom (the demo's traffic), quiet (one visitor a minute).")
+    var scenes = ["showroom", "quiet"]
+
+    @Option(
+        parsing: .upToNextOption, help: "Recording sizes, as WxH; a size a scene was not rendered at is passed over.")
     var sizes = ["640x480", "1280x720"]
 
     @Option(parsing: .upToNextOption, help: "Detection cadences (detector.maxFps; 0: every frame).")
     var cadences = [5.0, 0]
 
     @Option(parsing: .upToNextOption, help: "Camera counts to try, in order.")
-    var cameras = [1, 2, 4, 8, 12, 16]
+    var cameras = [1, 2, 4, 8, 12, 16, 24]
 
     @Option(help: "Frames each capture edge holds for analysis (sentinel run: 2).")
     var buffer = 2
 
-    @Flag(inversion: .prefixedNo, help: "Start the cameras at other moments of the scene (else all at once).")
-    var stagger = true
+    @Flag(help: "Start the cameras at other moments of the scene (else all at once).")
+    var stagger = false
 
     @Option(help: "Pipeline file.")
     var pipeline = "Pipelines/showroom.yml"
@@ -57,33 +66,40 @@ struct BenchSizing: ParsableCommand {
         let base = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
         let store = try models.store()
         print(
-            "size       cadence        cameras  keeps up  dropped (worst)  capture-to-event p99  worst dwell error  frames/s  detections/s  cores busy"
+            "scene     size       cadence        cameras  keeps up  dropped (worst)  capture-to-event p99  worst dwell error  frames/s  detections/s (regions)  cores busy"
         )
-        for size in sizes {
-            let recording = "Recordings/out/showroom-\(size).mp4"
-            guard FileManager.default.fileExists(atPath: recording) else {
-                throw ValidationError("\(recording): no such file (make recordings renders the samples)")
-            }
-            let labels = RecordingLabels(
-                try JSONDecoder().decode(
-                    GroundTruth.self,
-                    from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording)))))
-            for cadence in cadences {
-                var definition = base.forEvaluation
-                definition.detection.maxFps = cadence
-                for count in cameras {
-                    let result = try Self.measure(
-                        definition, count: count, buffer: buffer, stagger: stagger, recording: recording, labels, store)
-                    let keepsUp = result.worstDropped <= 0.01
-                    print(
-                        size.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
-                            + (cadence == 0 ? "every frame" : "maxFps \(cadence.formatted())").padding(
-                                toLength: 14, withPad: " ", startingAt: 0)
-                            + String(
-                                format: " %7d  %-8@  %13.1f %%  %17.0f ms  %15.2f s  %8.1f  %12.1f  %10.2f", count,
-                                keepsUp ? "yes" : "no", result.worstDropped * 100, result.p99 * 1000,
-                                result.worstDwell, result.analysedFPS, result.detectionsPerSecond, result.cores))
-                    if !keepsUp { break }
+        for scene in scenes {
+            for size in sizes {
+                let recording = "Recordings/out/\(scene)-\(size).mp4"
+                guard FileManager.default.fileExists(atPath: recording) else {
+                    guard scene == "showroom" || size == "640x480" else { continue }
+                    throw ValidationError(
+                        "\(recording): no such file (make bench renders it: sentinel synth Recordings/\(scene).yml)")
+                }
+                let labels = RecordingLabels(
+                    try JSONDecoder().decode(
+                        GroundTruth.self,
+                        from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording)))))
+                for cadence in cadences {
+                    var definition = base.forEvaluation
+                    definition.detection.maxFps = cadence
+                    for count in cameras {
+                        let result = try Self.measure(
+                            definition, count: count, buffer: buffer, stagger: stagger, recording: recording, labels,
+                            store)
+                        let keepsUp = result.worstDropped <= 0.01
+                        print(
+                            scene.padding(toLength: 9, withPad: " ", startingAt: 0) + " "
+                                + size.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
+                                + (cadence == 0 ? "every frame" : "maxFps \(cadence.formatted())").padding(
+                                    toLength: 14, withPad: " ", startingAt: 0)
+                                + String(
+                                    format: " %7d  %-8@  %13.1f %%  %17.0f ms  %15.2f s  %8.1f  %12.1f (%5.1f)  %10.2f",
+                                    count, keepsUp ? "yes" : "no", result.worstDropped * 100, result.p99 * 1000,
+                                    result.worstDwell, result.analysedFPS, result.detectionsPerSecond,
+                                    result.regionsPerSecond, result.cores))
+                        if !keepsUp { break }
+                    }
                 }
             }
         }
@@ -96,6 +112,8 @@ struct BenchSizing: ParsableCommand {
         /// Frames analysed a second, and frames detected on, all cameras together.
         var analysedFPS = 0.0
         var detectionsPerSecond = 0.0
+        /// Of those, the frames detected by regions only (a fraction of a whole frame's cost).
+        var regionsPerSecond = 0.0
         /// The process's CPU time over the wall time.
         var cores = 0.0
     }
@@ -112,6 +130,7 @@ struct BenchSizing: ParsableCommand {
         let truth = labels.truth!
         let length = Double(truth.frames.count) / truth.fps
         let cameras = Cameras(count)
+        OpenCVFaceDetector.shareCores(sources: count)
         let done = DispatchGroup()
         for index in 0..<count {
             done.enter()
@@ -129,7 +148,9 @@ struct BenchSizing: ParsableCommand {
                         var recorder = RunRecorder()
                         try runner.run { step in
                             recorder.record(step)
-                            if let frame = step.frame { cameras.frame(detected: frame.analysed) }
+                            if let frame = step.frame {
+                                cameras.frame(detected: frame.analysed, regions: frame.timings.regions > 0)
+                            }
                             if let capturedAt = step.frame?.capturedAt, !step.events.isEmpty {
                                 camera.latencies.append((ContinuousClock.now - capturedAt).seconds)
                             }
@@ -151,7 +172,7 @@ struct BenchSizing: ParsableCommand {
             thread.start()
         }
         done.wait()
-        OpenCVFaceDetector.useThreads(0)
+        OpenCVFaceDetector.shareCores(sources: 1)
         let finished = cameras.all
         if let error = finished.compactMap(\.error).first { throw CommandError("a camera failed: \(error)") }
         var result = Result()
@@ -166,6 +187,7 @@ struct BenchSizing: ParsableCommand {
         let load = cameras.load
         result.analysedFPS = Double(load.frames) / load.seconds
         result.detectionsPerSecond = Double(load.detections) / load.seconds
+        result.regionsPerSecond = Double(load.regions) / load.seconds
         result.cores = load.cpu / load.seconds
         return result
     }
@@ -191,13 +213,14 @@ struct BenchSizing: ParsableCommand {
     /// The cameras' results, each handed over by its thread when it ends, and the process's load from the moment
     /// the last camera starts (`mark`) to the moment the first one ends.
     final class Cameras: Sendable {
-        typealias Load = (cpu: Double, seconds: Double, frames: Int, detections: Int)
+        typealias Load = (cpu: Double, seconds: Double, frames: Int, detections: Int, regions: Int)
         private struct State {
             var results: [Int: Camera] = [:]
-            var marked: (wall: ContinuousClock.Instant, cpu: Double, frames: Int, detections: Int)?
+            var marked: (wall: ContinuousClock.Instant, cpu: Double, frames: Int, detections: Int, regions: Int)?
             var load: Load?
             var frames = 0
             var detections = 0
+            var regions = 0
         }
         private let state = Mutex(State())
         private let count: Int
@@ -205,14 +228,15 @@ struct BenchSizing: ParsableCommand {
 
         func mark() {
             let cpu = BenchSizing.cpuSeconds()
-            state.withLock { $0.marked = (ContinuousClock.now, cpu, $0.frames, $0.detections) }
+            state.withLock { $0.marked = (ContinuousClock.now, cpu, $0.frames, $0.detections, $0.regions) }
         }
 
-        /// A frame analysed, detected on or not.
-        func frame(detected: Bool) {
+        /// A frame analysed, detected on (whole or by regions) or not.
+        func frame(detected: Bool, regions: Bool) {
             state.withLock {
                 $0.frames += 1
                 if detected { $0.detections += 1 }
+                if regions { $0.regions += 1 }
             }
         }
 
@@ -223,13 +247,13 @@ struct BenchSizing: ParsableCommand {
                 if $0.load == nil, let marked = $0.marked {
                     $0.load = (
                         cpu - marked.cpu, (ContinuousClock.now - marked.wall).seconds, $0.frames - marked.frames,
-                        $0.detections - marked.detections
+                        $0.detections - marked.detections, $0.regions - marked.regions
                     )
                 }
             }
         }
 
         var all: [Camera] { state.withLock { state in (0..<count).map { state.results[$0] ?? Camera() } } }
-        var load: Load { state.withLock { $0.load ?? (0, 1, 0, 0) } }
+        var load: Load { state.withLock { $0.load ?? (0, 1, 0, 0, 0) } }
     }
 }

@@ -55,3 +55,84 @@ struct DetectionCadenceTests {
         #expect(try !changed(brighter, visitors: [], since: watch))
     }
 }
+
+@Suite("Motion-gated detection")
+struct MotionGateTests {
+    static let grey = Color(red: 120, green: 120, blue: 120)
+    static let side = 256.0
+
+    func frame(_ index: Int, _ image: Image) -> Frame {
+        Frame(index: index, time: MediaTime(seconds: Double(index) / 15), image: image)
+    }
+
+    @Test("an empty, still camera is detected whole only every idleSeconds; a change where nobody is, at once")
+    func idleCamera() throws {
+        var gate = MotionGate(maxFPS: 5, gated: true)
+        let still = try Image(width: 640, height: 480, fill: Self.grey)
+        var plans: [MotionGate.Plan] = []
+        for index in 0..<60 {
+            plans.append(try gate.plan(frame(index, still), unsure: false, followed: [], regionSide: Self.side))
+        }
+        // Four seconds at 15 fps: whole at 0 s and every 2 s, nothing else (at maxFps 5 ungated: 20).
+        #expect(plans.indices.filter { plans[$0] == .whole } == [0, 30], "\(plans)")
+        #expect(plans.allSatisfy { $0 == .whole || $0 == .none })
+        // Someone walks in: detected whole at once, off the schedule.
+        let entering = try still.clone()
+        try entering.drawEllipse(
+            in: Box(x: 20, y: 150, width: 60, height: 80), color: Color(red: 230, green: 190, blue: 160))
+        #expect(try gate.plan(frame(61, entering), unsure: false, followed: [], regionSide: Self.side) == .whole)
+    }
+
+    @Test(
+        "a followed face: its square on the schedule, the whole frame every wholeSeconds, its square every frame while the tracker is unsure"
+    )
+    func followedFace() throws {
+        var gate = MotionGate(maxFPS: 5, gated: true)
+        let face = Box(x: 300, y: 100, width: 60, height: 80)
+        let image = try Image(width: 640, height: 480, fill: Self.grey)
+        try image.drawEllipse(in: face, color: Color(red: 230, green: 190, blue: 160))
+        var plans: [MotionGate.Plan] = []
+        for index in 0..<30 {
+            plans.append(try gate.plan(frame(index, image), unsure: false, followed: [face], regionSide: Self.side))
+        }
+        let square = MotionGate.Plan.regions([Box(x: 202, y: 12, width: 256, height: 256)])
+        #expect(plans.indices.filter { plans[$0] == .whole } == [0, 15], "\(plans)")
+        #expect(plans.indices.filter { plans[$0] == square } == [3, 6, 9, 12, 18, 21, 24, 27], "\(plans)")
+        #expect(try gate.plan(frame(30, image), unsure: true, followed: [face], regionSide: Self.side) == square)
+        #expect(try gate.plan(frame(31, image), unsure: true, followed: [face], regionSide: Self.side) == square)
+        // A detector that takes whole frames only gets whole frames.
+        #expect(try gate.plan(frame(32, image), unsure: true, followed: [face], regionSide: nil) == .whole)
+        // Ungated, as before: whole frames on the schedule, and every frame while unsure.
+        var plain = MotionGate(maxFPS: 5, gated: false)
+        #expect(try plain.plan(frame(0, image), unsure: false, followed: [face], regionSide: Self.side) == .whole)
+        #expect(try plain.plan(frame(1, image), unsure: false, followed: [face], regionSide: Self.side) == .none)
+        #expect(try plain.plan(frame(2, image), unsure: true, followed: [face], regionSide: Self.side) == .whole)
+    }
+
+    @Test(
+        "faces close together share a square, a big face gets a bigger one, and squares costing about the whole frame give way to it"
+    )
+    func squares() throws {
+        let frame = frame(0, try Image(width: 640, height: 480))
+        let a = Box(x: 100, y: 100, width: 50, height: 60)
+        let b = Box(x: 160, y: 110, width: 50, height: 60)
+        let far = Box(x: 500, y: 300, width: 50, height: 60)
+        #expect(
+            MotionGate.regions([a, b], side: Self.side, frame: frame)
+                == .regions([Box(x: 27, y: 7, width: 256, height: 256)]))
+        #expect(
+            MotionGate.regions([a, far], side: Self.side, frame: frame).map {
+                if case .regions(let r) = $0 { r.count } else { 0 }
+            } == 2)
+        let big = Box(x: 200, y: 100, width: 150, height: 180)
+        #expect(
+            MotionGate.regions([big], side: Self.side, frame: frame)
+                == .regions([Box(x: 95, y: 10, width: 360, height: 360)]))
+        let spread = [
+            Box(x: 10, y: 10, width: 60, height: 60), Box(x: 300, y: 10, width: 60, height: 60),
+            Box(x: 570, y: 10, width: 60, height: 60), Box(x: 300, y: 400, width: 60, height: 60),
+        ]
+        #expect(MotionGate.regions(spread, side: Self.side, frame: frame) == nil)
+        #expect(MotionGate.regions([a], side: nil, frame: frame) == nil)
+    }
+}

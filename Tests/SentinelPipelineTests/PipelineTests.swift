@@ -20,8 +20,8 @@ struct PipelineTests {
         return faces
     }
 
-    /// Frames one tenth of a second apart, each its own blank image of `images`, which the detector also holds to
-    /// know which frame it was given.
+    /// Frames one tenth of a second apart, each its own image of `images`, which the detector also holds to know which
+    /// frame it was given.
     final class BlankFrames: FrameSource {
         let name = "scripted"
         let images: [Image]
@@ -88,7 +88,15 @@ struct PipelineTests {
     ) throws -> (
         stored: [VisitorEvent], published: [String], steps: [Pipeline.Step], error: (any Error)?, detections: Int
     ) {
-        let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
+        // Each frame shows its faces (a filled ellipse where each is), as a camera would: a face that comes in changes
+        // the picture, which is what motion-gated detection looks for.
+        let images = try (0..<60).map { index in
+            let image = try Image(width: 320, height: 240)
+            for face in Self.script(index) {
+                try image.drawEllipse(in: face.box, color: Color(red: 200, green: 170, blue: 140))
+            }
+            return image
+        }
         let detectors = (0..<workers).map { _ in ScriptedDetector(images, failAt: failAt, slow: workers > 1) }
         var definition = try Self.definition.get().forEvaluation
         definition.detection.maxFps = maxFPS

@@ -92,7 +92,7 @@ struct TuningTests {
     }
 
     @Test(
-        "a trial on the detection cache gives a replay's results: the same figures and the same events, with every frame detected and under a cadence that detects frames that changed",
+        "a trial on the detection cache gives a replay's results: with every frame detected the same figures and events, under a motion-gated cadence the same visits within a frame or two",
         arguments: [0.0, 5.0])
     func cacheIsTheReplay(maxFps: Double) throws {
         var definition = try PipelineDefinition.load(
@@ -119,6 +119,19 @@ struct TuningTests {
             }
         }
         let replayed = TrackMetrics.evaluate(truth: labels.tracks, tracks: TrackSet(tracked))
+        guard maxFps == 0 else {
+            // Under a cadence, the squares a run detects are read from the whole frame's cached detections (the faces
+            // whose centre lies in them): close to the run, not the same bytes.
+            let metrics = try #require(trial.metrics)
+            #expect(abs(metrics.idf1 - replayed.idf1) < 0.01 && abs(metrics.hota - replayed.hota) < 0.01)
+            func exits(_ lines: [Data]) throws -> [Double] {
+                try lines.map { try JSONDecoder.sentinel().decode(VisitorEvent.self, from: $0) }
+                    .filter { $0.type == .exited }.map { $0.visitor.dwellSeconds ?? 0 }
+            }
+            let (a, b) = (try exits(trial.lines), try exits(lines))
+            #expect(a.count == b.count && zip(a, b).allSatisfy { abs($0 - $1) <= 0.2 }, "\(a) vs \(b)")
+            return
+        }
         #expect(trial.metrics == replayed)
         // Pseudonyms differ between runs (a new key each): compare with each visit numbered in order of appearance.
         func numbered(_ lines: [Data]) -> [String] {

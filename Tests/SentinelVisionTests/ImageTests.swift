@@ -37,3 +37,28 @@ struct ImageTests {
         #expect(values.count == 7)
     }
 }
+
+@Suite("Detection in regions", .computing)
+struct RegionDetectionTests {
+    @Test("RetinaFace in a square around a face finds the face the whole frame finds; a square elsewhere, nothing")
+    func regions() throws {
+        let image = try Image(contentsOf: Fixtures.photo("astronaut.png"))
+        let detector = try OpenCVFaceDetector(kind: .retinaface, modelPath: try Fixtures.model("retinaface"))
+        let whole = try #require(try detector.detect(image).first)
+        let side = try #require(detector.regionSide(width: image.width, height: image.height))
+        // 512x512 brought to 320: a square of 128 / 0.625 pixels.
+        #expect(side == 205)
+        let square = Box(x: whole.box.center.x - side / 2, y: whole.box.center.y - side / 2, width: side, height: side)
+        let found = try detector.detect(image, in: [square])
+        #expect(found.count == 1)
+        let box = try #require(found.first).box
+        #expect(
+            box.intersection(whole.box).map { $0.area / box.union(whole.box).area } ?? 0 > 0.8, "\(box) vs \(whole.box)"
+        )
+        #expect(try detector.detect(image, in: [Box(x: 0, y: 300, width: side, height: side)]).isEmpty)
+        // A detector that takes whole frames only says so.
+        #expect(
+            try OpenCVFaceDetector(kind: .centerface, modelPath: try Fixtures.model("centerface")).regionSide(
+                width: 512, height: 512) == nil)
+    }
+}

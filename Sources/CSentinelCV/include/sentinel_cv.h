@@ -160,6 +160,14 @@ snl_status snl_detector_create(snl_detector_kind kind, const char *model_path, c
 /// Writes at most `capacity` faces, strongest first, in pixels of `image`; `*count` is how many were written.
 snl_status snl_detector_detect(snl_detector *detector, const snl_image *image, snl_face *faces, int32_t capacity,
                                int32_t *count, snl_error *error);
+/// The side, in the network's pixels, every region is detected at: one input size for all of them.
+#define SNL_REGION_SIDE 128
+/// Detects faces in `region_count` squares of `image` only (RetinaFace and the cascade; the others fail): each the side of its rectangle's longer side, around its
+/// centre, moved inside the frame, brought to SNL_REGION_SIDE pixels. Faces are in pixels of `image`, strongest first,
+/// with overlaps between regions removed as in a whole frame's.
+snl_status snl_detector_detect_regions(snl_detector *detector, const snl_image *image, const snl_rect *regions,
+                                       int32_t region_count, snl_face *faces, int32_t capacity, int32_t *count,
+                                       snl_error *error);
 void snl_detector_destroy(snl_detector *detector);
 
 // MARK: Classification of a face crop
