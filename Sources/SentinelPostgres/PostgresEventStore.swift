@@ -85,7 +85,9 @@ public final class PostgresEventStore: EventLog {
         self.client = client
         self.leadConnection = leadConnection
         self.logger = logger
-        runner = Task { await client.run() }
+        // The pool's own loop: every query waits for it, so it must not queue behind ordinary work on a busy
+        // machine (at the default priority, a test run's backlog held it back past the 15 s open timeout).
+        runner = Task(priority: .high) { await client.run() }
     }
 
     deinit { relinquish() }

@@ -149,7 +149,9 @@ public final class SourceService: Service, Sendable {
                             behind ? "analysis cannot keep the source's rate: frames are dropped at capture" : nil
                     }
                 }
-                live.updateSource(source.id) { $0.state = .ended }
+                // A looping recording plays again at once: it has not ended, and /healthz and the dashboard do
+                // not say so for the moment its next playback takes to open.
+                if !loop || stopFlag.isSet { live.updateSource(source.id) { $0.state = .ended } }
                 logger.info("source ended")
             } catch {
                 logger.error("source failed", metadata: ["error": "\(error)"])

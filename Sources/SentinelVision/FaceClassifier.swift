@@ -72,7 +72,7 @@ public final class FaceClassifier: FaceClassifying {
         }
         var count: Int32 = 0
         let capacity = Int32(buffer.count)
-        try buffer.withUnsafeMutableBufferPointer { values throws(VisionError) in
+        _ = try buffer.withUnsafeMutableBufferPointer { values throws(VisionError) in
             try bridge { snl_classifier_run(handle, image.handle, &raw, values.baseAddress, capacity, &count, $0) }
         }
         let width = Int(count) / crops

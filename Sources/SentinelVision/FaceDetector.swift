@@ -137,8 +137,9 @@ public final class OpenCVFaceDetector: FaceDetector {
     public static func useThreads(_ count: Int) { snl_set_threads(Int32(count)) }
 
     /// OpenCV's threads for `sources` sources analysed side by side in this process: with several, one each (each
-    /// source's thread is the parallelism; OpenCV's own threads on top of them only contend), else OpenCV's default.
-    public static func shareCores(sources: Int) { useThreads(sources > 1 ? 1 : 0) }
+    /// source's thread is the parallelism; OpenCV's own threads on top of them only contend); with one, left as
+    /// they are. Called before the sources start: changing the count under a running parallel loop is unsafe.
+    public static func shareCores(sources: Int) { if sources > 1 { useThreads(1) } }
 
     public let kind: DetectorKind
     public let settings: DetectorSettings

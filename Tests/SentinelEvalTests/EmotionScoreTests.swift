@@ -4,7 +4,7 @@ import SentinelEval
 import SentinelTestSupport
 import Testing
 
-@Suite("Emotion scoring: the figures, the calibration fit, the labels")
+@Suite("Emotion scoring: the figures, the calibration fit, the labels", .computing)
 struct EmotionScoreTests {
     func reading(_ probabilities: [Double], valence: Double) -> EmotionReading {
         EmotionReading(probabilities: probabilities, valence: valence)

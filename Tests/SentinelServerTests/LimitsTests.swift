@@ -75,7 +75,7 @@ struct LimitsTests {
         var idle = try (0..<10).map { _ in try RawConnection(port: server.port) }
         try await Task.sleep(for: .milliseconds(300))
         let waiting = try RawConnection(port: server.port)
-        waiting.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        waiting.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         let early = await waiting.received(seconds: 1)
         #expect(early.data.isEmpty && !early.closed, "\(String(decoding: early.data, as: UTF8.self))")
         idle.removeLast(5)
