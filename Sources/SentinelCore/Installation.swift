@@ -15,6 +15,21 @@ public enum Installation {
             ? share : nil
     }()
 
+    /// The checkout this binary was built in (the nearest folder above it holding `Package.swift` and
+    /// `Models/models.yml`, as `.build/release/sentinel` sits in it); nil when it runs from elsewhere.
+    public static let checkout: URL? = {
+        var folder = executable.deletingLastPathComponent()
+        while folder.path != "/" {
+            folder = folder.deletingLastPathComponent()
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path),
+                FileManager.default.fileExists(atPath: folder.appendingPathComponent("Models/models.yml").path)
+            {
+                return folder
+            }
+        }
+        return nil
+    }()
+
     /// The running executable, symlinks resolved (`/proc/self/exe`).
     public static let executable: URL = {
         let path =

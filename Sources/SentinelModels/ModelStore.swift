@@ -22,7 +22,8 @@ public struct ModelStore: Sendable {
 
     /// The models of this binary: those in `folder` when one is named (`--models`, `$SENTINEL_MODELS`); an installed
     /// binary's manifest in `{prefix}/share/sentinel/models` with the files in its state directories' `models` or
-    /// beside the manifest (where `make install` puts them); else the checkout's `Models` folder.
+    /// beside the manifest (where `make install` puts them); else the `Models` folder of the checkout the binary was
+    /// built in, wherever it is run from; else `Models` in the working folder.
     public static func located(folder: String?) throws(ModelError) -> ModelStore {
         if let folder, !folder.isEmpty { return try ModelStore(root: folder) }
         if let share = Installation.shareDirectory {
@@ -32,11 +33,11 @@ public struct ModelStore: Sendable {
                 caches: Installation.stateDirectories().map { $0.appendingPathComponent("models") } + [models])
         }
         do {
-            return try ModelStore(root: "Models")
+            return try ModelStore(root: Installation.checkout?.appendingPathComponent("Models").path ?? "Models")
         } catch {
             throw ModelError(
                 error.code,
-                "\(error.message) (this sentinel is a build, not an installation: run it in the checkout, install it with make install, or give --models or SENTINEL_MODELS)",
+                "\(error.message) (this sentinel is a build outside its checkout, not an installation: run it in a checkout, install it with make install, or give --models or SENTINEL_MODELS)",
                 underlying: error)
         }
     }

