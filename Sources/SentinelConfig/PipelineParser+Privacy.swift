@@ -17,19 +17,24 @@ extension PipelineParser {
         if let f = fields["pseudonyms"] { _ = reader.section(f, PseudonymSettings.settings, into: &policy.pseudonyms) }
         if let f = fields["retention"] { _ = reader.section(f, RetentionPolicy.settings, into: &policy.retention) }
         if let f = fields["outputs"], let lists = reader.mapping(f, keys: Set(outputs.map(\.rawValue))) {
-            // In declaration order: the event log's list (events) is known when MQTT's is checked against it.
-            for output in outputs {
+            // Each output is cut from another (the published copy from the store's, MQTT's from the event log), so
+            // the list it is cut from is read first and an allow that list does not hold is refused: it could have
+            // no effect.
+            for output in outputs.sorted(by: { $0.depth < $1.depth }) {
                 guard let field = lists[output.rawValue] else { continue }
                 policy.outputs[output] = allowlist(
-                    field, within: PrivacyPolicy.Output.masked.contains(output) ? nil : policy.outputs[.events])
+                    field, of: output, within: output.cutFrom.map { (source: $0, fields: policy.outputs[$0] ?? []) })
             }
         }
         if let f = fields["review"] { _ = reader.section(f, ReviewSettings.settings, into: &policy.review) }
     }
 
-    /// `{allow: [...], deny: [...]}`: fields added to or taken from the strict default allowlist. An output made from
-    /// the event log cannot allow a field the log does not hold (`within`, the events output's list).
-    private func allowlist(_ field: Field, within log: Set<PublishedField>?) -> Set<PublishedField> {
+    /// `{allow: [...], deny: [...]}`: fields added to or taken from the strict default allowlist. An output cut from
+    /// another cannot allow a field that one does not hold (`within`: its name and list).
+    private func allowlist(
+        _ field: Field, of output: PrivacyPolicy.Output,
+        within cut: (source: PrivacyPolicy.Output, fields: Set<PublishedField>)?
+    ) -> Set<PublishedField> {
         var fields = PublishedField.defaults
         guard let lists = reader.mapping(field, keys: ["allow", "deny"]) else { return fields }
         let known = PublishedField.allCases.map(\.rawValue)
@@ -46,11 +51,15 @@ extension PipelineParser {
                     reader.report(item, "unknown field \"\(name)\"; fields are \(known.joined(separator: ", "))")
                     return nil
                 }
-                if key == "allow", let log, !log.contains(field) {
+                if key == "allow", let cut, !cut.fields.contains(field) {
+                    let what =
+                        cut.source == .store
+                        ? "the store does not keep it, and what is published is cut from what is stored"
+                        : "it is not in the event log this output forwards"
                     reader.report(
                         item,
-                        "\"\(name)\" is not in the event log this output forwards: allow it in privacy.outputs.events too"
-                    )
+                        "\"\(name)\" cannot be allowed in privacy.outputs.\(output.rawValue): \(what); allow it in "
+                            + "privacy.outputs.\(cut.source.rawValue) too")
                     return nil
                 }
                 return field

@@ -141,11 +141,10 @@ extension PrivacyPolicy {
         return Masked(stored: copy, policy: self)
     }
 
-    /// The fields `output` may carry: its allowlist, and for an output made from the event log (MQTT), only those the
-    /// log holds.
+    /// The fields `output` may carry: its allowlist, within what the output it is cut from carries.
     func allowed(for output: Output) -> Set<PublishedField> {
         let own = outputs[output] ?? PublishedField.defaults
-        return Output.masked.contains(output) ? own : own.intersection(allowed(for: .events))
+        return output.cutFrom.map { own.intersection(allowed(for: $0)) } ?? own
     }
 
     /// A visitor event of the event log (its JSON, as the `events` output published it) as `output` may send it;

@@ -39,6 +39,19 @@ public struct PrivacyPolicy: Sendable, Equatable {
 
         /// The outputs the masking stage writes a copy for; the others are made from the event log.
         public static let masked: [Output] = [.events, .store]
+
+        /// The output this one's copy is cut from, which it can narrow but never widen: the published copy is made
+        /// from the store's, MQTT forwards the event log. Nil for the store, which the mask makes first.
+        public var cutFrom: Output? {
+            switch self {
+            case .store: nil
+            case .events: .store
+            case .mqtt: .events
+            }
+        }
+
+        /// How many cuts away from the store: the order in which the lists are read and checked.
+        public var depth: Int { cutFrom.map { $0.depth + 1 } ?? 0 }
     }
 }
 

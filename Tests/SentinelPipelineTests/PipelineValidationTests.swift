@@ -139,7 +139,12 @@ struct PipelineValidationTests {
             ),
             (
                 "", "privacy: { outputs: { mqtt: { allow: [visitor.box] } } }",
-                "p.yml:7:39: privacy.outputs.mqtt.allow[0]: \"visitor.box\" is not in the event log this output forwards: allow it in privacy.outputs.events too"
+                "p.yml:7:39: privacy.outputs.mqtt.allow[0]: \"visitor.box\" cannot be allowed in privacy.outputs.mqtt: it is not in the event log this output forwards; allow it in privacy.outputs.events too"
+            ),
+            (
+                // An allow with no effect: the published copy is cut from the store's, which keeps no box.
+                "", "privacy: { outputs: { events: { allow: [visitor.emotionDistribution] } } }",
+                "p.yml:7:41: privacy.outputs.events.allow[0]: \"visitor.emotionDistribution\" cannot be allowed in privacy.outputs.events: the store does not keep it, and what is published is cut from what is stored; allow it in privacy.outputs.store too"
             ),
             (
                 "", "privacy: { pseudonyms: { rotate: monthly } }",
