@@ -29,6 +29,8 @@ extension TrackFile {
         var size: Int?
         var entries: [TrackSet.Entry] = []
         var trackIDs = Set<String>()
+        /// The `<track>`s Sentinel wrote (`source="sentinel"`), which CVAT's own export never names so.
+        var sentinelTracks = 0
         /// The `<track>` or `<image>` being read, and its place for errors.
         var track: (id: String, place: String)?
         var image: (frame: Int, place: String)?
@@ -56,6 +58,7 @@ extension TrackFile {
                         throw LabelError(.duplicateID, path, place, "track id \(id) is used for two tracks")
                     }
                     track = (id, place)
+                    if attributes["source"] == "sentinel" { sentinelTracks += 1 }
                 case ("track", "box"):
                     guard let id = track?.id, let frame = try frameNumber(attributes["frame"], place, "a <box>")
                     else { return }
@@ -139,7 +142,9 @@ extension TrackFile {
                 throw LabelError(
                     .malformed, path, nil, "both <track>s and <image>s with boxes: one CVAT format per file")
             }
-            return TrackSet(entries, width: width, height: height, frameCount: size)
+            var tracks = TrackSet(entries, width: width, height: height, frameCount: size)
+            tracks.unreviewed = !trackIDs.isEmpty && sentinelTracks == trackIDs.count
+            return tracks
         }
     }
 

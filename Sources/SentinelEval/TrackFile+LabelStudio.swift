@@ -182,7 +182,9 @@ extension TrackFile {
                 }
             }
         }
-        return TrackSet(entries, width: declared?.width, height: declared?.height, frameCount: frameCount)
+        var tracks = TrackSet(entries, width: declared?.width, height: declared?.height, frameCount: frameCount)
+        tracks.unreviewed = kind == "predictions"
+        return tracks
     }
 
     /// The task of `video` in a project export; a file of one task is that task.

@@ -15,13 +15,7 @@ public struct LabelError: SentinelError, Equatable {
         self.code = code
         // A file's ids and values reach a terminal: control characters (escape sequences, newlines) are shown, not
         // sent.
-        let text = [file, location].compactMap { $0 }.joined(separator: ":") + ": " + reason
-        message = String(
-            String.UnicodeScalarView(
-                text.unicodeScalars.flatMap { scalar in
-                    scalar.properties.generalCategory == .control
-                        ? Array("\\u{\(String(scalar.value, radix: 16))}".unicodeScalars) : [scalar]
-                }))
+        message = ([file, location].compactMap { $0 }.joined(separator: ":") + ": " + reason).controlCharactersShown
     }
 }
 

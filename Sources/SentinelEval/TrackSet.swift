@@ -21,6 +21,10 @@ public struct TrackSet: Sendable, Equatable {
     public var width: Int?
     public var height: Int?
     public var frameCount: Int?
+    /// Sentinel's own tracks as `replay --tracks` wrote them, which no person has corrected: every CVAT track still
+    /// `source="sentinel"` (CVAT writes its own source on export), or a Label Studio task's prediction, not an
+    /// annotation. Scored against them, a pipeline is measured against itself.
+    public var unreviewed = false
 
     public init(_ entries: [Entry], width: Int? = nil, height: Int? = nil, frameCount: Int? = nil) {
         self.entries = entries.sorted { a, b in a.frame != b.frame ? a.frame < b.frame : Self.idOrder(a.id, b.id) }

@@ -48,7 +48,8 @@ public struct RunDiff: Sendable {
             let event: VisitorEvent
             do { event = try decoder.decode(VisitorEvent.self, from: Data(line)) } catch {
                 throw TuneError(
-                    "\(file):\(number + 1): not a visitor event Sentinel reads (\(TrackFile.describe(error)))")
+                    "\(file):\(number + 1): not a visitor event Sentinel reads (\(TrackFile.describe(error)))"
+                        .controlCharactersShown)
             }
             let visitor = event.visitor
             let first = visitor.firstSeen ?? event.time
@@ -98,33 +99,35 @@ public struct RunDiff: Sendable {
             for (j, y) in b.enumerated() where overlap(x, y) > 0 { candidates.append((i, j, overlap(x, y))) }
         }
         candidates.sort { ($0.seconds, $1.i, $1.j) > ($1.seconds, $0.i, $0.j) }
-        var usedA = Set<Int>()
-        var usedB = Set<Int>()
-        for c in candidates where !usedA.contains(c.i) && !usedB.contains(c.j) {
-            usedA.insert(c.i)
-            usedB.insert(c.j)
+        var partner: (ofA: [Int: Int], ofB: [Int: Int]) = ([:], [:])
+        for c in candidates where partner.ofA[c.i] == nil && partner.ofB[c.j] == nil {
+            partner.ofA[c.i] = c.j
+            partner.ofB[c.j] = c.i
             pairs.append(Pair(a: a[c.i], b: b[c.j], overlapSeconds: c.seconds))
         }
         pairs.sort { $0.a.firstSeen < $1.a.firstSeen }
-        onlyA = a.indices.filter { !usedA.contains($0) }.map { a[$0] }
-        onlyB = b.indices.filter { !usedB.contains($0) }.map { b[$0] }
+        onlyA = a.indices.filter { partner.ofA[$0] == nil }.map { a[$0] }
+        onlyB = b.indices.filter { partner.ofB[$0] == nil }.map { b[$0] }
         // Each visit is attributed to the other run's visit it shares most with: two or more attributed to one is a
         // visitor that run split (two visitors side by side share zone time too, but each has a better partner).
-        func attributed(_ visits: [Visit], to others: [Visit]) -> [Int: [Visit]] {
+        // Among equals, its own partner in the pairing: visits of the same time and zone (a run against itself, a
+        // crowd) each belong to their partner, not all to the first of them.
+        func attributed(_ visits: [Visit], to others: [Visit], partners: [Int: Int]) -> [Int: [Visit]] {
             var groups: [Int: [Visit]] = [:]
-            for visit in visits {
+            for (index, visit) in visits.enumerated() {
                 let scores = others.map { overlap($0, visit) }
-                guard let best = scores.indices.max(by: { scores[$0] < scores[$1] }), scores[best] > 0 else { continue }
+                guard var best = scores.indices.max(by: { scores[$0] < scores[$1] }), scores[best] > 0 else { continue }
+                if let own = partners[index], scores[own] >= scores[best] { best = own }
                 groups[best, default: []].append(visit)
             }
             return groups
         }
-        splitInB = attributed(b, to: a).filter { $0.value.count > 1 }.sorted { $0.key < $1.key }.map {
-            (a[$0.key], $0.value)
-        }
-        splitInA = attributed(a, to: b).filter { $0.value.count > 1 }.sorted { $0.key < $1.key }.map {
-            (b[$0.key], $0.value)
-        }
+        splitInB = attributed(b, to: a, partners: partner.ofB).filter { $0.value.count > 1 }.sorted {
+            $0.key < $1.key
+        }.map { (a[$0.key], $0.value) }
+        splitInA = attributed(a, to: b, partners: partner.ofA).filter { $0.value.count > 1 }.sorted {
+            $0.key < $1.key
+        }.map { (b[$0.key], $0.value) }
     }
 
     /// What a person reads: the counts, then each difference worth a look.
@@ -178,6 +181,7 @@ public struct RunDiff: Sendable {
             lines.append(
                 "only in \(nameB): \(visit.faceId) \(time(visit.firstSeen)), \(String(format: "%.1f", visit.dwell)) s")
         }
-        return lines
+        // Ids and names come from the files: shown, never sent to the terminal as escape sequences.
+        return lines.map(\.controlCharactersShown)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
@@ -59,9 +60,8 @@ struct Eval: ParsableCommand {
             let store = try models.store()
             var sequences: [String: Labels.Sequence] = [:]
             for recording in try Labels.videos(recordings) {
-                let labels = try RecordingLabels.read(
-                    try truth ?? Labels.beside(recording),
-                    derive: .of(recording, definition, logger: makeLogger("sentinel.eval")))
+                let labels = try Labels.read(
+                    for: recording, named: truth, definition: definition, logger: makeLogger("sentinel.eval"))
                 for kind in detectors.isEmpty ? [definition.detection.kind] : detectors {
                     if kind != definition.detection.kind {
                         definition.detection.kind = kind
@@ -376,6 +376,30 @@ enum Labels {
             )
         }
         return found
+    }
+
+    /// The labels a recording is scored against: `named` (`--truth`), else those beside it. Which file it is is
+    /// printed with the figures, and labels that are Sentinel's own unreviewed tracks are refused unless named: against
+    /// them every setting scores perfectly, and nothing would tell the operator.
+    static func read(for recording: String, named: String?, definition: PipelineDefinition, logger: Logger) throws
+        -> RecordingLabels
+    {
+        let path = try named ?? beside(recording)
+        let labels = try RecordingLabels.read(path, derive: .of(recording, definition, logger: logger))
+        let said = "\(recording): scored against \(path)"
+        guard labels.tracks.unreviewed else {
+            Swift.print(said)
+            return labels
+        }
+        guard named != nil else {
+            throw CommandError(
+                "\(path) holds Sentinel's own tracks as sentinel replay --tracks wrote them, not reviewed by a person: "
+                    + "scored against them, every setting looks perfect. Correct them in CVAT or Label Studio "
+                    + "(docs/tuning.md, step 1) and save the export in their place, or name them with --truth to score "
+                    + "against them anyway")
+        }
+        Swift.print(said + ", Sentinel's own unreviewed tracks: the figures measure the pipeline against itself")
+        return labels
     }
 
     static func print(_ m: TrackMetrics) {

@@ -69,12 +69,12 @@ struct Tune: ParsableCommand {
         let store = try models.store()
         func recording(_ path: String) throws -> Sweep.Recording {
             guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such file") }
-            let labels = try? Labels.beside(path)
+            let labelled = (try? Labels.beside(path)) != nil
             return Sweep.Recording(
                 path: path,
-                labels: try labels.map {
-                    try RecordingLabels.read($0, derive: .of(path, definition, logger: makeLogger("sentinel.tune")))
-                })
+                labels: labelled
+                    ? try Labels.read(
+                        for: path, named: nil, definition: definition, logger: makeLogger("sentinel.tune")) : nil)
         }
         let tuned = try (recordings.isEmpty ? [definition.sources[0].resolvedInput] : recordings).map(recording)
         let heldOut = try holdout.map(recording)
@@ -218,6 +218,12 @@ struct Tune: ParsableCommand {
             print(
                 "best: the file's settings, \(objectiveName) \(value(defaults)): no trial beat them by more than \(noise) (the best, trial \(nearest.number), \(value(nearest))); nothing to change"
             )
+            let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
+            if abs(worst - leader.objective!) <= noise {
+                print(
+                    "every trial scored the same: these recordings' labels cannot tell the settings apart (label a clip where the settings matter: more visitors, crossings, someone hidden for a while, or search other settings)"
+                )
+            }
         }
         if let heldDefault, let heldBest {
             print(

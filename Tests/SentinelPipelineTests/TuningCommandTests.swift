@@ -56,6 +56,51 @@ struct TuningCommandTests {
             "\(beyond.errors)")
     }
 
+    @Test(
+        "Sentinel's own tracks beside a video are refused as labels until a person has reviewed them (CVAT names its own source on export); --truth scores against them on purpose, saying so; eval names the file it scored against"
+    )
+    func unreviewedLabels() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let clip = folder.appendingPathComponent("clip.mp4").path
+        try FileManager.default.createSymbolicLink(atPath: clip, withDestinationPath: Fixtures.recording())
+        let labels = folder.appendingPathComponent("clip.xml").path
+        let replay = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", clip, "--pace", "fastest", "-o", "/dev/null", "--tracks", labels])
+        #expect(replay.status == 0, "\(replay.errors)")
+
+        let refused = try await Fixtures.run(Fixtures.sentinel, ["eval", "tracking", clip])
+        #expect(refused.status == 1, "\(refused.output)")
+        #expect(
+            refused.errors.contains("\(labels) holds Sentinel's own tracks as sentinel replay --tracks wrote them")
+                && refused.errors.contains("--truth"), "\(refused.errors)")
+        let space = folder.appendingPathComponent("space.yml").path
+        try "search: grid\nobjective: idf1\nsettings:\n  tracker.confirmFrames: [3]\n".write(
+            toFile: space, atomically: true, encoding: .utf8)
+        let tune = try await Fixtures.run(
+            Fixtures.sentinel,
+            ["tune", "--pipeline", "Pipelines/showroom.yml", "--space", space, "--out", folder.path + "/sweep", clip],
+            timeout: 600)
+        #expect(tune.status == 1 && tune.errors.contains("not reviewed by a person"), "\(tune.errors)")
+
+        let named = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "tracking", clip, "--truth", labels], timeout: 300, in: Fixtures.root)
+        #expect(named.status == 0, "\(named.errors)")
+        #expect(named.output.contains("IDF1 1.000"), "\(named.output)")
+        #expect(
+            named.output.contains(
+                "\(clip): scored against \(labels), Sentinel's own unreviewed tracks: the figures measure the pipeline against itself"
+            ), "\(named.output)")
+
+        // As CVAT exports a task it was imported into: its own source on every track.
+        let text = try String(contentsOfFile: labels, encoding: .utf8)
+        try text.replacingOccurrences(of: "source=\"sentinel\"", with: "source=\"file\"").write(
+            toFile: labels, atomically: true, encoding: .utf8)
+        let reviewed = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "tracking", clip], timeout: 300, in: Fixtures.root)
+        #expect(reviewed.status == 0, "\(reviewed.errors)")
+        #expect(reviewed.output.contains("\(clip): scored against \(labels)\n"), "\(reviewed.output)")
+    }
+
     /// A copy of the demo pipeline in `folder`, its recordings named where the tests made them; and its text.
     static func demoPipeline(in folder: URL) throws -> (path: String, text: String) {
         let path = folder.appendingPathComponent("showroom.yml").path
@@ -147,6 +192,9 @@ struct TuningCommandTests {
         #expect(tuned.status == 0, "\(tuned.errors)")
         #expect(tuned.output.contains("best: the file's settings"), "\(tuned.output)")
         #expect(tuned.output.contains("nothing applied"), "\(tuned.output)")
+        #expect(tuned.output.contains("every trial scored the same: these recordings' labels cannot tell"))
+        let labels = Fixtures.recording().replacingOccurrences(of: ".mp4", with: ".truth.json")
+        #expect(tuned.output.contains("\(Fixtures.recording()): scored against \(labels)"), "\(tuned.output)")
         #expect(try String(contentsOfFile: pipeline, encoding: .utf8) == original)
         // best.yml is the file itself, its relative store path written as the absolute one it means.
         let store = folder.deletingLastPathComponent().appendingPathComponent("out/showroom.sqlite").path
@@ -218,6 +266,41 @@ struct TuningCommandTests {
         #expect(
             outcome.status == 1 && outcome.errors.contains("b.jsonl:2: not a visitor event Sentinel reads"),
             "\(outcome.status) \(outcome.errors)")
+    }
+
+    @Test(
+        "sentinel diff: a file against itself is the same, also when many visits share one time and zone; ids and bad values with escape sequences are shown, never sent to the terminal"
+    )
+    func diffItself() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let crowd = folder.appendingPathComponent("crowd.jsonl").path
+        // 30 visits in one zone over the same seconds, one of them with an id that would retitle the terminal.
+        let lines = (0..<30).map { n in
+            let id = n == 7 ? "\\u001b]0;owned\\u0007\\u001b[2J" : "visit\(n)"
+            return """
+                {"stay":{"dwellSeconds":2,"enteredAt":"2026-11-27T10:41:50.000Z","exitedAt":"2026-11-27T10:41:52.000Z","zone":"entrance"},"time":"2026-11-27T10:41:53.000Z","type":"visitor.zoneExited","visitor":{"dwellSeconds":3,"faceId":"\(id)","firstSeen":"2026-11-27T10:41:50.000Z","lastSeen":"2026-11-27T10:41:53.000Z","sourceId":"showroom","state":"active","zones":[{"dwellSeconds":2,"zone":"entrance"}]}}
+                """
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: crowd, atomically: true, encoding: .utf8)
+        let same = try await Fixtures.run(Fixtures.sentinel, ["diff", crowd, crowd])
+        #expect(same.status == 0, "\(same.output)")
+        #expect(same.output.contains("30 matched by zone and time") && !same.output.contains("split"), "\(same.output)")
+
+        let other = folder.appendingPathComponent("other.jsonl").path
+        try (lines.prefix(7).joined(separator: "\n") + "\n").write(toFile: other, atomically: true, encoding: .utf8)
+        let different = try await Fixtures.run(Fixtures.sentinel, ["diff", crowd, other])
+        #expect(different.status == 1)
+        #expect(
+            different.output.contains("only in crowd.jsonl: \\u{1b}]0;owned\\u{7}\\u{1b}[2J"), "\(different.output)")
+        #expect(!different.output.contains("\u{1B}") && !different.output.contains("\u{7}"))
+
+        let bad = folder.appendingPathComponent("bad.jsonl").path
+        try
+            #"{"type":"visitor.entered","time":"2026-11-27T10:41:53.000Z","visitor":{"faceId":"a","sourceId":"s","state":"\u001b[2Jx"}}"#
+            .appending("\n").write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = try await Fixtures.run(Fixtures.sentinel, ["diff", bad, crowd])
+        #expect(refused.status == 1 && refused.errors.contains("bad.jsonl:1:"), "\(refused.errors)")
+        #expect(!refused.errors.contains("\u{1B}"), "\(refused.errors.debugDescription)")
     }
 
     @Test(
