@@ -189,24 +189,18 @@ extension HTTPAPI {
                     + [cell(period.mood) { "\($0.score)" }, "", ""] + empty)
             for zone in period.zones {
                 row(
-                    ["zone", start, end, csvField(zone.sourceId), csvField(zone.zone), "", count(zone.visitors)]
+                    ["zone", start, end, CSV.field(zone.sourceId), CSV.field(zone.zone), "", count(zone.visitors)]
                         + ["", "", ""] + empty)
             }
         }
         for zone in report.zones {
             row(
                 ["summary", ISO8601.string(from: report.from), ISO8601.string(from: report.to)]
-                    + [csvField(zone.sourceId), csvField(zone.zone), "", count(zone.visitors), ""]
+                    + [CSV.field(zone.sourceId), CSV.field(zone.zone), "", count(zone.visitors), ""]
                     + [seconds(zone.meanDwellSeconds), seconds(zone.medianDwellSeconds)]
                     + zone.dwellHistogram.map(count))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
-    }
-
-    /// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
-    static func csvField(_ text: String) -> String {
-        text.contains(where: { ",\"\r\n".contains($0) })
-            ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
     }
 
     func zoneCounts() -> Response {

@@ -85,11 +85,7 @@ public struct HTTPAPI: Sendable {
                 body: .init(byteBuffer: ByteBuffer(string: telemetry.exposition(live))))
         }
         router.get("/openapi.json") { _, _ in try APIResponse.json(Data(contentsOf: Resource.url("openapi.json"))) }
-        router.get("/") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: Resource.url("dashboard.html")))))
-        }
+        router.get("/") { _, _ in try Resource.page("dashboard.html") }
         return router
     }
 }

@@ -1,6 +1,6 @@
 public import Foundation
 import HTTPTypes
-import Hummingbird
+public import Hummingbird
 import HummingbirdCore
 import Logging
 import SentinelAggregates
@@ -46,4 +46,17 @@ public enum Resource {
             "Sentinel_SentinelHTTP.resources")
 
     public static func url(_ name: String) -> URL { folder.appendingPathComponent(name) }
+
+    /// One of the shipped pages (the dashboard, the zone editor), which only a page of the same origin may frame:
+    /// another site's page framing it could lay its own over the camera stills and controls (clickjacking). Both
+    /// headers, for browsers that know only the older one.
+    public static func page(_ name: String) throws -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .contentSecurityPolicy: "frame-ancestors 'self'",
+                HTTPField.Name("X-Frame-Options")!: "SAMEORIGIN",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: url(name)))))
+    }
 }

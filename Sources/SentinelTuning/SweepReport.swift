@@ -1,4 +1,5 @@
 public import Foundation
+import SentinelCore
 import SentinelEval
 
 /// What a sweep writes: `trials.csv` (a row per trial, written as trials complete and read back to resume),
@@ -15,7 +16,7 @@ public enum SweepReport {
     /// The CSV header for a space.
     public static func header(_ space: SearchSpace, recordings: [String]) -> String {
         (["trial", "status"] + space.dimensions.map(\.key) + ["objective"] + metricColumns
-            + recordings.map { "\($0):\(space.objective.rawValue)" }).map(csv).joined(separator: ",")
+            + recordings.map { "\($0):\(space.objective.rawValue)" }).map(CSV.field).joined(separator: ",")
     }
 
     /// One result as a CSV row.
@@ -37,13 +38,8 @@ public enum SweepReport {
         return
             ([String(result.number), status] + space.dimensions.map { result.settings[$0.key] ?? "" }
             + [number(result.objective)] + metrics
-            + recordings.map { number(result.perRecording[$0]?.value(of: space.objective)) }).map(csv).joined(
+            + recordings.map { number(result.perRecording[$0]?.value(of: space.objective)) }).map(CSV.field).joined(
                 separator: ",")
-    }
-
-    static func csv(_ field: String) -> String {
-        field.contains(where: { ",\"\n\r".contains($0) })
-            ? "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : field
     }
 
     /// The results a `trials.csv` holds, to resume a sweep of the same space; nil when there is none or its columns

@@ -80,11 +80,7 @@ public struct ZoneEditor: Sendable {
         router.add(middleware: KnownHost(names: [], loopbackOnly: true, server: "the zone editor"))
         router.add(middleware: SameOrigin())
         router.add(middleware: AllowedMethods(["/": [.get], "/api/zones": [.get, .put], "/api/frame": [.get]]))
-        router.get("/") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: Resource.url("zone-editor.html")))))
-        }
+        router.get("/") { _, _ in try Resource.page("zone-editor.html") }
         router.get("/api/zones") { _, _ in try APIResponse.encode(try await zones()) }
         router.put("/api/zones") { request, _ in try await save(request) }
         router.get("/api/frame") { request, _ in try await frame(request) }

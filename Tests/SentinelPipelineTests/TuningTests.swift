@@ -14,6 +14,21 @@ import Testing
 
 @Suite("Tuning: search spaces, settings written in place, the detection cache, label-free measures", .computing)
 struct TuningTests {
+    @Test(
+        "trials.csv shows a recording named like a formula as text, never as a formula a spreadsheet runs; numbers, negative ones too, stay numbers"
+    )
+    func csvCellsAreNotFormulas() throws {
+        let space = try SearchSpace.parse(
+            "objective: idf1\nsettings:\n  tracker.minIoU: [0.1, 0.2]\n", file: "space.yml")
+        let header = SweepReport.header(
+            space, recordings: ["=HYPERLINK(\"http://x\",\"y\")", "@SUM(A1)", "+1", "cam-2"])
+        #expect(
+            header.hasSuffix(",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\"):idf1\",'@SUM(A1):idf1,'+1:idf1,cam-2:idf1"),
+            "\(header)")
+        #expect(CSV.field("-0.25") == "-0.25" && CSV.field("+3") == "+3" && CSV.field("-x") == "'-x")
+        #expect(CSV.field("a,b") == "\"a,b\"" && CSV.field("\tx") == "'\tx")
+    }
+
     @Test("a space: lists, from/to/step, declared ranges; grids count every combination; random is seeded")
     func space() throws {
         let space = try SearchSpace.parse(

@@ -200,6 +200,16 @@ struct APITests {
         try await server.stop()
     }
 
+    @Test("the dashboard may be framed by a page of its own origin only: frame-ancestors 'self' and X-Frame-Options")
+    func framing() async throws {
+        let server = try await TestServer()
+        let (head, page) = try await LoopbackClient.fetch(port: server.port, path: "/")
+        #expect(head.status == 200 && String(decoding: page, as: UTF8.self).contains("<html"))
+        #expect(head.header("Content-Security-Policy") == "frame-ancestors 'self'")
+        #expect(head.header("X-Frame-Options") == "SAMEORIGIN")
+        try await server.stop()
+    }
+
     @Test("HEAD answers as GET would, without a body (a 400 and a 404 too), and opens no SSE stream")
     func head() async throws {
         let server = try await TestServer()

@@ -203,6 +203,11 @@ struct ZoneEditorTests {
         let cases = try Corpus.cases("zones")
         let (editor, pipeline, text) = try await Self.editorOnShowroomCopy()
         defer { kill(editor.process.processIdentifier, SIGKILL) }
+        // The page itself may be framed by its own origin only (another site framing it could lay its own controls
+        // over the editor's), as the dashboard.
+        let (page, _) = try await LoopbackClient.fetch(port: editor.port, path: "/")
+        #expect(page.header("Content-Security-Policy") == "frame-ancestors 'self'")
+        #expect(page.header("X-Frame-Options") == "SAMEORIGIN")
         for item in cases {
             let (_, zones) = try await LoopbackClient.fetch(port: editor.port, path: "/api/zones")
             let version = try #require(
