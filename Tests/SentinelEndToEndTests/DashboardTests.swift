@@ -30,6 +30,8 @@ struct DashboardTests {
             var visitors: [String]
             var cameras: [String]
             var charts: [String]
+            var chartStarts: [String: String]?
+            var clipped: [String]?
             var clicked: String?
             var visit: String?
             var stays: [String]?
@@ -102,6 +104,14 @@ struct DashboardTests {
             shown.cameras.first?.wholeMatch(of: /showroom (running|behind) [\d.]+ \d+ \d+ [\d.]+ s/) != nil,
             "\(shown.cameras)")
         #expect(shown.charts.map { String($0.prefix { $0 != ":" }) } == ["occupancy", "dwell", "today"])
+        // No card cut off at its edge (the emotion column was), and today's visits drawn from the bucket before the
+        // first visit, not from midnight: the visits began a minute ago.
+        #expect(shown.clipped == [], "\(shown.clipped ?? [])")
+        let midnight = Calendar.current.startOfDay(for: Date())
+        if Date().timeIntervalSince(midnight) > 1_800 {
+            #expect(
+                shown.chartStarts?["today"].map { $0 != "" && $0 != "00:00" } == true, "\(shown.chartStarts ?? [:])")
+        }
         // What the camera sees, faces masked (the demo pipeline allows stills), its three zones drawn over it.
         let still = try #require(shown.stills.first, "\(shown.stills)")
         #expect(shown.stills.count == 1 && still.width > 0 && still.zones == ["entrance", "display", "counter"])

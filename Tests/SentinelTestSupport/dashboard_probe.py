@@ -43,6 +43,10 @@ STATE = """(() => { try {
     visitors: text('#visitors tr'),
     cameras: text('#cameras tr'),
     charts: [...document.querySelectorAll('canvas[data-drawn]')].map(e => e.id + ': ' + e.getAttribute('aria-label')),
+    chartStarts: Object.fromEntries([...document.querySelectorAll('canvas[data-drawn]')].map(e => [e.id, e.dataset.first])),
+    // Cards whose content is wider than they are: cut off at the edge, or only seen by scrolling.
+    clipped: [...document.querySelectorAll('section')].filter(s => s.scrollWidth > s.clientWidth + 1)
+      .map(s => s.querySelector('h2').innerText),
     visit: document.getElementById('visit').innerText,
     stays: text('#visit-stays tr'),
     rangeBucket: document.getElementById('range-bucket').innerText,
