@@ -98,7 +98,7 @@ public final class RTSPCamera: @unchecked Sendable {
     /// Starts the server, on the port it had before if it ran already.
     public func start() async throws {
         (server, port) = try await OwnedProcess.server(
-            Self.script, ["--port", "\(port)"] + mounts.map { "\($0.name)=\($0.file)" })
+            Self.script, ["--port", "\(port)", "--exit-with-stdin"] + mounts.map { "\($0.name)=\($0.file)" })
     }
 
     /// Kills the server: every client's stream stops at once.

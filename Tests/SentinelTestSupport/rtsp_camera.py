@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """A camera stand-in for tests: Debian's GStreamer RTSP server playing recordings in real time, as a camera sends.
 
-Usage: rtsp_camera.py [--port N] MOUNT=FILE [MOUNT=FILE ...]
+Usage: rtsp_camera.py [--port N] [--exit-with-stdin] MOUNT=FILE [MOUNT=FILE ...]
 
 Each MOUNT (for example cam1) serves FILE at rtsp://127.0.0.1:PORT/MOUNT, demuxed and sent without re-encoding
 (MPEG-4 part 2 in .mp4, Motion JPEG in .avi), paced by the pipeline clock, with RTP timestamps from the file.
-Prints "PORT n" once listening. Exits when its standard input closes, so a test that dies takes it along.
+Prints "PORT n" once listening. Runs until SIGTERM or SIGINT, as a camera runs (also in the background of a script,
+whose standard input is closed); with --exit-with-stdin it also ends when its standard input closes, so a test that
+dies takes it along.
 Runs on Debian's /usr/bin/python3 with python3-gi and gir1.2-gst-rtsp-server-1.0.
 """
 import argparse
 import os
+import signal
 import sys
 import threading
 
@@ -28,6 +31,7 @@ PAYLOADERS = {
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--exit-with-stdin", action="store_true")
     parser.add_argument("mounts", nargs="+", metavar="MOUNT=FILE")
     args = parser.parse_args()
     Gst.init(None)
@@ -49,11 +53,15 @@ def main():
         sys.exit(f"rtsp_camera: cannot listen on port {args.port}")
     print(f"PORT {server.get_bound_port()}", flush=True)
 
-    def watch_stdin():
-        sys.stdin.read()
-        os._exit(0)
+    for number in (signal.SIGTERM, signal.SIGINT):
+        GLib.unix_signal_add(GLib.PRIORITY_HIGH, number, loop.quit)
+    if args.exit_with_stdin:
 
-    threading.Thread(target=watch_stdin, daemon=True).start()
+        def watch_stdin():
+            sys.stdin.read()
+            os._exit(0)
+
+        threading.Thread(target=watch_stdin, daemon=True).start()
     loop.run()
 
 

@@ -47,4 +47,35 @@ struct LiveSourceTests {
         #expect(zip(frames, frames.dropFirst()).allSatisfy { $0.time < $1.time })
         #expect(try source.next() == nil)
     }
+
+    @Test(
+        "the camera stand-in started as docs/cameras.md says, with its standard input closed as in the background of a script: it serves until stopped, and the documented sentinel detect reads it"
+    )
+    func documentedCamera() async throws {
+        let doc = try String(contentsOf: Fixtures.root.appendingPathComponent("docs/cameras.md"), encoding: .utf8)
+        let lines = doc.split(separator: "\n").map(String.init)
+        let start = try #require(
+            lines.first { $0.hasPrefix("/usr/bin/python3 Tests/SentinelTestSupport/rtsp_camera.py") })
+        let detect = try #require(lines.first { $0.hasPrefix("sentinel detect rtsp://") })
+        let words = start.split(separator: " ").map(String.init).filter { $0 != "&" }
+        let camera = Process()
+        camera.executableURL = URL(fileURLWithPath: words[0])
+        camera.arguments = Array(words.dropFirst())
+        camera.currentDirectoryURL = Fixtures.root
+        camera.standardInput = FileHandle.nullDevice
+        camera.standardOutput = FileHandle.nullDevice
+        try camera.run()
+        defer {
+            kill(camera.processIdentifier, SIGKILL)
+            camera.waitUntilExit()
+        }
+        try await Task.sleep(for: .seconds(3))
+        #expect(
+            camera.isRunning, "the camera ended by itself (status \(camera.isRunning ? 0 : camera.terminationStatus))")
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, detect.split(separator: " ").dropFirst().map(String.init) + ["--max-frames", "10"],
+            timeout: 120)
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.split(separator: "\n").filter { $0.hasPrefix("{") }.count == 10, "\(outcome.output)")
+    }
 }
