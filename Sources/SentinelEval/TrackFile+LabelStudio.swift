@@ -89,8 +89,11 @@ extension TrackFile {
     static func readLabelStudio(_ data: Data, _ path: String, video: VideoBounds?) throws(LabelError) -> TrackSet {
         let tasks: [LabelStudioTask]
         do {
-            if let list = try? JSONDecoder().decode([LabelStudioTask].self, from: data) {
-                tasks = list
+            // A project export is a list of tasks, an import one task: decoded as what the file opens with, so that
+            // a wrong value deep inside is named by its field, not as "found an array" from the other reading.
+            let first = data.first { ![UInt8(ascii: " "), 0x0A, 0x0D, 0x09].contains($0) }
+            if first == UInt8(ascii: "[") {
+                tasks = try JSONDecoder().decode([LabelStudioTask].self, from: data)
             } else {
                 tasks = [try JSONDecoder().decode(LabelStudioTask.self, from: data)]
             }
