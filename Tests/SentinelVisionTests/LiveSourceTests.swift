@@ -63,19 +63,22 @@ struct LiveSourceTests {
         camera.arguments = Array(words.dropFirst())
         camera.currentDirectoryURL = Fixtures.root
         camera.standardInput = FileHandle.nullDevice
-        camera.standardOutput = FileHandle.nullDevice
+        let said = Pipe()
+        camera.standardOutput = said
         try camera.run()
         defer {
             kill(camera.processIdentifier, SIGKILL)
             camera.waitUntilExit()
         }
-        try await Task.sleep(for: .seconds(3))
-        #expect(
-            camera.isRunning, "the camera ended by itself (status \(camera.isRunning ? 0 : camera.terminationStatus))")
+        // Listening once it says its port (the old stand-in said it too, then ended on its closed input).
+        let first = String(decoding: said.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(first.hasPrefix("PORT 8554"), "\(first)")
         let outcome = try await Fixtures.run(
             Fixtures.sentinel, detect.split(separator: " ").dropFirst().map(String.init) + ["--max-frames", "10"],
             timeout: 120)
         #expect(outcome.status == 0, "\(outcome.errors)")
+        // Serving still, after a client came and went: it runs until stopped.
+        #expect(camera.isRunning)
         #expect(outcome.output.split(separator: "\n").filter { $0.hasPrefix("{") }.count == 10, "\(outcome.output)")
     }
 }
