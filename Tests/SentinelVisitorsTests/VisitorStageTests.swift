@@ -152,7 +152,9 @@ struct VisitorStageTests {
         #expect((6...7).contains(calls), "\(calls) classifications")
     }
 
-    @Test("the same detections give byte-identical events (replay-speed invariance)")
+    @Test(
+        "the same detections run twice give byte-identical events: the stage keeps nothing outside itself (replay-speed invariance is ReplayTests' real-time against fastest)"
+    )
     func deterministic() throws {
         let encoder = JSONEncoder.sentinel()
         #expect(try encoder.encode(events(fps: 15)) == encoder.encode(events(fps: 15)))
