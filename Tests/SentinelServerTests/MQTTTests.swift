@@ -555,6 +555,56 @@ struct FleetTests {
     }
 
     @Test(
+        "ids of messages refused for what they say are not counted missing (ids 2-6 refused, then 7: five refused, none missing); a 1 MB message never reaches the fleet, which tells the broker the largest it takes"
+    )
+    func refusedAreNotMissing() async throws {
+        let broker = try await MQTTBroker()
+        defer { broker.stop() }
+        let fleet = try await TestFleet(
+            broker, folder: try Fixtures.temporaryFolder(), minGroupSize: 1, sites: "{ allow: [lab] }")
+        let site = try MQTTClient(clientID: "refused-site", cleanStart: true, sessionExpiry: 0)
+        try site.start(MQTTEndpoint(url: broker.url)!)
+        #expect(try await Self.poll { site.state.connected })
+        let now = Date()
+        func publish(_ file: String, _ type: String, id: Int) throws {
+            let text = try String(
+                contentsOf: Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt/\(file)"), encoding: .utf8
+            )
+            .replacingOccurrences(of: "@ID@", with: "\(id)").replacingOccurrences(
+                of: "@TIME@", with: ISO8601.string(from: now)
+            )
+            .replacingOccurrences(of: "@FIRST@", with: ISO8601.string(from: now.addingTimeInterval(-10)))
+            try site.publish(topic: "sentinel/lab/showroom/\(type)", payload: Data(text.utf8))
+        }
+        try publish("good-entered.json", "visitor.entered", id: 1)
+        // The site is known from its first stored event on: its refusals are counted as its own from then.
+        #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 1 })
+        for id in 2...6 { try publish("valence-1e308.json", "visitor.updated", id: id) }
+        try publish("good-updated-after.json", "visitor.updated", id: 7)
+        // A message of 1 MB (id 8) is dropped by the broker for the fleet, which told it the largest packet it takes:
+        // it never reaches the fleet (not even refused there), and its id is missing when 9 comes.
+        let huge = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt/good-updated-after.json"),
+            encoding: .utf8
+        ).replacingOccurrences(of: "@ID@", with: "8").replacingOccurrences(
+            of: "\"faceId\": \"abcdefghijklmnop\"", with: "\"faceId\": \"\(String(repeating: "x", count: 1 << 20))\"")
+        try site.publish(topic: "sentinel/lab/showroom/visitor.updated", payload: Data(huge.utf8))
+        try publish("good-updated-after.json", "visitor.updated", id: 9)
+        var lab: [String: Any] = [:]
+        #expect(
+            try await Self.poll {
+                let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
+                let health =
+                    (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any]
+                lab = (health?["sites"] as? [[String: Any]])?.first { $0["site"] as? String == "lab" } ?? [:]
+                return lab["received"] as? Int == 3
+            }, "\(lab)")
+        #expect(lab["rejected"] as? [String: Int] == ["number": 5], "\(lab)")
+        #expect(lab["missing"] as? Int == 1, "\(lab)")
+        try await fleet.stop()
+    }
+
+    @Test(
         "a site's hostile messages (the MQTT corpus) are refused and counted by site and reason; the fleet survives them, opens a store poisoned before events were checked, and a restart on its own store; the real site is still heard"
     )
     func hostileSites() async throws {

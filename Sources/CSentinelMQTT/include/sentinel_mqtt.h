@@ -56,6 +56,11 @@ typedef struct {
     long sequence;
 } snl_mqtt_message;
 
+/// The largest MQTT packet a client takes (told to the broker when connecting, which then drops larger messages for
+/// it): 128 KiB, twice the largest message a fleet takes (a visitor event with every zone of a large showroom is a few
+/// KiB).
+#define SNL_MQTT_MAX_PACKET (128 * 1024)
+
 /// A client with this id. `clean_start` 0 keeps the broker's session (subscriptions and queued messages) across
 /// reconnects, with `session_expiry` seconds after a disconnect.
 snl_mqtt_status snl_mqtt_create(
