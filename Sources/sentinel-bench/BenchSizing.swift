@@ -130,7 +130,9 @@ struct BenchSizing: ParsableCommand {
         let truth = labels.truth!
         let length = Double(truth.frames.count) / truth.fps
         let cameras = Cameras(count)
-        OpenCVFaceDetector.shareCores(sources: count)
+        // One OpenCV thread a camera when several run, its default for one: set here, between measurements, while no
+        // detection runs (`shareCores` never goes back to the default, as a service never needs to).
+        OpenCVFaceDetector.useThreads(count > 1 ? 1 : 0)
         let done = DispatchGroup()
         for index in 0..<count {
             done.enter()
@@ -172,7 +174,6 @@ struct BenchSizing: ParsableCommand {
             thread.start()
         }
         done.wait()
-        OpenCVFaceDetector.shareCores(sources: 1)
         let finished = cameras.all
         if let error = finished.compactMap(\.error).first { throw CommandError("a camera failed: \(error)") }
         var result = Result()
