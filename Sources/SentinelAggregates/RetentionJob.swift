@@ -7,8 +7,10 @@ public protocol RetentionTarget {
     mutating func deleteRecords(olderThan cutoff: Date) async throws -> Int
     /// The bytes the records take on disk (what deleting frees for new ones) and how many events they hold.
     mutating func storedSize() async throws -> (bytes: Int64, events: Int)
-    /// The time of the newest `count`th event: deleting what is older keeps about the newest `count` (nil: fewer).
-    mutating func timeKeeping(newest count: Int) async throws -> Date?
+    /// Keeps the newest `fraction` of the events, in the order they were logged (not by time: a burst shares its
+    /// second), with their gauge readings, and the same fraction of the visits, the last seen kept; deletes the rest
+    /// and returns how many rows went.
+    mutating func deleteOldest(keeping fraction: Double) async throws -> Int
 }
 
 /// When to delete what: runs at most once per interval, deletes records older than the policy's age, then, while the
@@ -44,15 +46,13 @@ public struct RetentionJob: Sendable {
         guard isDue(now: now) else { return nil }
         var run = Run()
         run.byAge = try await target.deleteRecords(olderThan: cutoff(now: now))
-        // Over the bound: the oldest deleted, sized by the bytes an event takes on average, down to 90 % of the bound
-        // (so that the next events do not cross it again at once); a few rounds, as averages are averages.
+        // Over the bound: the oldest deleted, in proportion, down to 90 % of the bound (so that the next events do not
+        // cross it again at once); a few rounds, as rows differ in size.
         if policy.maxBytes > 0 {
             for _ in 0..<4 {
                 let (bytes, events) = try await target.storedSize()
                 guard Double(bytes) > policy.maxBytes, events > 0 else { break }
-                let keep = Int(Double(events) * policy.maxBytes * 0.9 / Double(bytes))
-                guard let cutoff = try await target.timeKeeping(newest: max(keep, 1)) else { break }
-                let deleted = try await target.deleteRecords(olderThan: cutoff)
+                let deleted = try await target.deleteOldest(keeping: policy.maxBytes * 0.9 / Double(bytes))
                 guard deleted > 0 else { break }
                 run.bySize += deleted
             }

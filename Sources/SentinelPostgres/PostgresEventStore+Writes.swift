@@ -164,31 +164,69 @@ extension PostgresEventStore {
         let time = cutoff.timeIntervalSince1970
         return try await guarded {
             try await self.client.withTransaction(logger: self.logger) { db in
-                var deleted = 0
-                try await db.query(
-                    """
-                    INSERT INTO inbox (site, received, retired)
-                    SELECT origin_site, max(origin_id), max(origin_id) FROM events
-                    WHERE time < \(time) AND origin_site IS NOT NULL GROUP BY origin_site
-                    ON CONFLICT (site) DO UPDATE SET retired = greatest(inbox.retired, excluded.retired)
-                    """, logger: self.logger)
-                for table in ["gauge_readings", "events"] {
-                    for try await count in try await db.query(
-                        "WITH gone AS (DELETE FROM \(unescaped: table) WHERE time < \(time) RETURNING 1) SELECT count(*) FROM gone",
-                        logger: self.logger
-                    ).decode(Int.self) {
-                        deleted += count
-                    }
-                }
-                for try await count in try await db.query(
-                    "WITH gone AS (DELETE FROM visits WHERE last_seen < \(time) RETURNING 1) SELECT count(*) FROM gone",
-                    logger: self.logger
-                ).decode(Int.self) {
-                    deleted += count
-                }
-                return deleted
+                try await self.deleteEvents(in: db, where: "time", below: time)
+                    + self.deleted(in: db, "DELETE FROM visits WHERE last_seen < \(time)")
             }
         }
+    }
+
+    public func deleteOldest(keeping fraction: Double) async throws -> Int {
+        try await guarded {
+            try await self.client.withTransaction(logger: self.logger) { db in
+                func kept(of table: String) async throws -> Int {
+                    var rows = 0
+                    for try await count in try await db.query(
+                        "SELECT count(*) FROM \(unescaped: table)", logger: self.logger
+                    ).decode(Int.self) {
+                        rows = count
+                    }
+                    return Int((Double(rows) * fraction).rounded(.down))
+                }
+                var oldestKept: Int64?
+                for try await id in try await db.query(
+                    "SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET \(max(try await kept(of: "events"), 1) - 1)",
+                    logger: self.logger
+                ).decode(Int64.self) {
+                    oldestKept = id
+                }
+                var deleted = 0
+                if let oldestKept { deleted += try await self.deleteEvents(in: db, where: "id", below: oldestKept) }
+                return try await deleted
+                    + self.deleted(
+                        in: db,
+                        """
+                        DELETE FROM visits WHERE face_id IN
+                            (SELECT face_id FROM visits ORDER BY last_seen DESC, seq DESC OFFSET \(try await kept(of: "visits")))
+                        """)
+            }
+        }
+    }
+
+    /// Deletes the events whose `column` is below `bound`, and their gauge readings, first noting each site's highest
+    /// origin id deleted (a broker replaying it later must not store it again); the rows deleted.
+    private func deleteEvents(
+        in db: PostgresConnection, where column: String, below bound: some PostgresThrowingDynamicTypeEncodable
+    ) async throws -> Int {
+        try await db.query(
+            """
+            INSERT INTO inbox (site, received, retired)
+            SELECT origin_site, max(origin_id), max(origin_id) FROM events
+            WHERE \(unescaped: column) < \(try bound) AND origin_site IS NOT NULL GROUP BY origin_site
+            ON CONFLICT (site) DO UPDATE SET retired = greatest(inbox.retired, excluded.retired)
+            """, logger: logger)
+        let readings = column == "id" ? "event_id" : column
+        return try await deleted(
+            in: db, "DELETE FROM gauge_readings WHERE \(unescaped: readings) < \(try bound)")
+            + deleted(in: db, "DELETE FROM events WHERE \(unescaped: column) < \(try bound)")
+    }
+
+    /// The rows a `DELETE` deleted.
+    private func deleted(in db: PostgresConnection, _ delete: PostgresQuery) async throws -> Int {
+        var query = delete
+        query.sql = "WITH gone AS (\(query.sql) RETURNING 1) SELECT count(*) FROM gone"
+        var total = 0
+        for try await count in try await db.query(query, logger: logger).decode(Int.self) { total += count }
+        return total
     }
 
     /// The live rows' bytes (the relations' files keep deleted rows until a vacuum, and their size seldom shrinks,
@@ -207,14 +245,4 @@ extension PostgresEventStore {
             return (0, 0)
         }
     }
-
-    public func timeKeeping(newest count: Int) async throws -> Date? {
-        try await guarded {
-            let rows = try await self.client.query(
-                "SELECT time FROM events ORDER BY time DESC LIMIT 1 OFFSET \(count - 1)", logger: self.logger)
-            for try await time in rows.decode(Double.self) { return Date(timeIntervalSince1970: time) }
-            return nil
-        }
-    }
-
 }

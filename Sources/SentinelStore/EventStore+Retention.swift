@@ -36,11 +36,34 @@ extension EventStore {
         }
     }
 
-    public func timeKeeping(newest count: Int) async throws -> Date? {
-        try await read { db in
-            try Double.fetchOne(
-                db, sql: "SELECT time FROM events ORDER BY time DESC LIMIT 1 OFFSET ?", arguments: [count - 1]
-            ).map { Date(timeIntervalSince1970: $0) }
+    public func deleteOldest(keeping fraction: Double) async throws -> Int {
+        do {
+            return try await pool.write { db in
+                func kept(of table: String) throws -> Int {
+                    Int(
+                        (Double(try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0) * fraction).rounded(
+                            .up))
+                }
+                var deleted = 0
+                let events = try kept(of: "events")
+                if let oldestKept = try Int64.fetchOne(
+                    db, sql: "SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?", arguments: [max(events, 1) - 1])
+                {
+                    try db.execute(sql: "DELETE FROM gaugeReadings WHERE eventId < ?", arguments: [oldestKept])
+                    deleted += db.changesCount
+                    try db.execute(sql: "DELETE FROM events WHERE id < ?", arguments: [oldestKept])
+                    deleted += db.changesCount
+                }
+                try db.execute(
+                    sql: """
+                        DELETE FROM visits WHERE rowid IN
+                            (SELECT rowid FROM visits ORDER BY lastSeen DESC, rowid DESC LIMIT -1 OFFSET ?)
+                        """, arguments: [try kept(of: "visits")])
+                deleted += db.changesCount
+                return deleted
+            }
+        } catch {
+            throw StoreError(error, path: path)
         }
     }
 }

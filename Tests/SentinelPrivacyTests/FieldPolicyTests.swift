@@ -161,9 +161,11 @@ struct RetentionTests {
         }
         /// 100 bytes a record.
         func storedSize() -> (bytes: Int64, events: Int) { (Int64(times.count) * 100, times.count) }
-        func timeKeeping(newest count: Int) -> Date? {
-            let sorted = times.sorted(by: >)
-            return count <= sorted.count ? sorted[count - 1] : nil
+        /// Logged in the order of `times`.
+        mutating func deleteOldest(keeping fraction: Double) -> Int {
+            let deleted = times.count - Int((Double(times.count) * fraction).rounded(.down))
+            times.removeFirst(deleted)
+            return deleted
         }
     }
 
@@ -189,7 +191,7 @@ struct RetentionTests {
     )
     func sizeBound() async throws {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        var records = Records(times: (0..<10).map { now.addingTimeInterval(Double(-$0) * 60) })
+        var records = Records(times: (0..<10).reversed().map { now.addingTimeInterval(Double(-$0) * 60) })
         var policy = RetentionPolicy()
         policy.maxBytes = 500
         var job = RetentionJob(policy: policy)

@@ -175,6 +175,26 @@ struct StoreTests {
         #expect(kept.map(\.id) == Array((1_200 - Int64(left) + 1)...1_200))
     }
 
+    @Test(
+        "a burst that shares one second is cut by the order it was logged in, not by its time",
+        arguments: LogKind.allCases)
+    func sizeBoundInABurst(kind: LogKind) async throws {
+        let (store, _, server) = try await kind.make()
+        defer { server?.stop() }
+        var visit = Visit(start: start)
+        _ = try await store.append(try (1...1_000).map { try visit.publication(.entered, id: "cam#1#\($0)", at: 0) })
+        var target = store as! any RetentionTarget
+        let (before, _) = try await target.storedSize()
+        var policy = RetentionPolicy()
+        policy.maxBytes = Double(before) / 2
+        var job = RetentionJob(policy: policy)
+        let run = try #require(try await job.runIfDue(now: start.addingTimeInterval(60), on: &target))
+        let (after, left) = try await target.storedSize()
+        #expect(run.bySize > 0 && Double(after) <= policy.maxBytes, "\(run): \(after) bytes left of \(before)")
+        let kept = try await store.events(after: 0, limit: 2_000)
+        #expect(kept.map(\.id) == Array((1_000 - Int64(left) + 1)...1_000))
+    }
+
     @Test("one replica of a PostgreSQL log leads at a time; when it goes, the next to ask takes the lead")
     func oneLeader() async throws {
         let (first, open, server) = try await LogKind.postgres.make()
