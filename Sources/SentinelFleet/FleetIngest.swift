@@ -246,14 +246,15 @@ final class FleetIngest: Service, Sendable {
             case .gauge:
                 var reading = try decode(Payload<GaugeReading>.self).payload
                 try check.validate(reading)
-                guard reading.sources.count <= sites.cameras, reading.zones.count <= sites.zones else {
-                    throw InvalidEvent(
-                        .limit, "",
-                        "a reading over more cameras or zones than one site may name (sites.cameras, sites.zones)")
-                }
                 reading.sources = Dictionary(
                     uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
                 reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
+                try learn(
+                    sources: Set(reading.sources.keys).union(reading.zones.keys),
+                    zones: Set(
+                        reading.zones.flatMap { source, zones in zones.keys.map { ZoneID(sourceId: source, name: $0) } }
+                    ),
+                    site: site, &progress)
                 place = hub.forward(reading, origin: origin)
             case .visitor(let kind):
                 var event = try decode(Payload<VisitorEvent>.self).payload
@@ -264,7 +265,12 @@ final class FleetIngest: Service, Sendable {
                 // Within the fleet a visitor is its site's: two boxes may share a pseudonym key (a cloned disk).
                 event.visitor.sourceId = "\(site)/\(stream)"
                 event.visitor.faceId = "\(site):\(event.visitor.faceId)"
-                try learn(event, site: site, &progress)
+                let source = event.visitor.sourceId
+                let zones =
+                    [event.stay?.zone, event.visitor.zone].compactMap { $0 } + (event.visitor.zones ?? []).map(\.zone)
+                try learn(
+                    sources: [source], zones: Set(zones.map { ZoneID(sourceId: source, name: $0) }), site: site,
+                    &progress)
                 place = hub.forward(policy.forwarded(event), origin: origin)
             case nil:
                 throw InvalidEvent(.format, "payloadType", "an event type Sentinel does not know")
@@ -297,31 +303,29 @@ final class FleetIngest: Service, Sendable {
         return place
     }
 
-    /// A new camera or zone is listed by the API from its first event on, within what one site may name: an event
-    /// naming one more camera or zone (where it is, the stay, or the zones of its visit) is refused whole.
-    private func learn(_ event: VisitorEvent, site: String, _ progress: inout Progress) throws(InvalidEvent) {
-        let source = event.visitor.sourceId
-        let names = Set(
-            [event.stay?.zone, event.visitor.zone].compactMap { $0 } + (event.visitor.zones ?? []).map(\.zone))
-        let newSource = !progress.sources.contains(source)
-        let newZones = names.map { ZoneID(sourceId: source, name: $0) }.filter { !progress.zones.contains($0) }
-        guard newSource || !newZones.isEmpty else { return }
-        guard (progress.camerasOf[site] ?? 0) + (newSource ? 1 : 0) <= sites.cameras else {
+    /// A new camera or zone is listed by the API from the first message that names it, within what one site may name:
+    /// a message naming one camera or zone more (a visitor event where it is, its stay, the zones of its visit; a
+    /// gauge reading its cameras and zones) is refused whole.
+    private func learn(
+        sources: Set<String>, zones: Set<ZoneID>, site: String, _ progress: inout Progress
+    ) throws(InvalidEvent) {
+        let newSources = sources.subtracting(progress.sources)
+        let newZones = zones.subtracting(progress.zones)
+        guard !newSources.isEmpty || !newZones.isEmpty else { return }
+        guard (progress.camerasOf[site] ?? 0) + newSources.count <= sites.cameras else {
             throw InvalidEvent(
-                .limit, "sourceId", "one camera more than a site may name (sites.cameras: \(sites.cameras))")
+                .limit, "sourceId", "cameras beyond what a site may name (sites.cameras: \(sites.cameras))")
         }
         guard (progress.zonesOf[site] ?? 0) + newZones.count <= sites.zones else {
             throw InvalidEvent(.limit, "zone", "zones beyond what a site may name (sites.zones: \(sites.zones))")
         }
-        if newSource {
-            progress.sources.insert(source)
-            progress.camerasOf[site, default: 0] += 1
-        }
+        progress.sources.formUnion(newSources)
+        progress.camerasOf[site, default: 0] += newSources.count
         progress.zones.formUnion(newZones)
         progress.zonesOf[site, default: 0] += newZones.count
         live.updateCatalogue { catalogue in
-            if newSource { catalogue.sources.append(source) }
-            catalogue.zones += newZones.map { LiveState.Zone(id: $0, emotion: true) }
+            catalogue.sources += newSources.sorted()
+            catalogue.zones += newZones.sorted().map { LiveState.Zone(id: $0, emotion: true) }
         }
     }
 
