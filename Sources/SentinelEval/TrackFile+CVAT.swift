@@ -8,7 +8,7 @@ extension TrackFile {
     static func readCVAT(_ data: Data, _ path: String) throws(LabelError) -> TrackSet {
         var state = CVATState(path: path)
         do {
-            try XMLReader.read(Array(data)) { event, line in try state.take(event, line: line) }
+            try XMLReader.read(data) { event, line in try state.take(event, line: line) }
         } catch let error as LabelError {
             throw error
         } catch let fault as XMLReader.Fault {

@@ -165,9 +165,10 @@ public enum TrackFile {
     /// What every format must hold to: frames within the video, boxes within the frame (a box may stick out by up to
     /// half its size, as a face at the edge does), and one box per id and frame.
     static func check(_ tracks: TrackSet, _ path: String) throws(LabelError) {
-        var seen = Set<String>()
         var inFrame = (frame: -1, boxes: 0)
+        var previous: TrackSet.Entry?
         for entry in tracks.entries {
+            defer { previous = entry }
             let location = "frame \(entry.frame)"
             inFrame = inFrame.frame == entry.frame ? (entry.frame, inFrame.boxes + 1) : (entry.frame, 1)
             // Scoring matches a frame's boxes pairwise: no showroom's frame holds a thousand faces.
@@ -190,7 +191,8 @@ public enum TrackFile {
                 throw LabelError(
                     .outOfVideo, path, location, "box of id \(entry.id) lies outside the \(width)x\(height) frame")
             }
-            guard seen.insert("\(entry.frame)\u{0}\(entry.id)").inserted else {
+            // Ordered by frame, then id: an id's two boxes in one frame are neighbours.
+            guard previous?.frame != entry.frame || previous?.id != entry.id else {
                 throw LabelError(
                     .duplicateID, path, location,
                     "id \(entry.id) has two boxes in one frame (used for two tracks at once)")

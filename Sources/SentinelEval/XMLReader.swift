@@ -5,7 +5,8 @@ import Foundation
 ///
 /// What it does not do is the point: no DTD (a DOCTYPE is refused, so no entity is declared, substituted or loaded,
 /// and nothing outside the file is ever opened), no recovery (the first fault ends the read with its line and
-/// reason), and bounds on depth, names and values, so a hostile file costs at most its own size.
+/// reason), and bounds on depth, names, values and attributes, so a hostile file costs about its own size: the bytes
+/// are read where they lie, never copied whole.
 /// Foundation's `XMLDocument` substitutes and loads entities and recovers from errors (libxml2's NOENT and
 /// RECOVER); its `XMLParser` recovers too (a truncated file parses "successfully").
 struct XMLReader {
@@ -20,21 +21,25 @@ struct XMLReader {
         let reason: String
     }
 
-    /// How deep elements may nest, and how long a name, an attribute's value or a run of text may be.
+    /// How deep elements may nest, how many attributes one element may have (a CVAT box has about ten), and how long
+    /// a name, an attribute's value or a run of text may be.
     static let maxDepth = 64
+    static let maxAttributes = 256
     static let maxName = 256
     static let maxValue = 1 << 16
 
-    private let bytes: [UInt8]
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var at = 0
     private(set) var line = 1
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     /// Reads the whole document, handing each event to `visit` in order; the first fault ends the read.
-    static func read(_ bytes: [UInt8], visit: (Event, _ line: Int) throws -> Void) throws {
-        var reader = XMLReader(bytes)
-        try reader.document(visit)
+    static func read(_ data: Data, visit: (Event, _ line: Int) throws -> Void) throws {
+        try data.withUnsafeBytes { raw in
+            var reader = XMLReader(raw.bindMemory(to: UInt8.self))
+            try reader.document(visit)
+        }
     }
 
     private mutating func document(_ visit: (Event, Int) throws -> Void) throws {
@@ -42,8 +47,14 @@ struct XMLReader {
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
             throw fault("UTF-16 is not read: save the file as UTF-8")
         }
-        guard String(validating: bytes[at...], as: UTF8.self) != nil else {
-            throw fault("not UTF-8 text")
+        var scalars = bytes[at...].makeIterator()
+        var utf8 = UTF8()
+        decoding: while true {
+            switch utf8.decode(&scalars) {
+            case .scalarValue: continue
+            case .emptyInput: break decoding
+            case .error: throw fault("not UTF-8 text")
+            }
         }
         var open: [String] = []
         var sawRoot = false
@@ -84,6 +95,9 @@ struct XMLReader {
                     guard at < bytes.count else { throw fault("the file ends inside <\(name)>: truncated?") }
                     if peek("/>") || peek(">") { break }
                     guard spaced else { throw fault("<\(name)>: a space is needed between attributes") }
+                    guard attributes.count < Self.maxAttributes else {
+                        throw fault("<\(name)> has more than \(Self.maxAttributes) attributes")
+                    }
                     let attribute = try self.name()
                     skipSpace()
                     try expect("=")
