@@ -40,8 +40,10 @@ public struct FleetDefinition: Sendable {
         var definition = FleetDefinition(
             file: reader.file, broker: FleetBroker(url: ""), store: StoreSettings(beside: reader.file))
         if let field = reader.required(top, "broker", in: root) { definition.broker.read(field, reader) }
+        let problems = reader.problems.count
         if let field = top["sites"] { _ = reader.section(field, FleetSites.settings, into: &definition.sites) }
-        if definition.sites.allow.isEmpty && definition.sites.learn == 0 {
+        // Said only of a section that reads well: "name the sites" beside a refused site name would mislead.
+        if definition.sites.allow.isEmpty && definition.sites.learn == 0 && reader.problems.count == problems {
             reader.report(
                 top["sites"] ?? root,
                 "name the sites this fleet takes (sites.allow) or how many it may learn (sites.learn)")

@@ -38,7 +38,7 @@ enum FuzzTarget: String, CaseIterable {
         case .event: (["Tests/Corpus/mqtt"], ["json"])
         case .emotionlabels: (["Tests/Corpus/emotion"], ["csv"])
         case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml"], ["yml"])
-        case .fleet: (["Pipelines/fleet.yml"], ["yml"])
+        case .fleet: (["Tests/Corpus/fleets", "Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
         case .query, .sse: (["Tests/Corpus/http"], ["http"])
         }

@@ -2,15 +2,17 @@ import Foundation
 import SentinelTestSupport
 import Testing
 
-/// Malformed media and pipeline files, run through the real binary as a user would hand them over: each must end with
+/// Malformed media, pipeline and fleet files, run through the real binary as a user would hand them over: each must end with
 /// its expected status and message, never a crash signal or a hang.
-@Suite("Fuzz corpus: media and pipeline files", .ownThread, .timeLimit(.minutes(5)))
+@Suite("Fuzz corpus: media, pipeline and fleet files", .ownThread, .timeLimit(.minutes(5)))
 struct FileCorpusTests {
     /// Runs `arguments` (with FILE replaced by each case's path) and checks the outcome; `output` picks the stream
     /// that carries the message.
-    func run(_ kind: String, _ arguments: [String], output: (Fixtures.Outcome) -> String) async throws {
+    func run(
+        _ kind: String, _ arguments: [String], atLeast: Int = 50, output: (Fixtures.Outcome) -> String
+    ) async throws {
         let cases = try Corpus.cases(kind)
-        #expect(cases.count >= 50)
+        #expect(cases.count >= atLeast)
         for item in cases {
             let path = "Tests/Corpus/\(kind)/\(item.file.lastPathComponent)"
             let outcome = try await Fixtures.run(
@@ -35,5 +37,10 @@ struct FileCorpusTests {
     @Test("pipelines: every malformed file gets its problem with file, line, column and field")
     func pipelines() async throws {
         try await run("pipelines", ["check", "FILE"]) { $0.output }
+    }
+
+    @Test("fleets: the fleet files the tests write are ok, and each malformed one gets its problem with file and line")
+    func fleets() async throws {
+        try await run("fleets", ["fleet", "FILE", "--check"], atLeast: 15) { $0.output + $0.errors }
     }
 }
