@@ -129,22 +129,28 @@ extension TrackFile {
                 .malformed, path, place + "meta", "frame size \(size.width)x\(size.height): each side from 1 to 65536")
         }
         var entries: [TrackSet.Entry] = []
+        let regions = (annotation.result ?? []).enumerated().filter { $0.element.type == "videorectangle" }
+        // The video's length as the labels declare it (each region carries it): read first, so that it bounds every
+        // region, those before the first that says it too.
         var frameCount: Int?
+        for (r, result) in regions {
+            guard let count = result.value?.framesCount ?? result.value?.frameCount else { continue }
+            guard (1...maxFrames).contains(count) else {
+                throw LabelError(
+                    .malformed, path, "\(place)\(kind)[\(a)].result[\(r)]",
+                    "framesCount \(count) is not from 1 to \(maxFrames)")
+            }
+            frameCount = max(frameCount ?? 0, count)
+        }
+        // Keyframes are bounded before a frame between them is made: by the video, else by what the file says.
+        let limit = video?.length ?? frameCount ?? maxFrames
         var ids = Set<String>()
-        for (r, result) in (annotation.result ?? []).enumerated() where result.type == "videorectangle" {
+        for (r, result) in regions {
             let id = result.id ?? String(r)
             let location = "\(place)\(kind)[\(a)].result[\(r)]"
             guard ids.insert(id).inserted else {
                 throw LabelError(.duplicateID, path, location, "region id \(id) is used for two tracks")
             }
-            if let count = result.value?.framesCount ?? result.value?.frameCount {
-                guard (1...maxFrames).contains(count) else {
-                    throw LabelError(.malformed, path, location, "framesCount \(count) is not from 1 to \(maxFrames)")
-                }
-                frameCount = count
-            }
-            // Keyframes are bounded before a frame between them is made: by the video, else by what the file says.
-            let limit = video?.length ?? frameCount ?? maxFrames
             guard let sequence = result.value?.sequence else {
                 throw LabelError(.malformed, path, location, "a videorectangle without a sequence of keyframes")
             }
