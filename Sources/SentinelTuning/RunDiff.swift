@@ -33,6 +33,9 @@ public struct RunDiff: Sendable {
     public var splitInB: [(a: Visit, b: [Visit])] = []
     public var splitInA: [(b: Visit, a: [Visit])] = []
 
+    /// The longest line read: a visitor event with every zone of a large showroom is a few KiB (as the fleet takes).
+    static let maxLine = 64 * 1_024
+
     /// The visits of a run's published events (JSON lines, as `sentinel replay` writes them; gauge readings and lines
     /// that are not visitor events are passed over). Refused with the line number when a line is not JSON.
     public static func visits(_ data: Data, file: String) throws -> [Visit] {
@@ -40,6 +43,10 @@ public struct RunDiff: Sendable {
         var order: [String] = []
         let decoder = JSONDecoder.sentinel()
         for (number, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
+            guard line.count <= maxLine else {
+                throw TuneError(
+                    "\(file):\(number + 1): a line longer than \(maxLine / 1_024) KiB is no event Sentinel writes")
+            }
             guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else {
                 throw TuneError("\(file):\(number + 1): not a JSON object on its line")
             }
@@ -92,13 +99,73 @@ public struct RunDiff: Sendable {
         return max(0, end.timeIntervalSince(max(x.firstSeen, y.firstSeen)))
     }
 
-    public init(a: [Visit], b: [Visit]) {
-        func overlap(_ x: Visit, _ y: Visit) -> Double { Self.zoneOverlap(x, y) + 0.01 * Self.timeOverlap(x, y) }
-        var candidates: [(i: Int, j: Int, seconds: Double)] = []
-        for (i, x) in a.enumerated() {
-            for (j, y) in b.enumerated() where overlap(x, y) > 0 { candidates.append((i, j, overlap(x, y))) }
+    /// The other run's visits a visit is weighed against, at most: those it shares most with. Matching and splits
+    /// read only these, so memory grows with the visits, not with their pairs (5,000 visits at one time and zone made
+    /// 25 M pairs: 851 MB).
+    static let maxCandidates = 16
+
+    static func overlap(_ x: Visit, _ y: Visit) -> Double { zoneOverlap(x, y) + 0.01 * timeOverlap(x, y) }
+
+    /// For each visit of `xs`, the visits of `ys` seen at the same camera at the same time (a window over `ys` in
+    /// order of first sight), best first: the most seconds shared, then the nearest start, then the nearest place in
+    /// its run (a run against itself pairs each visit with its own copy).
+    static func candidates(_ xs: [Visit], _ ys: [Visit]) -> [[(index: Int, seconds: Double)]] {
+        var bySource: [String: [Int]] = [:]
+        var longest: [String: Double] = [:]
+        for (j, y) in ys.enumerated() {
+            bySource[y.sourceId, default: []].append(j)
+            longest[y.sourceId] = max(longest[y.sourceId] ?? 0, y.seconds)
         }
-        candidates.sort { ($0.seconds, $1.i, $1.j) > ($1.seconds, $0.i, $0.j) }
+        for key in bySource.keys { bySource[key]!.sort { (ys[$0].firstSeen, $0) < (ys[$1].firstSeen, $1) } }
+        return xs.enumerated().map { i, x in
+            guard let order = bySource[x.sourceId] else { return [] }
+            // Every visit that can share a second with x began in this window.
+            let from = x.firstSeen.addingTimeInterval(-1 - (longest[x.sourceId] ?? 0))
+            let to = x.lastSeen.addingTimeInterval(1)
+            var low = 0
+            var high = order.count
+            while low < high {
+                let middle = (low + high) / 2
+                if ys[order[middle]].firstSeen < from { low = middle + 1 } else { high = middle }
+            }
+            func rank(_ c: (index: Int, seconds: Double)) -> (Double, Double, Int) {
+                (-c.seconds, abs(ys[c.index].firstSeen.timeIntervalSince(x.firstSeen)), abs(c.index - i))
+            }
+            var best: [(index: Int, seconds: Double)] = []
+            for j in order[low...] {
+                guard ys[j].firstSeen <= to else { break }
+                let seconds = overlap(x, ys[j])
+                guard seconds > 0 else { continue }
+                let candidate = (index: j, seconds: seconds)
+                if best.count == maxCandidates {
+                    guard rank(candidate) < rank(best[maxCandidates - 1]) else { continue }
+                    best.removeLast()
+                }
+                best.insert(candidate, at: best.firstIndex { rank(candidate) < rank($0) } ?? best.count)
+            }
+            return best
+        }
+    }
+
+    public init(a: [Visit], b: [Visit]) {
+        let ofA = Self.candidates(a, b)
+        let ofB = Self.candidates(b, a)
+        var candidates: [(i: Int, j: Int, seconds: Double)] = []
+        var listed = Set<Int>()
+        for (i, list) in ofA.enumerated() {
+            for c in list where listed.insert(i * b.count + c.index).inserted {
+                candidates.append((i, c.index, c.seconds))
+            }
+        }
+        for (j, list) in ofB.enumerated() {
+            for c in list where listed.insert(c.index * b.count + j).inserted {
+                candidates.append((c.index, j, c.seconds))
+            }
+        }
+        func nearness(_ c: (i: Int, j: Int, seconds: Double)) -> (Double, Double, Int, Int, Int) {
+            (-c.seconds, abs(a[c.i].firstSeen.timeIntervalSince(b[c.j].firstSeen)), abs(c.i - c.j), c.i, c.j)
+        }
+        candidates.sort { nearness($0) < nearness($1) }
         var partner: (ofA: [Int: Int], ofB: [Int: Int]) = ([:], [:])
         for c in candidates where partner.ofA[c.i] == nil && partner.ofB[c.j] == nil {
             partner.ofA[c.i] = c.j
@@ -112,20 +179,21 @@ public struct RunDiff: Sendable {
         // visitor that run split (two visitors side by side share zone time too, but each has a better partner).
         // Among equals, its own partner in the pairing: visits of the same time and zone (a run against itself, a
         // crowd) each belong to their partner, not all to the first of them.
-        func attributed(_ visits: [Visit], to others: [Visit], partners: [Int: Int]) -> [Int: [Visit]] {
+        func attributed(
+            _ visits: [Visit], to others: [Visit], candidates: [[(index: Int, seconds: Double)]], partners: [Int: Int]
+        ) -> [Int: [Visit]] {
             var groups: [Int: [Visit]] = [:]
             for (index, visit) in visits.enumerated() {
-                let scores = others.map { overlap($0, visit) }
-                guard var best = scores.indices.max(by: { scores[$0] < scores[$1] }), scores[best] > 0 else { continue }
-                if let own = partners[index], scores[own] >= scores[best] { best = own }
-                groups[best, default: []].append(visit)
+                guard var best = candidates[index].first else { continue }
+                if let own = partners[index], Self.overlap(visit, others[own]) >= best.seconds { best.index = own }
+                groups[best.index, default: []].append(visit)
             }
             return groups
         }
-        splitInB = attributed(b, to: a, partners: partner.ofB).filter { $0.value.count > 1 }.sorted {
+        splitInB = attributed(b, to: a, candidates: ofB, partners: partner.ofB).filter { $0.value.count > 1 }.sorted {
             $0.key < $1.key
         }.map { (a[$0.key], $0.value) }
-        splitInA = attributed(a, to: b, partners: partner.ofA).filter { $0.value.count > 1 }.sorted {
+        splitInA = attributed(a, to: b, candidates: ofA, partners: partner.ofA).filter { $0.value.count > 1 }.sorted {
             $0.key < $1.key
         }.map { (b[$0.key], $0.value) }
     }

@@ -274,8 +274,9 @@ struct TuningCommandTests {
     func diffItself() async throws {
         let folder = try Fixtures.temporaryFolder()
         let crowd = folder.appendingPathComponent("crowd.jsonl").path
-        // 30 visits in one zone over the same seconds, one of them with an id that would retitle the terminal.
-        let lines = (0..<30).map { n in
+        // 100 visits in one zone over the same seconds (more than the 16 each is weighed against), one of them with an
+        // id that would retitle the terminal.
+        let lines = (0..<100).map { n in
             let id = n == 7 ? "\\u001b]0;owned\\u0007\\u001b[2J" : "visit\(n)"
             return """
                 {"stay":{"dwellSeconds":2,"enteredAt":"2026-11-27T10:41:50.000Z","exitedAt":"2026-11-27T10:41:52.000Z","zone":"entrance"},"time":"2026-11-27T10:41:53.000Z","type":"visitor.zoneExited","visitor":{"dwellSeconds":3,"faceId":"\(id)","firstSeen":"2026-11-27T10:41:50.000Z","lastSeen":"2026-11-27T10:41:53.000Z","sourceId":"showroom","state":"active","zones":[{"dwellSeconds":2,"zone":"entrance"}]}}
@@ -284,7 +285,8 @@ struct TuningCommandTests {
         try (lines.joined(separator: "\n") + "\n").write(toFile: crowd, atomically: true, encoding: .utf8)
         let same = try await Fixtures.run(Fixtures.sentinel, ["diff", crowd, crowd])
         #expect(same.status == 0, "\(same.output)")
-        #expect(same.output.contains("30 matched by zone and time") && !same.output.contains("split"), "\(same.output)")
+        #expect(
+            same.output.contains("100 matched by zone and time") && !same.output.contains("split"), "\(same.output)")
 
         let other = folder.appendingPathComponent("other.jsonl").path
         try (lines.prefix(7).joined(separator: "\n") + "\n").write(toFile: other, atomically: true, encoding: .utf8)
@@ -301,6 +303,19 @@ struct TuningCommandTests {
         let refused = try await Fixtures.run(Fixtures.sentinel, ["diff", bad, crowd])
         #expect(refused.status == 1 && refused.errors.contains("bad.jsonl:1:"), "\(refused.errors)")
         #expect(!refused.errors.contains("\u{1B}"), "\(refused.errors.debugDescription)")
+
+        // One line with zones without end (an 81 MB line passed 6 GB): refused by its length before it is decoded.
+        let long = folder.appendingPathComponent("long.jsonl").path
+        try
+            (lines[0] + "\n"
+            + lines[1].replacingOccurrences(
+                of: "\"zones\":[",
+                with: "\"zones\":[" + String(repeating: "{\"dwellSeconds\":1,\"zone\":\"z\"},", count: 3_000)) + "\n")
+            .write(toFile: long, atomically: true, encoding: .utf8)
+        let tooLong = try await Fixtures.run(Fixtures.sentinel, ["diff", long, crowd])
+        #expect(
+            tooLong.status == 1 && tooLong.errors.contains("long.jsonl:2: a line longer than 64 KiB"),
+            "\(tooLong.errors)")
     }
 
     @Test(
