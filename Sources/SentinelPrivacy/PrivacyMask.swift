@@ -19,14 +19,6 @@ public struct MaskedEvent: Sendable {
     }
 }
 
-extension MaskedEvent {
-    /// A published event read back from the event log, where it was put as the mask made it: a replica of a fleet
-    /// follows what the others logged.
-    public static func logged(_ json: Data) throws -> MaskedEvent {
-        MaskedEvent(
-            output: .events, event: try JSONDecoder.sentinel().decode(VisitorEvent.self, from: json), json: json)
-    }
-}
 
 /// A visitor event as it leaves the mask: the store's copy, and the published copy made from it (what the event log,
 /// SSE and MQTT carry), which never holds more than either allowlist lets through, so a stream read back from the
@@ -43,8 +35,14 @@ public struct Masked: Sendable {
         published = MaskedEvent(output: .events, event: copy, json: Self.json(copy))
     }
 
-    /// Encoding these plain value types cannot fail.
-    private static func json(_ event: VisitorEvent) -> Data { (try? JSONEncoder.sentinel().encode(event)) ?? Data() }
+    /// Encoding fails only on a number that is not finite, and none is made: the visitor stage takes no detection
+    /// or emotion reading with one, and events from elsewhere pass `EventCheck`. Were one made all the same, this
+    /// stops loudly rather than store and publish an event with no content.
+    static func json(_ event: VisitorEvent) -> Data {
+        do { return try JSONEncoder.sentinel().encode(event) } catch {
+            preconditionFailure("a \(event.type.rawValue) event with a number JSON cannot carry: \(error)")
+        }
+    }
 }
 
 /// The stage between the visitor records and every output: replaces internal ids with rotating pseudonyms,
@@ -129,6 +127,15 @@ extension PrivacyPolicy {
         event.reason = .interrupted
         filter(&event, for: .store)
         return Masked(stored: event, policy: self)
+    }
+
+    /// A published event read back from the event log (a replica of a fleet follows what the others logged), made
+    /// published again by this policy: a row holding more than the events allowlist lets through is cut as the mask
+    /// would cut it.
+    public func logged(_ json: Data) throws -> MaskedEvent {
+        var event = try JSONDecoder.sentinel().decode(VisitorEvent.self, from: json)
+        filter(&event, for: .events)
+        return MaskedEvent(output: .events, event: event, json: Masked.json(event))
     }
 
     /// The store's copy of an event another box masked and forwarded (`sentinel fleet`): reduced to what this

@@ -269,7 +269,7 @@ public final class StoreWriter: Service, Sendable {
             for row in rows {
                 switch row.type {
                 case .visitor:
-                    guard let event = try? MaskedEvent.logged(row.payload) else { continue }
+                    guard let event = try? policy.logged(row.payload) else { continue }
                     visitorEvents.append(event)
                 case .gauge where row.streamId == Publication.gaugeStream:
                     gauge = try? decoder.decode(GaugeReading.self, from: row.payload)

@@ -55,7 +55,11 @@ public struct EmotionSmoother: Sendable {
     public init(settings: EmotionSettings) { self.settings = settings }
 
     public mutating func add(_ reading: EmotionReading, at time: MediaTime) {
-        guard reading.probabilities.count == Emotion.allCases.count else { return }
+        // A reading that is not a distribution of finite numbers (a model gone wrong) is passed over: one NaN would
+        // stay in the average for good, and no event could carry it.
+        guard reading.probabilities.count == Emotion.allCases.count,
+            reading.probabilities.allSatisfy(\.isFinite), reading.valence.isFinite
+        else { return }
         if let last, !distribution.isEmpty {
             let weight = Self.weight(after: max(0, (time - last).seconds), timeConstant: settings.timeConstantSeconds)
             distribution = zip(distribution, reading.probabilities).map { $0 + weight * ($1 - $0) }

@@ -110,7 +110,13 @@ public struct VisitorStage: Sendable {
     ) rethrows -> FrameOutput {
         if let lastFrame, time > lastFrame { frameInterval = time - lastFrame }
         lastFrame = time
-        let update = tracker.update(detections: detections, at: time)
+        // A box or score that is not a finite number (a model gone wrong) is no face: it would reach the tracker's
+        // arithmetic and every event of its visit.
+        let update = tracker.update(
+            detections: detections.filter {
+                [$0.score, $0.box.x, $0.box.y, $0.box.width, $0.box.height].allSatisfy(\.isFinite)
+            },
+            at: time)
         var events: [VisitorEvent] = []
         for track in update.confirmed {
             visitCount += 1

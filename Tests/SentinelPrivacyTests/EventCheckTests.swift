@@ -159,7 +159,8 @@ struct EventCheckTests {
             #expect((0...100).contains(level.score))
         }
         var occupancy = Occupancy(minGroupSize: 1)
-        occupancy.process(PrivacyPolicy().forwarded(event { $0.visitor.valence = .nan }).published)
+        // No masked event carries a number JSON cannot (the mask stops rather than make one): the largest finite.
+        occupancy.process(PrivacyPolicy().forwarded(event { $0.visitor.valence = -1e308 }).published)
         _ = occupancy.snapshot(zones: [ZoneID(sourceId: "showroom", name: "display")])
         let visits = (0..<50).map {
             ReportBuilder.Visit(

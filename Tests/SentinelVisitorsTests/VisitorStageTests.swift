@@ -50,6 +50,34 @@ struct VisitorStageTests {
         #expect(final.visitor.firstSeen == origin)
     }
 
+    @Test(
+        "a detection or an emotion reading that is not a finite number is passed over: the visit is the same, and every event encodes"
+    )
+    func nonFiniteNumbers() throws {
+        let clean = events(fps: 15, classify: { _ in self.happy })
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+        var all: [VisitorEvent] = []
+        let broken = EmotionReading(probabilities: [.nan, 0, 0, 1, 0, 0, 0], valence: .infinity)
+        var readings = 0
+        for i in 0..<(12 * 15) {
+            // A NaN face beside the visitor in every frame, and every other reading broken.
+            let detections = walk(i, fps: 15) + [Detection(box: Box(x: .nan, y: 10, width: 50, height: 50), score: 0.9)]
+            all +=
+                stage.process(
+                    time: MediaTime(seconds: Double(i) / 15), detections: detections,
+                    classify: { _ in
+                        readings += 1
+                        return readings.isMultiple(of: 2) ? broken : self.happy
+                    }
+                ).events
+        }
+        all += stage.finish(reason: .endOfStream)
+        #expect(all.map(\.type) == clean.map(\.type))
+        #expect(all.last?.visitor.dwellSeconds == clean.last?.visitor.dwellSeconds)
+        #expect(all.contains { $0.visitor.emotion == .known(.happy) })
+        for event in all { _ = try JSONEncoder.sentinel().encode(event) }
+    }
+
     @Test("dwell does not depend on the frame rate beyond one frame interval")
     func frameRateInvariance() throws {
         func dwell(_ fps: Double) throws -> Double {
