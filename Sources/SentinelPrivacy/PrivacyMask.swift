@@ -19,7 +19,6 @@ public struct MaskedEvent: Sendable {
     }
 }
 
-
 /// A visitor event as it leaves the mask: the store's copy, and the published copy made from it (what the event log,
 /// SSE and MQTT carry), which never holds more than either allowlist lets through, so a stream read back from the
 /// store is the stream that was sent. The mask makes both; the policy makes them for an event no mask saw (a visit a
