@@ -110,6 +110,9 @@ public final class Broadcaster: Sendable {
             }
         }
 
+        /// Whether a reader is waiting in `next()` (what a test waits for before it publishes).
+        var isWaiting: Bool { queue.withLock { $0.waiter != nil } }
+
         /// Everything queued since the last call, at once; nil once the queue has ended and been emptied.
         public func next() async -> [Item]? {
             await withTaskCancellationHandler {

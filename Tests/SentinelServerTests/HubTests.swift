@@ -94,7 +94,7 @@ struct FanOutTests {
         // A reader waiting when a commit lands is woken with it.
         let other = try #require(broadcaster.subscribe(EventFilter(), capacity: 10))
         async let woken = other.next()
-        try await Task.sleep(for: .milliseconds(50))
+        while !other.isWaiting { await Task.yield() }
         broadcaster.publish(events(18...19))
         #expect(await woken?.count == 1)
         broadcaster.close()
