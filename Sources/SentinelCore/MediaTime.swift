@@ -50,5 +50,10 @@ extension Date {
 extension Double {
     /// These seconds to the millisecond, as every published duration is (12.133334 s is 12.133 s: the digits beyond
     /// are float noise, not a measurement).
-    public var wholeMilliseconds: Double { (self * 1_000).rounded() / 1_000 }
+    /// A value too large for its milliseconds to be counted (beyond 1e305) is itself: it has no fraction, and
+    /// multiplying it would make an infinity that no JSON can carry.
+    public var wholeMilliseconds: Double {
+        let milliseconds = self * 1_000
+        return milliseconds.isFinite ? milliseconds.rounded() / 1_000 : self
+    }
 }
