@@ -174,6 +174,15 @@ extension TrackFile {
                 // Enabled: interpolated linearly up to the next keyframe; disabled: the span ends here.
                 guard keyframe.enabled ?? true, k + 1 < keyframes.count else { continue }
                 let next = keyframes[k + 1]
+                // Without a length from the video or the labels (Label Studio writes framesCount), a span is at most
+                // an hour at 30 fps: two keyframes far apart in a few bytes would otherwise cost millions of boxes.
+                guard video?.length != nil || frameCount != nil || next.frame - keyframe.frame <= maxUndeclaredSpan
+                else {
+                    throw LabelError(
+                        .malformed, path, location,
+                        "keyframes \(keyframe.frame) and \(next.frame) are \(next.frame - keyframe.frame) frames apart, and neither the labels (framesCount) nor a video (--video) say how long the video is: at most \(maxUndeclaredSpan) frames are interpolated without"
+                    )
+                }
                 guard entries.count + (next.frame - keyframe.frame) <= maxBoxes else {
                     throw LabelError(
                         .malformed, path, location, "more than \(maxBoxes) boxes once keyframes are interpolated")

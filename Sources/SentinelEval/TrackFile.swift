@@ -57,6 +57,9 @@ public enum TrackFile {
     /// bytes a box (measured: 40 M boxes, 9.4 GB), so a file costs at most about 1.2 GB. Five hours of four faces at
     /// 60 fps; a labelled clip is minutes.
     public static let maxBoxes = 5_000_000
+    /// The most frames interpolated between two Label Studio keyframes when neither the labels nor a video say the
+    /// video's length: an hour at 30 fps.
+    public static let maxUndeclaredSpan = 108_000
     /// The most boxes one frame may hold.
     public static let maxBoxesPerFrame = 1_000
     /// The longest video a label file may speak of when no video is given: 24 hours at 120 fps.
