@@ -49,8 +49,8 @@ public struct RunSummary: Sendable {
         lines.append(
             String(
                 format:
-                    "label-free: zone flicker %.2f changes per visitor-minute, emotion churn %.3f per visitor-second, %.1f %% of visit frames bridged gaps, stability %.3f",
-                s.zoneFlicker, s.emotionChurn, s.detectionGaps * 100, s.score))
+                    "label-free: zone flicker %.2f returns within %g s per visitor-minute, emotion churn %.3f per visitor-second, %.1f %% of visit frames bridged gaps, stability %.3f",
+                s.zoneFlicker, Stability.flickerSeconds, s.emotionChurn, s.detectionGaps * 100, s.score))
         if emotion.readings > 0 {
             lines.append(
                 String(

@@ -11,7 +11,8 @@ public struct Stability: Sendable, Codable, Equatable {
     public var suspectedSplits = 0.0
     /// Visits shorter than `shortSeconds`, as a share of the visits (lower is steadier).
     public var shortVisits = 0.0
-    /// Zone changes (entries) per visitor-minute (lower is steadier).
+    /// Returns to a zone within `flickerSeconds` of leaving it, per visitor-minute (lower is steadier): a zone edge
+    /// the hysteresis did not hold. Walking on from zone to zone counts nothing.
     public var zoneFlicker = 0.0
     /// Changes of the published emotion between two known expressions, per visitor-second (lower is steadier).
     public var emotionChurn = 0.0
@@ -24,6 +25,7 @@ public struct Stability: Sendable, Codable, Equatable {
     public static let splitSeconds = 3.0
     public static let splitDistance = 2.0
     public static let shortSeconds = 1.0
+    public static let flickerSeconds = 2.0
 
     /// One figure to maximise: 1 less the mean of the suspected splits (at most 1) and the short visits, the two that
     /// see a visitor cut in two or a visit made of nothing. Gaps bridged, zone flicker and emotion churn are reported
@@ -92,8 +94,19 @@ public struct Stability: Sendable, Codable, Equatable {
             result.shortVisits =
                 Double(visits.filter { $0.lastSeen - $0.firstSeen < Stability.shortSeconds }.count) / count
             let minutes = visits.reduce(0) { $0 + max($1.lastSeen - $1.firstSeen, 0) } / 60
-            let zoneChanges = events.filter { $0.type == .zoneEntered }.count
-            result.zoneFlicker = minutes > 0 ? Double(zoneChanges) / minutes : 0
+            var left: [[String]: Date] = [:]  // (visit, zone) -> when it last left the zone
+            var returns = 0
+            for event in events {
+                guard let stay = event.stay else { continue }
+                let key = [event.visitor.faceId, stay.zone]
+                if event.type == .zoneExited, let exited = stay.exitedAt { left[key] = exited }
+                if event.type == .zoneEntered, let exited = left[key],
+                    stay.enteredAt.timeIntervalSince(exited) <= Stability.flickerSeconds
+                {
+                    returns += 1
+                }
+            }
+            result.zoneFlicker = minutes > 0 ? Double(returns) / minutes : 0
             var changes = 0
             var previous: [String: Emotion] = [:]
             for event in events {

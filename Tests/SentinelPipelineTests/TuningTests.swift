@@ -166,7 +166,7 @@ struct TuningTests {
     }
 
     @Test(
-        "label-free measures: a visitor split in two is one suspected split; a blink of a visit is short; bridged gaps count"
+        "label-free measures: a visitor split in two is one suspected split; a blink of a visit is short; bridged gaps count; zone flicker counts returns within 2 s, not walking on"
     )
     func stability() throws {
         let origin = Date(timeIntervalSince1970: 0)
@@ -186,9 +186,27 @@ struct TuningTests {
                     faceId: id, sourceId: "s", zone: nil, state: .exited, firstSeen: origin.addingTimeInterval(first),
                     lastSeen: origin.addingTimeInterval(last)))
         }
+        func zone(_ id: String, _ type: VisitorEvent.Kind, _ name: String, _ entered: Double, _ exited: Double? = nil)
+            -> VisitorEvent
+        {
+            var event = exit(id, 0, 0)
+            event.type = type
+            event.stay = .init(
+                zone: name, enteredAt: origin.addingTimeInterval(entered),
+                exitedAt: exited.map { origin.addingTimeInterval($0) })
+            return event
+        }
+        // a leaves "door" and is back 0.5 s later: one return. b walks on from "door" to "cars": none.
+        let zones = [
+            zone("a", .zoneEntered, "door", 0), zone("a", .zoneExited, "door", 0, 0.5),
+            zone("a", .zoneEntered, "door", 1.0), zone("b", .zoneEntered, "door", 2),
+            zone("b", .zoneExited, "door", 2, 2.1), zone("b", .zoneEntered, "cars", 2.1),
+        ]
         let measured = collector.finish(
-            events: [exit("a", 0, 1.5), exit("b", 2, 3.9), exit("c", 3, 3.1)], origin: origin)
+            events: zones + [exit("a", 0, 1.5), exit("b", 2, 3.9), exit("c", 3, 3.1)], origin: origin)
         #expect(measured.visits == 3)
+        // One return in 3.5 visitor-seconds.
+        #expect(abs(measured.zoneFlicker - 1 / (3.5 / 60)) < 1e-9)
         #expect(measured.suspectedSplits == 1.0 / 3)
         #expect(measured.shortVisits == 1.0 / 3)
         // a: 8 of 10 frames detected; b: 20 of 20; c: 2 of 2.
