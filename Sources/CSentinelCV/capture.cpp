@@ -58,6 +58,7 @@ snl_status snl_capture_info_get(const snl_capture *capture, snl_capture_info *in
         info->frame_count = count > 0 ? int64_t(count) : -1;
         info->width = int32_t(c.get(cv::CAP_PROP_FRAME_WIDTH));
         info->height = int32_t(c.get(cv::CAP_PROP_FRAME_HEIGHT));
+        info->fourcc = uint32_t(int64_t(c.get(cv::CAP_PROP_FOURCC)));
     });
 }
 

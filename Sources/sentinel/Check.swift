@@ -1,8 +1,11 @@
 import ArgumentParser
+import Dispatch
 import SentinelCommandLine
 import SentinelConfig
 import SentinelPipeline
 import SentinelServer
+import SentinelVision
+import Synchronization
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,6 +16,15 @@ struct Check: ParsableCommand {
     @Argument(help: "Pipeline file, such as Pipelines/showroom.yml.")
     var pipeline: String?
 
+    @Flag(
+        help:
+            "Then open every source for a few seconds and print what it delivers (resolution, frame rate stated and measured, codec, time to the first frame) or exactly why it delivers nothing; exit 1 if a source fails."
+    )
+    var probe = false
+
+    @Option(help: "With --probe: how long each live source is read, in seconds.")
+    var probeSeconds = 3.0
+
     @Flag(help: "Print every tunable setting with its default, range and meaning (docs/reference.md) instead.")
     var reference = false
 
@@ -20,6 +32,9 @@ struct Check: ParsableCommand {
 
     func validate() throws {
         if reference == (pipeline != nil) { throw ValidationError("give a pipeline file, or --reference") }
+        if !(probeSeconds > 0 && probeSeconds <= 60) {
+            throw ValidationError("--probe-seconds: from above 0 to 60, not \(probeSeconds)")
+        }
     }
 
     func run() throws {
@@ -28,14 +43,29 @@ struct Check: ParsableCommand {
             return
         }
         var problems: [ConfigProblem] = []
+        var sources: [PipelineDefinition.SourceDefinition] = []
         do {
             // The checks `sentinel run` makes before it serves: one function for both.
-            _ = try SentinelService.preflight(definition: ServiceDefinition.load(pipeline), models: try models.store())
+            let definition = try ServiceDefinition.load(pipeline)
+            sources = definition.pipeline.sources
+            _ = try SentinelService.preflight(definition: definition, models: try models.store())
         } catch let error as ConfigError {
             problems = error.problems
         }
         for problem in problems { print(problem) }
         if !problems.isEmpty { throw ExitCode(1) }
         print("\(pipeline): ok")
+        guard probe else { return }
+        // Every source at once, as `run` opens them: a fleet of cameras takes the time of one.
+        let specs = sources.map { SourceSpec($0.resolvedInput) }
+        let seconds = probeSeconds
+        let probes = Mutex([SourceProbe?](repeating: nil, count: specs.count))
+        DispatchQueue.concurrentPerform(iterations: specs.count) { index in
+            let result = SourceProbe.run(specs[index], seconds: seconds)
+            probes.withLock { $0[index] = result }
+        }
+        let results = probes.withLock { $0.compactMap { $0 } }
+        for (source, result) in zip(sources, results) { print("source \(source.id): \(result)") }
+        if results.contains(where: { $0.problem != nil }) { throw ExitCode(1) }
     }
 }

@@ -82,3 +82,55 @@ struct LiveSourceTests {
         #expect(outcome.output.split(separator: "\n").filter { $0.hasPrefix("{") }.count == 10, "\(outcome.output)")
     }
 }
+
+extension LiveSourceTests {
+    @Test(
+        "sentinel check --probe: the camera stand-in's resolution, measured rate and codec; a refused port, a stream the camera lacks (404), an unknown host and a missing device each said exactly, and exit 1"
+    )
+    func probe() async throws {
+        let camera = try await RTSPCamera([("cam", Fixtures.recording())])
+        defer { camera.stop() }
+        // A loopback port nothing listens on: bound, then let go.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let closedPort = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(listener, $0, length)
+                _ = getsockname(listener, $0, &length)
+                return Int(UInt16(bigEndian: pointer.pointee.sin_port))
+            }
+        }
+        close(listener)
+        let sources = [
+            ("cam", camera.url("cam")), ("refused", "rtsp://127.0.0.1:\(closedPort)/cam"),
+            ("lacking", camera.url("none")),
+            ("unknown", "rtsp://no-such-camera.invalid/live"), ("device", "/dev/video63"),
+        ]
+        let pipeline = try Fixtures.temporaryFolder().appendingPathComponent("cameras.yml")
+        try Data(
+            ("version: 1\nsources:\n" + sources.map { "  - id: \($0.0)\n    input: \($0.1)\n" }.joined()).utf8
+        ).write(to: pipeline)
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, ["check", "--probe", "--probe-seconds", "2", pipeline.path], timeout: 60)
+        #expect(outcome.status == 1, "\(outcome.errors)")
+        let lines = Dictionary(
+            outcome.output.split(separator: "\n").compactMap { line -> (String, String)? in
+                guard line.hasPrefix("source "), let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line.dropFirst(7)[..<colon]), String(line[line.index(after: colon)...]))
+            }, uniquingKeysWith: { $1 })
+        #expect(lines.count == sources.count, "\(outcome.output)")
+        // The sample is 640x480 at 15 fps, sent as it was recorded (MPEG-4 part 2) in real time.
+        let cam = try #require(lines["cam"])
+        #expect(cam.contains(" 640x480, ") && cam.contains("codec ") && cam.contains("first frame after"), "\(cam)")
+        let measured = try #require(cam.firstMatch(of: #/ (\d+\.\d) fps measured/#).flatMap { Double($0.1) }, "\(cam)")
+        #expect(measured > 8 && measured < 30, "\(cam)")
+        #expect(
+            lines["refused"]?.contains("connection refused by 127.0.0.1:\(closedPort)") == true, "\(outcome.output)")
+        #expect(lines["lacking"]?.contains("404 Not Found") == true, "\(outcome.output)")
+        #expect(lines["unknown"]?.contains("no such host no-such-camera.invalid") == true, "\(outcome.output)")
+        #expect(lines["device"]?.contains("no such device /dev/video63") == true, "\(outcome.output)")
+    }
+}

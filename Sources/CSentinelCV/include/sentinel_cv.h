@@ -124,6 +124,7 @@ typedef struct {
     double fps;           ///< as the container or driver states it; 0 when unknown
     int64_t frame_count;  ///< as the container states it; -1 when unknown
     int32_t width, height;
+    uint32_t fourcc;      ///< the codec's four characters, low byte first (FFmpeg: h264, mp4v, MJPG); 0 when unknown
 } snl_capture_info;
 
 snl_status snl_capture_open_file(const char *path, snl_capture **out, snl_error *error);

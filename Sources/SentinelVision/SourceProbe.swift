@@ -1,0 +1,116 @@
+import CSentinelCV
+import Foundation
+
+/// What a source delivers in its first seconds, or exactly why it delivers nothing (`sentinel check --probe`), as
+/// Frigate's camera probe does: resolution, stated and measured frame rate, codec, time to the first frame.
+public struct SourceProbe: Sendable {
+    public var source: String
+    public var width = 0
+    public var height = 0
+    /// As the container or stream states it (an RTSP stream often states none).
+    public var statedFPS: Double?
+    /// FFmpeg's codec tag (`h264`, `mp4v`, `MJPG`), when the backend names one.
+    public var codec: String?
+    /// Seconds from the start until the source was open, and until its first frame.
+    public var opened: Double?
+    public var firstFrame: Double?
+    /// The frame count a recording's container states.
+    public var declaredFrames: Int?
+    /// Frames read, and the seconds between the first and the last.
+    public var frames = 0
+    public var span = 0.0
+    /// Why the source delivers nothing: the exact cause where one can be found (refused, 401, no such device).
+    public var problem: String?
+
+    /// Frames per second as they arrived, from the second frame on.
+    public var measuredFPS: Double? { frames > 1 && span > 0 ? Double(frames - 1) / span : nil }
+
+    /// Opens `spec`, reads it for `seconds` (a recording or a folder: its first frame), and says what came.
+    public static func run(_ spec: SourceSpec, seconds: Double) -> SourceProbe {
+        var probe = SourceProbe(source: spec.description)
+        let start = ContinuousClock.now
+        func since() -> Double { (ContinuousClock.now - start).seconds }
+        var out: OpaquePointer?
+        do throws(VisionError) {
+            switch spec {
+            case .file(let path):
+                guard FileManager.default.fileExists(atPath: path) else { throw VisionError(.open, "no such file") }
+                try bridge { snl_capture_open_file(path, &out, $0) }
+            case .folder(let path):
+                // A folder of images has no stream: its first image.
+                let images = try ImageFolderSource(path: path, fps: 1)
+                probe.opened = since()
+                if let frame = try images.next() {
+                    probe.firstFrame = since()
+                    probe.frames = 1
+                    (probe.width, probe.height) = (frame.image.width, frame.image.height)
+                }
+                return probe
+            case .live(let endpoint):
+                out = try endpoint.open()
+            }
+        } catch {
+            probe.problem = spec.diagnosis(of: error.message)
+            return probe
+        }
+        guard let capture = out else { return probe }
+        defer { snl_capture_destroy(capture) }
+        probe.opened = since()
+        var info = snl_capture_info()
+        if (try? bridge({ snl_capture_info_get(capture, &info, $0) })) != nil {
+            (probe.width, probe.height) = (Int(info.width), Int(info.height))
+            // An RTP stream states its clock (90 kHz) where a rate belongs: no rate.
+            probe.statedFPS = info.fps.isFinite && info.fps > 0 && info.fps <= 1000 ? info.fps : nil
+            probe.codec = fourcc(info.fourcc)
+            if case .file = spec, info.frame_count > 0 { probe.declaredFrames = Int(info.frame_count) }
+        }
+        // A stream is read for `seconds`; a recording only for its first frame (its rate is the container's).
+        let limit: Double = if case .live = spec { seconds } else { 0 }
+        var first: Double?
+        while probe.frames == 0 || since() < limit {
+            var image: OpaquePointer?
+            var position = 0.0
+            guard (try? bridge({ snl_capture_read(capture, &image, &position, $0) })) != nil, let image else { break }
+            let frame = Image(handle: image)
+            let now = since()
+            if first == nil {
+                first = now
+                (probe.width, probe.height) = (frame.width, frame.height)
+            }
+            probe.frames += 1
+            probe.span = now - (first ?? now)
+        }
+        probe.firstFrame = first
+        if probe.frames == 0 {
+            probe.problem = "opened, but no frame came within \(String(format: "%.1f", since())) s"
+        }
+        return probe
+    }
+
+    static func fourcc(_ value: UInt32) -> String? {
+        let bytes = (0..<4).map { UInt8((value >> ($0 * 8)) & 0xff) }
+        guard value != 0, bytes.allSatisfy({ (0x20...0x7e).contains($0) }) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+extension SourceProbe: CustomStringConvertible {
+    /// One line: `source: 640x480, 25 fps stated, 24.9 measured over 2.9 s, codec mp4v, first frame after 0.42 s`.
+    public var description: String {
+        if let problem { return "\(source): \(problem)" }
+        var parts = ["\(width)x\(height)"]
+        if let statedFPS { parts.append(String(format: "%g fps stated", (statedFPS * 100).rounded() / 100)) }
+        if let measuredFPS {
+            parts.append(String(format: "%.1f fps measured over %.1f s (%d frames)", measuredFPS, span, frames))
+        }
+        if let declaredFrames {
+            parts.append(
+                "\(declaredFrames) frames"
+                    + (statedFPS.map { String(format: " (%.1f s)", Double(declaredFrames) / $0) } ?? ""))
+        }
+        if let codec { parts.append("codec \(codec)") }
+        if let opened { parts.append(String(format: "opened in %.2f s", opened)) }
+        if let firstFrame { parts.append(String(format: "first frame after %.2f s", firstFrame)) }
+        return "\(source): " + parts.joined(separator: ", ")
+    }
+}

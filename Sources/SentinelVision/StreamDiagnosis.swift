@@ -1,0 +1,134 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension SourceSpec {
+    /// Why a source would not open, as exactly as can be found out: OpenCV says only "cannot open". A device is looked
+    /// for; a URL's host is resolved, connected to, and (RTSP, HTTP) asked for the stream, whose answer (401, 404) is
+    /// the cause.
+    func diagnosis(of message: String) -> String {
+        switch self {
+        case .file, .folder: return message
+        case .live(.device(let index, _, _)):
+            let path = "/dev/video\(index)"
+            if access(path, F_OK) != 0 {
+                let present = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+                    .filter { $0.hasPrefix("video") }.sorted().map { "/dev/\($0)" }
+                return "no such device \(path) ("
+                    + (present.isEmpty
+                        ? "this machine has no V4L2 camera"
+                        : "this machine has \(present.joined(separator: ", "))") + ")"
+            }
+            if access(path, R_OK | W_OK) != 0 {
+                return "\(path): permission denied (add the user that runs sentinel to the group video)"
+            }
+            return "\(message) (\(path) exists and may be read: busy in another program, or not a capture device)"
+        case .live(.url(let text)):
+            return StreamDiagnosis(text)?.run(describing: description) ?? message
+        }
+    }
+}
+
+/// Asks a stream's server what OpenCV would not say: whether the host exists, answers on its port, and what it
+/// answers for the stream (RTSP DESCRIBE, HTTP GET; HTTPS only as far as the connection).
+struct StreamDiagnosis {
+    let scheme: String
+    let host: String
+    let port: Int
+    let target: String
+    let credentials: String?
+    static let timeout = 5.0
+
+    init?(_ text: String) {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host,
+            !host.isEmpty
+        else { return nil }
+        let ports = ["rtsp": 554, "rtsps": 322, "http": 80, "https": 443]
+        guard let port = url.port ?? ports[scheme] else { return nil }
+        self.scheme = scheme
+        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.port = port
+        var plain = url
+        (plain.user, plain.password) = (nil, nil)
+        target =
+            scheme == "rtsp"
+            ? (plain.string ?? text)
+            : (url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath)
+                + (url.percentEncodedQuery.map { "?\($0)" } ?? "")
+        credentials = url.user.map { "\($0):\(url.password ?? "")" }
+    }
+
+    /// The cause, in words naming the place (`described`, the URL without its password).
+    func run(describing described: String) -> String {
+        let place = "\(host):\(port)"
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, "\(port)", &hints, &found)
+        guard resolved == 0, let first = found else {
+            return "no such host \(host) (\(String(cString: gai_strerror(resolved))))"
+        }
+        defer { freeaddrinfo(found) }
+        let socket = Glibc.socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
+        guard socket >= 0 else { return "cannot make a socket (\(String(cString: strerror(errno))))" }
+        defer { close(socket) }
+        var wait = timeval(tv_sec: Int(Self.timeout), tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        if connect(socket, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
+            switch errno {
+            case ECONNREFUSED: return "connection refused by \(place): nothing listens on that port"
+            case EINPROGRESS, EAGAIN, ETIMEDOUT:
+                return
+                    "no answer from \(place) within \(Int(Self.timeout)) s (timed out: a wrong address, or a firewall)"
+            default: return "cannot connect to \(place): \(String(cString: strerror(errno)))"
+            }
+        }
+        let request: String
+        switch scheme {
+        case "rtsp":
+            request =
+                "DESCRIBE \(target) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\nUser-Agent: sentinel-probe\r\n"
+                + authorization + "\r\n"
+        case "http":
+            request =
+                "GET \(target) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: sentinel-probe\r\n" + authorization + "\r\n"
+        default:
+            return "\(place) accepts connections, but the stream cannot be read (FFmpeg: cannot open \(described))"
+        }
+        _ = request.utf8CString.withUnsafeBufferPointer { send(socket, $0.baseAddress, $0.count - 1, 0) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = recv(socket, &buffer, buffer.count, 0)
+        guard count > 0 else {
+            return
+                "\(place) accepted the connection but did not answer \(scheme.uppercased()) within \(Int(Self.timeout)) s"
+        }
+        let status =
+            String(decoding: buffer[0..<count], as: UTF8.self).split(whereSeparator: \.isNewline).first
+            .map(String.init) ?? ""
+        let parts = status.split(separator: " ", maxSplits: 2).map(String.init)
+        guard parts.count >= 2, parts[0].hasPrefix("RTSP/") || parts[0].hasPrefix("HTTP/"), let code = Int(parts[1])
+        else {
+            return "\(place) does not speak \(scheme.uppercased()) (it answered \(status.debugDescription))"
+        }
+        let answer = "\(code)" + (parts.count > 2 ? " \(parts[2])" : "")
+        switch code {
+        case 401:
+            return credentials == nil
+                ? "\(answer): the camera wants a user and password (\(scheme)://USER:PASSWORD@\(place)/...)"
+                : "\(answer): the camera refused the user and password in the URL"
+        case 403: return "\(answer): the camera refuses this client"
+        case 404: return "\(answer): \(place) has no stream at \(described)"
+        case 200..<300:
+            return "\(place) answers \(answer), but FFmpeg cannot read the stream (its codec or transport)"
+        default: return "\(place) answers \(answer)"
+        }
+    }
+
+    /// Basic credentials from the URL: a camera that wants Digest answers 401 either way, as it does FFmpeg's first try.
+    var authorization: String {
+        credentials.map { "Authorization: Basic \(Data($0.utf8).base64EncodedString())\r\n" } ?? ""
+    }
+}
