@@ -217,7 +217,7 @@ let package = Package(
             name: "sentinel-fuzz",
             dependencies: [
                 "SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning", "SentinelHTTP", "SentinelRuntime",
-                .product(name: "HummingbirdCore", package: "hummingbird"),
+                "SentinelVision", .product(name: "HummingbirdCore", package: "hummingbird"),
             ]
         ),
         .executableTarget(

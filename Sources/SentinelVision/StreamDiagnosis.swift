@@ -1,4 +1,5 @@
 import Foundation
+import SentinelCore
 
 #if canImport(Glibc)
     import Glibc
@@ -33,15 +34,16 @@ extension SourceSpec {
 
 /// Asks a stream's server what OpenCV would not say: whether the host exists, answers on its port, and what it
 /// answers for the stream (RTSP DESCRIBE, HTTP GET; HTTPS only as far as the connection).
-struct StreamDiagnosis {
+public struct StreamDiagnosis: Sendable {
     let scheme: String
     let host: String
     let port: Int
     let target: String
     let credentials: String?
     static let timeout = 5.0
+    var place: String { "\(host):\(port)" }
 
-    init?(_ text: String) {
+    public init?(_ text: String) {
         guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host,
             !host.isEmpty
         else { return nil }
@@ -62,7 +64,6 @@ struct StreamDiagnosis {
 
     /// The cause, in words naming the place (`described`, the URL without its password).
     func run(describing described: String) -> String {
-        let place = "\(host):\(port)"
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
@@ -105,15 +106,21 @@ struct StreamDiagnosis {
             return
                 "\(place) accepted the connection but did not answer \(scheme.uppercased()) within \(Int(Self.timeout)) s"
         }
+        return explain(buffer[0..<count], describing: described)
+    }
+
+    /// What a server's first bytes say, in words: the status of its RTSP or HTTP answer (the reason phrase with its
+    /// control characters shown, never sent to the terminal), or that it speaks neither.
+    public func explain(_ answer: some Collection<UInt8>, describing described: String) -> String {
         let status =
-            String(decoding: buffer[0..<count], as: UTF8.self).split(whereSeparator: \.isNewline).first
-            .map(String.init) ?? ""
+            String(decoding: answer, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         let parts = status.split(separator: " ", maxSplits: 2).map(String.init)
         guard parts.count >= 2, parts[0].hasPrefix("RTSP/") || parts[0].hasPrefix("HTTP/"), let code = Int(parts[1])
         else {
-            return "\(place) does not speak \(scheme.uppercased()) (it answered \(status.debugDescription))"
+            return
+                "\(place) does not speak \(scheme.uppercased()) (it answered \"\(String(status.prefix(80)).controlCharactersShown)\")"
         }
-        let answer = "\(code)" + (parts.count > 2 ? " \(parts[2])" : "")
+        let answer = "\(code)" + (parts.count > 2 ? " \(String(parts[2].prefix(80)).controlCharactersShown)" : "")
         switch code {
         case 401:
             return credentials == nil

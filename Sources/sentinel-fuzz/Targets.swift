@@ -6,6 +6,7 @@ import SentinelEval
 import SentinelHTTP
 import SentinelRuntime
 import SentinelTuning
+import SentinelVision
 
 /// Every parser of outside input, as a fuzz target: bytes in, any outcome but a crash, a hang or unbounded memory.
 /// Each target names the corpus folders its seeds come from (`Tests/Corpus/...` and the shipped files); a case a
@@ -26,6 +27,9 @@ enum FuzzTarget: String, CaseIterable {
     /// A `Last-Event-ID` (header or `lastEventId`) echoed in the stream's reset notice, and any text the stream quotes:
     /// the message must stay one event (no line break gets through) and read back as the text sent.
     case sse
+    /// A camera's first answer to `sentinel check --probe` (RTSP DESCRIBE, HTTP GET): said in words, and no control
+    /// character of it reaches the terminal.
+    case camera
 
     /// Where its seeds are: folders (every file in them) or files, relative to the repository, and the extensions
     /// taken from folders (none: all).
@@ -41,6 +45,7 @@ enum FuzzTarget: String, CaseIterable {
         case .fleet: (["Tests/Corpus/fleets", "Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
         case .query, .sse: (["Tests/Corpus/http"], ["http"])
+        case .camera: (["Tests/Corpus/cameras"], ["txt"])
         }
     }
 
@@ -100,6 +105,13 @@ enum FuzzTarget: String, CaseIterable {
             guard !quoted.contains("\n"), !quoted.contains("\r"),
                 (try? JSONDecoder().decode(String.self, from: Data(quoted.utf8))) == text
             else { fatalError("quoted text does not read back: \(text.debugDescription) -> \(quoted)") }
+        case .camera:
+            for url in ["rtsp://127.0.0.1:8554/cam", "http://user:secret@camera.local/video.mjpg"] {
+                let said = StreamDiagnosis(url)!.explain(bytes, describing: url)
+                guard !said.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                    fatalError("a camera's answer reached the terminal raw: \(said.debugDescription)")
+                }
+            }
         }
     }
 

@@ -91,19 +91,7 @@ extension LiveSourceTests {
         let camera = try await RTSPCamera([("cam", Fixtures.recording())])
         defer { camera.stop() }
         // A loopback port nothing listens on: bound, then let go.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let closedPort = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(listener, $0, length)
-                _ = getsockname(listener, $0, &length)
-                return Int(UInt16(bigEndian: pointer.pointee.sin_port))
-            }
-        }
-        close(listener)
+        let closedPort = try AnsweringPort(nil).port
         let sources = [
             ("cam", camera.url("cam")), ("refused", "rtsp://127.0.0.1:\(closedPort)/cam"),
             ("lacking", camera.url("none")),
@@ -132,5 +120,77 @@ extension LiveSourceTests {
         #expect(lines["lacking"]?.contains("404 Not Found") == true, "\(outcome.output)")
         #expect(lines["unknown"]?.contains("no such host no-such-camera.invalid") == true, "\(outcome.output)")
         #expect(lines["device"]?.contains("no such device /dev/video63") == true, "\(outcome.output)")
+    }
+}
+
+extension LiveSourceTests {
+    /// A loopback port that answers every connection with `answer` once it has read the request, then hangs up: a
+    /// camera that says something unexpected.
+    final class AnsweringPort: @unchecked Sendable {
+        let listener: Int32
+        let port: Int
+
+        /// Bound to a free loopback port; listening and answering if `answer` is given.
+        init(_ answer: Data?) throws {
+            listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let listener = listener
+            port = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    _ = bind(listener, $0, length)
+                    _ = getsockname(listener, $0, &length)
+                    return Int(UInt16(bigEndian: pointer.pointee.sin_port))
+                }
+            }
+            guard let answer else { return }
+            try #require(listen(listener, 16) == 0)
+            Thread.detachNewThread {
+                while true {
+                    let client = accept(listener, nil, nil)
+                    guard client >= 0 else { return }
+                    var wait = timeval(tv_sec: 2, tv_usec: 0)
+                    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+                    var request = [UInt8](repeating: 0, count: 4096)
+                    _ = recv(client, &request, request.count, 0)
+                    _ = answer.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    close(client)
+                }
+            }
+        }
+
+        deinit {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+    }
+
+    @Test(
+        "Corpus/cameras: a camera's unexpected answers to sentinel check --probe (401 for Digest, 403, 454, escape sequences in the reason, another protocol, binary) are each said in words, none reaching the terminal raw"
+    )
+    func cameraAnswers() async throws {
+        let cases = try Corpus.cases("cameras")
+        let ports = try cases.map { try AnsweringPort(Data(contentsOf: $0.file)) }
+        let pipeline = try Fixtures.temporaryFolder().appendingPathComponent("cameras.yml")
+        try Data(
+            ("version: 1\nsources:\n"
+                + ports.indices.map { "  - id: c\($0)\n    input: rtsp://127.0.0.1:\(ports[$0].port)/live\n" }.joined())
+                .utf8
+        ).write(to: pipeline)
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, ["check", "--probe", "--probe-seconds", "1", pipeline.path], timeout: 60)
+        #expect(!outcome.signalled && !outcome.timedOut)
+        let lines = outcome.output.split(separator: "\n").map(String.init)
+        for (index, item) in cases.enumerated() {
+            #expect(Int(outcome.status) == item.status, "\(item)")
+            let line = lines.first { $0.hasPrefix("source c\(index): ") } ?? ""
+            let expected = item.expected.replacingOccurrences(of: "@PORT@", with: "\(ports[index].port)")
+            #expect(line.contains(expected), "\(item.file.lastPathComponent): \(line.debugDescription)")
+            #expect(
+                !line.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(line.debugDescription)")
+        }
+        withExtendedLifetime(ports) {}
     }
 }
