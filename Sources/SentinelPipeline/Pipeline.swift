@@ -33,6 +33,8 @@ public struct Pipeline {
     /// Made on the first frame, once the zones can be placed on its size.
     private var stage: VisitorStage?
     private var lastTime = MediaTime.zero
+    /// The opening of the source the last frame came from (`Frame.opening`).
+    private var opening = 0
 
     /// What one step produced: a frame analysed or carried, a tick of a silent source, or the end.
     public struct Step {
@@ -117,10 +119,19 @@ public struct Pipeline {
                 zones: source.zones.map { $0.definition(width: frame.image.width, height: frame.image.height) },
                 settings: settings)
         defer { self.stage = stage }
+        // A camera reopened after it stopped delivering: nobody knows who came or went meanwhile, so every open
+        // visit ends when it was last seen, and a face after the gap is a new visit.
+        // The first frame after it is detected whole.
+        var ended: [Masked] = []
+        let reopened = frame.opening != opening
+        if reopened {
+            opening = frame.opening
+            ended = try masked(stage.finish(reason: .lost))
+        }
         let clock = ContinuousClock()
         let start = clock.now
         let plan: MotionGate.Plan
-        if detected != nil {
+        if detected != nil || reopened {
             plan = .whole
         } else {
             plan = try gate.plan(
@@ -133,7 +144,7 @@ public struct Pipeline {
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(
                 detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, regions: 0)
-            return step(frame, carried, detections: [], timings: timings, analysed: false, events: [])
+            return step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
         case .whole: detections = try detected ?? detector.detect(frame.image)
         case .regions(let regions): detections = try detector.detect(frame.image, in: regions)
         }
@@ -154,7 +165,7 @@ public struct Pipeline {
             regions: regions)
         return step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
-            events: try masked(result.events))
+            events: try ended + masked(result.events))
     }
 
     /// A source that delivered nothing until `time` (a camera that is down): visits unseen for too long end on time.

@@ -124,7 +124,6 @@ public struct SceneRenderer {
     /// the visitor is in a zone on the frames where the centre of its face is inside the zone's polygon, hidden
     /// for a moment or not; a stay ends at the first frame outside again, or after the visit's last frame.
     func visits(frames: [GroundTruth.Frame], width: Int, height: Int) -> [GroundTruth.Visitor] {
-        let interval = MediaTime(seconds: 1 / spec.fps)
         return spec.visitors.compactMap { visitor in
             let visible = frames.map { frame in frame.faces.first { $0.visitor == visitor.id && !$0.isOccluded } }
             guard let first = visible.firstIndex(where: { $0 != nil }),
@@ -147,9 +146,9 @@ public struct SceneRenderer {
                         entered = nil
                     }
                 }
+                // A stay open at the visit's last frame ends with the visit: no stay is longer than its visit.
                 if let start = entered {
-                    stays.append(
-                        GroundTruth.Stay(zone: zone.name, entered: start, exited: frames[last].time + interval))
+                    stays.append(GroundTruth.Stay(zone: zone.name, entered: start, exited: frames[last].time))
                 }
             }
             stays.sort { $0.entered < $1.entered }

@@ -107,7 +107,8 @@ public struct RecordingLabels: Sendable {
                     }
                 }
                 for entry in boxes { take(presence.observe(settings.point(of: entry.box), at: time(entry.frame))) }
-                take(presence.leaveAll(at: time(boxes.last!.frame + 1)))
+                // A stay open at the visit's end ends with it: no stay is longer than its visit.
+                take(presence.leaveAll(at: time(boxes.last!.frame)))
                 return GroundTruth.Visitor(
                     id: id, firstSeen: time(boxes.first!.frame), lastSeen: time(boxes.last!.frame),
                     stays: stays.sorted { $0.entered < $1.entered })

@@ -13,15 +13,20 @@ public struct Frame: Sendable {
     /// The frame's thumbnail for a detection cadence's change watch, when whoever hands the frame over made it
     /// already (a tuning trial, whose frames are blank stand-ins for the cached ones); nil: made from `image`.
     public var thumbnail: Image?
+    /// Which opening of the source the frame came from: 0, then one more each time a live source was reopened after
+    /// it stopped delivering. Between two openings nothing is known of the scene.
+    public var opening: Int
 
     public init(
-        index: Int, time: MediaTime, image: Image, capturedAt: ContinuousClock.Instant? = nil, thumbnail: Image? = nil
+        index: Int, time: MediaTime, image: Image, capturedAt: ContinuousClock.Instant? = nil, thumbnail: Image? = nil,
+        opening: Int = 0
     ) {
         self.index = index
         self.time = time
         self.image = image
         self.capturedAt = capturedAt
         self.thumbnail = thumbnail
+        self.opening = opening
     }
 }
 

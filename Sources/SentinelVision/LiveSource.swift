@@ -100,7 +100,7 @@ public final class LiveSource: FrameSource {
                     let elapsed = (ContinuousClock.now - start).seconds
                     let time = timeline.time(elapsed: elapsed, streamSeconds: positionMs / 1000)
                     defer { index += 1 }
-                    return Frame(index: index, time: time, image: Image(handle: image))
+                    return Frame(index: index, time: time, image: Image(handle: image), opening: reconnects)
                 }
                 logger.warning("live source stopped delivering; reconnecting", metadata: ["source": "\(name)"])
                 snl_capture_destroy(capture)

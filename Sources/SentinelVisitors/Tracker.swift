@@ -167,8 +167,16 @@ public struct Tracker: Sendable {
     public init(settings: TrackerSettings = TrackerSettings()) { self.settings = settings }
 
     public mutating func update(detections: [Detection], at time: MediaTime) -> TrackerUpdate {
-        let coasting = tracks.indices.filter { (time - tracks[$0].lastSeen).seconds <= settings.coastSeconds }
-        let parked = tracks.indices.filter { (time - tracks[$0].lastSeen).seconds > settings.coastSeconds }
+        let coasting = tracks.indices.filter {
+            (time - tracks[$0].lastSeen).seconds <= min(settings.coastSeconds, settings.visitTimeoutSeconds)
+        }
+        // Parked: past coasting, within the visit's timeout. A track unseen for longer has ended, also when this is
+        // the first frame after a gap (a camera that reconnected): it is never matched again, and its visit ends
+        // when it was last seen, not at the first frame after the gap.
+        let parked = tracks.indices.filter {
+            let unseen = (time - tracks[$0].lastSeen).seconds
+            return unseen > settings.coastSeconds && unseen <= settings.visitTimeoutSeconds
+        }
         let high = detections.indices.filter { detections[$0].score >= settings.highScore }
         let low = detections.indices.filter {
             detections[$0].score >= settings.lowScore && detections[$0].score < settings.highScore

@@ -52,7 +52,6 @@ public struct VisitorStage: Sendable {
     private var visits: [Int: Visit] = [:]
     private var visitCount = 0
     private var lastFrame: MediaTime?
-    private var frameInterval = MediaTime.zero
 
     struct Visit: Sendable {
         var number: Int
@@ -108,7 +107,6 @@ public struct VisitorStage: Sendable {
     public mutating func process(
         time: MediaTime, detections: [Detection], classify: (Detection) throws -> EmotionReading?
     ) rethrows -> FrameOutput {
-        if let lastFrame, time > lastFrame { frameInterval = time - lastFrame }
         lastFrame = time
         // A box or score that is not a finite number (a model gone wrong) is no face: it would reach the tracker's
         // arithmetic and every event of its visit.
@@ -163,7 +161,7 @@ public struct VisitorStage: Sendable {
                 (internalID(visit.number), track.box.union(track.predicted(at: time)), (time - track.lastSeen).seconds))
         }
         for track in update.ended {
-            events += end(track, at: time, closing: track.firstMissed ?? track.lastSeen, reason: .lost)
+            events += end(track, at: time, reason: .lost)
         }
         output.events = events
         return output
@@ -198,15 +196,16 @@ public struct VisitorStage: Sendable {
     public mutating func finish(reason: ExitReason) -> [VisitorEvent] {
         let time = lastFrame ?? .zero
         return tracker.finish().sorted { $0.id < $1.id }.flatMap { track in
-            end(track, at: time, closing: track.firstMissed ?? (track.lastSeen + frameInterval), reason: reason)
+            end(track, at: time, reason: reason)
         }
     }
 
-    private mutating func end(_ track: Track, at time: MediaTime, closing: MediaTime, reason: ExitReason)
-        -> [VisitorEvent]
-    {
+    /// Ends a visit at `time`: its stays still open close when it was last seen (after a gap in the video, a camera
+    /// that reconnected, the first frame without the face may come long after), so that no stay is longer than its
+    /// visit.
+    private mutating func end(_ track: Track, at time: MediaTime, reason: ExitReason) -> [VisitorEvent] {
         guard var visit = visits.removeValue(forKey: track.id) else { return [] }
-        var events = visit.presence.leaveAll(at: closing).map { zoneEvent($0, visit, at: time, state: .lost) }
+        var events = visit.presence.leaveAll(at: visit.lastSeen).map { zoneEvent($0, visit, at: time, state: .lost) }
         visit.lastUpdate = time
         var exited = event(.exited, visit, at: time, state: .exited)
         exited.reason = reason

@@ -21,18 +21,25 @@ struct PipelineTests {
     }
 
     /// Frames one tenth of a second apart, each its own image of `images`, which the detector also holds to know which
-    /// frame it was given.
+    /// frame it was given. From frame `reopenAt` on, a camera that was reopened after half a second without frames.
     final class BlankFrames: FrameSource {
         let name = "scripted"
         let images: [Image]
+        let reopenAt: Int
         private var index = 0
 
-        init(_ images: [Image]) { self.images = images }
+        init(_ images: [Image], reopenAt: Int = .max) {
+            self.images = images
+            self.reopenAt = reopenAt
+        }
 
         func next() throws(VisionError) -> Frame? {
             guard index < images.count else { return nil }
             defer { index += 1 }
-            return Frame(index: index, time: MediaTime(seconds: Double(index) / 10), image: images[index])
+            let reopened = index >= reopenAt
+            return Frame(
+                index: index, time: MediaTime(seconds: Double(index) / 10 + (reopened ? 0.5 : 0)),
+                image: images[index], opening: reopened ? 1 : 0)
         }
     }
 
@@ -84,7 +91,7 @@ struct PipelineTests {
     /// The store's copy of every event a run of `frames` produced, and the published JSON, and the error if any.
     /// `workers` scripted detectors (slow on every third frame when more than one) detect frames ahead side by side.
     func run(
-        failAt: Int? = nil, maxFPS: Double = 0, workers: Int = 1, keys: PseudonymKeyRing? = nil
+        failAt: Int? = nil, maxFPS: Double = 0, workers: Int = 1, keys: PseudonymKeyRing? = nil, reopenAt: Int = .max
     ) throws -> (
         stored: [VisitorEvent], published: [String], steps: [Pipeline.Step], error: (any Error)?, detections: Int
     ) {
@@ -105,7 +112,7 @@ struct PipelineTests {
             keys: try keys ?? PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000),
             moreDetectors: Array(detectors.dropFirst()))
         let runner = SourceRunner(
-            pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
+            pipeline: pipeline, frames: BlankFrames(images, reopenAt: reopenAt), logger: Logger(label: "test"))
         var steps: [Pipeline.Step] = []
         var failure: (any Error)?
         do { try runner.run { steps.append($0) } } catch { failure = error }
@@ -167,6 +174,26 @@ struct PipelineTests {
         #expect(Set(events.map(\.visitor.faceId)).count == 2)
         // The end is a step of its own, at the last frame's time.
         #expect(steps.last?.frame == nil && steps.last?.time == MediaTime(seconds: 5.9))
+    }
+
+    @Test(
+        "a camera reopened after half a second without frames (within the visit timeout): the visit open then ends when it was last seen, its stay with it, and the face after the gap is a new visit"
+    )
+    func reopenedCamera() throws {
+        let (events, _, _, error, _) = try run(reopenAt: 50)
+        #expect(error == nil)
+        let exits = events.filter { $0.type == .exited }
+        try #require(exits.count == 3, "\(events.map(\.type))")
+        #expect(exits.map(\.reason) == [.lost, .lost, .endOfStream])
+        #expect(Set(exits.map(\.visitor.faceId)).count == 3)
+        // The right-hand visitor, seen from 4.0 s to 4.9 s before the gap: its visit and stay end at 4.9 s.
+        let cut = exits[1]
+        let lastSeen = try #require(cut.visitor.lastSeen)
+        #expect(abs(lastSeen.timeIntervalSince1970 - 1_800_000_004.9) < 1e-3, "\(cut)")
+        #expect(abs((cut.visitor.dwellSeconds ?? 0) - 0.9) < 1e-9)
+        let stay = try #require(
+            events.first { $0.type == .zoneExited && $0.visitor.faceId == cut.visitor.faceId }?.stay)
+        #expect(stay.exitedAt == lastSeen && (stay.dwellSeconds ?? .infinity) <= 0.9 + 1e-9)
     }
 
     @Test("a detector that fails mid-run still ends the open visit before the error comes out")

@@ -131,6 +131,25 @@ struct ReplayTests {
             "exit \(score.meanExitError) / \(score.maxExitError)")
     }
 
+    @Test("no zone stay is longer than its visit, in the events and in the sample's truth")
+    func stayWithinVisit() async throws {
+        let run = try await SampleRun.load()
+        let exits = Dictionary(
+            run.events.filter { $0.type == .exited }.map { ($0.visitor.faceId, $0.visitor.dwellSeconds ?? 0) },
+            uniquingKeysWith: max)
+        let stays = run.events.filter { $0.type == .zoneExited }
+        #expect(!stays.isEmpty)
+        for event in stays {
+            let dwell = try #require(exits[event.visitor.faceId])
+            #expect((event.stay?.dwellSeconds ?? .infinity) <= dwell + 1e-9, "\(event)")
+        }
+        for visitor in try #require(run.truth).visitors {
+            for stay in visitor.stays {
+                #expect((stay.exited - stay.entered) <= (visitor.lastSeen - visitor.firstSeen), "\(visitor.id) \(stay)")
+            }
+        }
+    }
+
     @Test("no emotion is measured at the counter, where staff work (emotion: false)")
     func staffZoneHasNoEmotion() async throws {
         let run = try await SampleRun.load()

@@ -73,8 +73,8 @@ struct SceneRendererTests {
         let display = try #require(v1.stays.first { $0.zone == "display" })
         let expected = 1 + (0.35 + 0.05) / 0.52 * 4
         #expect(abs(display.entered.seconds - expected) <= 1 / 15.0 + 1e-9)
-        // Cut at 12 s while v1 is still at the display: the stay ends one frame after the last.
-        #expect(display.exited == MediaTime(seconds: 12))
+        // Cut at 12 s while v1 is still at the display: the stay ends with the visit, at the last frame.
+        #expect(display.exited == MediaTime(seconds: 179 / 15.0) && display.exited == v1.lastSeen)
     }
 
     @Test("a face behind the pillar is marked hidden")

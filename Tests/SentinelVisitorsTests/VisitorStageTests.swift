@@ -78,6 +78,37 @@ struct VisitorStageTests {
         for event in all { _ = try JSONEncoder.sentinel().encode(event) }
     }
 
+    @Test(
+        "a source without frames for longer than the visit timeout ends the visit when it was last seen; the face after the gap is a new visit, and a shorter gap continues the visit as an occlusion does",
+        arguments: [(gap: 4.0, visits: 2), (gap: 1.0, visits: 1)])
+    func blindGap(gap: Double, visits: Int) throws {
+        var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
+        var all: [VisitorEvent] = []
+        let frames = (0..<75).map { Double($0) / 15 } + (0..<15).map { 5 + gap + Double($0) / 15 }
+        for t in frames {
+            all +=
+                stage.process(time: MediaTime(seconds: t), detections: [face(300, 240, side: 80)]) { _ in nil }
+                .events
+        }
+        all += stage.finish(reason: .endOfStream)
+        let exits = all.filter { $0.type == .exited }
+        #expect(exits.count == visits, "\(exits.map(\.visitor.faceId))")
+        let first = try #require(exits.first)
+        let lastBeforeGap = origin.addingTimeInterval(74 / 15)
+        if visits == 2 {
+            let lastSeen = try #require(first.visitor.lastSeen)
+            #expect(abs(lastSeen.timeIntervalSince(lastBeforeGap)) < 1e-6 && first.reason == .lost)
+            #expect(abs((first.visitor.dwellSeconds ?? 0) - 74 / 15) < 1e-6)
+            // Its zone stay closes with it, not after the gap, and is no longer than the visit.
+            let stay = try #require(all.first { $0.type == .zoneExited && $0.visitor.faceId == first.visitor.faceId })
+            #expect(abs((stay.stay?.exitedAt ?? .distantFuture).timeIntervalSince(lastBeforeGap)) < 1e-6)
+            #expect((stay.stay?.dwellSeconds ?? .infinity) <= (first.visitor.dwellSeconds ?? 0) + 1e-9)
+        } else {
+            let lastSeen = try #require(first.visitor.lastSeen)
+            #expect(abs(lastSeen.timeIntervalSince(origin.addingTimeInterval(5 + gap + 14 / 15))) < 1e-6)
+        }
+    }
+
     @Test("dwell does not depend on the frame rate beyond one frame interval")
     func frameRateInvariance() throws {
         func dwell(_ fps: Double) throws -> Double {
