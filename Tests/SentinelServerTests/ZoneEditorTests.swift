@@ -24,7 +24,7 @@ struct ZoneEditorTests {
     }
 
     @Test(
-        "an operator drags a corner, adds and names a zone and saves: the file has them, every other line as it was, and passes the checks; a twisted zone is refused with its reason and the file is left alone"
+        "an operator drags a corner, adds and names a zone and saves: the file has them, every other line as it was, and passes the checks; a twisted zone is refused with its reason and the file is left alone; an edge dragged from its middle gains a corner, a shared corner moves the selected zone's, and every name stays in the frame"
     )
     func inChromium() async throws {
         let (editor, pipeline, original) = try await Self.editorOnShowroomCopy()
@@ -36,12 +36,22 @@ struct ZoneEditorTests {
             var zones: [String]
             var masked: String
         }
-        let shown = try await probePage(
+        struct Edited: Decodable {
+            var zones: [String: [[Double]]]
+            var labels: [Label]
+        }
+        struct Label: Decodable {
+            var name: String
+            var inside: Bool
+        }
+        struct Report: Decodable {
+            var loaded, saved, refused: Shown
+            var edited: Edited
+        }
+        let report = try await probePage(
             "zone_editor_probe", url: "http://127.0.0.1:\(editor.port)/", seconds: 60, folder: folder,
-            keepAs: "SENTINEL_ZONES_SCREENSHOT", as: [String: Shown].self)
-        let loaded = try #require(shown["loaded"])
-        let saved = try #require(shown["saved"])
-        let refused = try #require(shown["refused"])
+            keepAs: "SENTINEL_ZONES_SCREENSHOT", as: Report.self)
+        let (loaded, saved, refused) = (report.loaded, report.saved, report.refused)
         #expect(loaded.zones == ["entrance", "display", "counter"])
         #expect(loaded.masked.wholeMatch(of: /[1-9]\d* faces? hidden/) != nil, "\(loaded.masked)")
         #expect(saved.status.hasPrefix("Saved to \(pipeline.path)"), "\(saved.status) \(saved.problems)")
@@ -78,6 +88,22 @@ struct ZoneEditorTests {
         #expect(
             after.filter { before.contains($0) } == before.filter { $0 != before.first { $0.contains("[0.25, 0.2]") } })
         #expect(!editor.log.contains("error"))
+
+        // Unsaved edits: the sofa's first edge dragged from its middle has a corner there, between its first two.
+        let page = report.edited.zones
+        func close(_ point: [Double]?, _ x: Double, _ y: Double) -> Bool {
+            near(point.map { Point(x: $0[0], y: $0[1]) }, x, y)
+        }
+        let edgedSofa = try #require(page["sofa"])
+        #expect(edgedSofa.count == 5 && close(edgedSofa[1], 0.55, 0.30), "\(edgedSofa)")
+        // The corner the counter and the display shared, dragged with the display selected, moved the display's.
+        #expect(close(page["display"]?[1], 0.66, 0.12), "\(page)")
+        #expect(close(page["counter"]?[0], 0.62, 0.2), "\(page)")
+        // Every name is drawn, inside the frame.
+        let labels = report.edited.labels
+        #expect(
+            Set(labels.map(\.name)) == ["entrance", "display", "counter", "sofa"] && labels.allSatisfy(\.inside),
+            "\(labels)")
     }
 
     /// A PUT of the zones as the page sends them, as raw HTTP: the status line's code and the body.
