@@ -25,6 +25,7 @@ struct DashboardTests {
             var scope: String
             var why: String
             var zones: [String]
+            var zonesWhy: String?
             var status: String
             var gauges: [String]
             var visitors: [String]
@@ -69,6 +70,12 @@ struct DashboardTests {
                 && shown.why.hasPrefix(
                     "Figures over fewer than 3 visits are withheld; this page, opened with the visitor token")
                 && shown.why.split(separator: " ").count < 40, "\(shown.why)")
+        // A withheld zone count says why in its own table, beside the visitors listed.
+        #expect(
+            !shown.zones.contains { $0.hasSuffix("fewer than 3") }
+                || shown.zonesWhy
+                    == "A zone with fewer than 3 visitors shows no number, so that no one in it can be singled out; \"Here now\" lists them by pseudonym, which only the visitor token may see.",
+            "\(shown.zones) \(shown.zonesWhy ?? "")")
         // An empty chart says why under it, in words a person sees (not only in its accessibility label).
         #expect(
             (shown.chartNotes ?? []).allSatisfy {
@@ -156,6 +163,11 @@ struct DashboardTests {
         #expect(
             aggregates.zones.allSatisfy { $0.wholeMatch(of: /showroom \w+ (fewer than 3|\d+)/) != nil },
             "\(aggregates.zones)")
+        #expect(
+            !aggregates.zones.contains { $0.hasSuffix("fewer than 3") }
+                || aggregates.zonesWhy
+                    == "A zone with fewer than 3 visitors shows no number, so that no one in it can be singled out.",
+            "\(aggregates.zonesWhy ?? "")")
         #expect(aggregates.body.firstMatch(of: /[a-z2-7]{16}/) == nil, "no pseudonym: \(aggregates.body)")
         #expect(!aggregates.body.contains("403") && !aggregates.body.contains("NaN"), "\(aggregates.body)")
         // The page asks the aggregate token only for what it may read, but for the one request that tells it its scope.

@@ -37,6 +37,7 @@ STATE = """(() => { try {
     scope: document.body.dataset.scope || '',
     why: document.getElementById('why').innerText,
     zones: text('#zones tr'),
+    zonesWhy: document.getElementById('zones-why').innerText,
     status: document.getElementById('status').innerText,
     notice: document.getElementById('notice').innerText,
     gauges: [...document.querySelectorAll('[data-gauge]')].map(e => e.getAttribute('aria-label')),
