@@ -103,6 +103,9 @@ screenshot: debug
 	@$(MAKE) --no-print-directory setup SENTINEL=$(DEBUG)
 	SENTINEL_SCREENSHOT=$(CURDIR)/docs/dashboard.png SENTINEL_ZONES_SCREENSHOT=$(CURDIR)/docs/zone-editor.png \
 		swift test --skip-build --filter 'DashboardTests|ZoneEditorTests'
+	@# Each picture says which page it shows: DocumentationTests fails when the page changed since.
+	/usr/bin/python3 Tests/SentinelTestSupport/stamp_png.py docs/dashboard.png Sources/SentinelHTTP/dashboard.html
+	/usr/bin/python3 Tests/SentinelTestSupport/stamp_png.py docs/zone-editor.png Sources/SentinelHTTP/zone-editor.html
 
 # The reference implementations the tracking metrics are checked against (PyPI, pure Python; numpy, scipy and pandas
 # from Debian), beside the build: py-motmetrics also ships the MOT data the check runs on. And the emotion models'

@@ -1,6 +1,7 @@
 import Foundation
 import SentinelConfig
 import SentinelCore
+import SentinelModels
 import SentinelTestSupport
 import Testing
 
@@ -9,6 +10,24 @@ import Testing
 struct DocumentationTests {
     static func text(_ path: String) throws -> String {
         try String(contentsOf: Fixtures.root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    @Test(
+        "the docs' pictures of the dashboard and the zone editor show the pages as they are: each is stamped with its page's SHA-256 by make screenshot, which must be run again when a page changes"
+    )
+    func picturesAreCurrent() throws {
+        for (picture, page) in [
+            ("docs/dashboard.png", "Sources/SentinelHTTP/dashboard.html"),
+            ("docs/zone-editor.png", "Sources/SentinelHTTP/zone-editor.html"),
+        ] {
+            let png = try Data(contentsOf: Fixtures.root.appendingPathComponent(picture))
+            let key = Data("page-sha256\0".utf8)
+            let stamp = try #require(png.range(of: key), "\(picture): no stamp; run make screenshot")
+            let stamped = String(
+                decoding: png[stamp.upperBound..<min(stamp.upperBound + 64, png.endIndex)], as: UTF8.self)
+            let digest = try ModelStore.sha256(of: Fixtures.root.appendingPathComponent(page))
+            #expect(stamped == digest, "\(picture) shows an older \(page): run make screenshot")
+        }
     }
 
     @Test("the README's Debian package lists are the Makefile's DEMO_PACKAGES and TEST_PACKAGES, in the same order")
