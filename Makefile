@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_PACKAGES := libopencv-dev opencv-data libsqlite3-dev libmosquitto-dev python3-h5py python3-onnx python3-numpy \
 	python3-pip libjs-chart.js
 TEST_PACKAGES := python3-jsonschema python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 \
-	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad python3-opencv mosquitto chromium python3-websocket python3-scipy \
+	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav python3-opencv mosquitto chromium python3-websocket python3-scipy \
 	python3-pandas systemd postgresql prometheus python3-jinja2 python3-venv
 APT_PACKAGES := $(DEMO_PACKAGES)
 SCENE := Recordings/showroom.yml

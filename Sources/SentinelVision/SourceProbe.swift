@@ -64,8 +64,9 @@ public struct SourceProbe: Sendable {
             probe.codec = fourcc(info.fourcc)
             if case .file = spec, info.frame_count > 0 { probe.declaredFrames = Int(info.frame_count) }
         }
-        // A stream is read for `seconds`; a recording only for its first frame (its rate is the container's).
-        let limit: Double = if case .live = spec { seconds } else { 0 }
+        // A stream is read for `seconds` once open (FFmpeg may take seconds to open one); a recording only for its
+        // first frame (its rate is the container's).
+        let limit: Double = if case .live = spec { (probe.opened ?? 0) + seconds } else { 0 }
         var first: Double?
         while probe.frames == 0 || since() < limit {
             var image: OpaquePointer?

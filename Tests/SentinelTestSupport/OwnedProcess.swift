@@ -72,6 +72,7 @@ public final class OwnedProcess: @unchecked Sendable {
 public final class RTSPCamera: @unchecked Sendable {
     public private(set) var port = 0
     private let mounts: [(name: String, file: String)]
+    private let h264: Bool
     private var server: OwnedProcess?
 
     public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/rtsp_camera.py").path
@@ -90,15 +91,19 @@ public final class RTSPCamera: @unchecked Sendable {
         return check.terminationStatus == 0
     }()
 
-    public init(_ mounts: [(name: String, file: String)]) async throws {
+    /// With `h264`, the recordings are sent as most cameras send, encoded to H.264.
+    public init(_ mounts: [(name: String, file: String)], h264: Bool = false) async throws {
         self.mounts = mounts
+        self.h264 = h264
         try await start()
     }
 
     /// Starts the server, on the port it had before if it ran already.
     public func start() async throws {
         (server, port) = try await OwnedProcess.server(
-            Self.script, ["--port", "\(port)", "--exit-with-stdin"] + mounts.map { "\($0.name)=\($0.file)" })
+            Self.script,
+            ["--port", "\(port)", "--exit-with-stdin"] + (h264 ? ["--h264"] : [])
+                + mounts.map { "\($0.name)=\($0.file)" })
     }
 
     /// Kills the server: every client's stream stops at once.

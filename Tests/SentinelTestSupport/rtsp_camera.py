@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """A camera stand-in for tests: Debian's GStreamer RTSP server playing recordings in real time, as a camera sends.
 
-Usage: rtsp_camera.py [--port N] [--exit-with-stdin] MOUNT=FILE [MOUNT=FILE ...]
+Usage: rtsp_camera.py [--port N] [--h264] [--exit-with-stdin] MOUNT=FILE [MOUNT=FILE ...]
 
 Each MOUNT (for example cam1) serves FILE at rtsp://127.0.0.1:PORT/MOUNT, demuxed and sent without re-encoding
-(MPEG-4 part 2 in .mp4, Motion JPEG in .avi), paced by the pipeline clock, with RTP timestamps from the file.
+(MPEG-4 part 2 in .mp4, Motion JPEG in .avi), paced by the pipeline clock, with RTP timestamps from the file. With
+--h264 it is sent as most cameras send, H.264 (decoded by gstreamer1.0-libav, encoded by OpenH264 at 2 Mbit/s with a
+keyframe every second).
 Prints "PORT n" once listening. Runs until SIGTERM or SIGINT, as a camera runs (also in the background of a script,
 whose standard input is closed); with --exit-with-stdin it also ends when its standard input closes, so a test that
 dies takes it along.
@@ -27,10 +29,14 @@ PAYLOADERS = {
     ".avi": "avidemux ! jpegparse ! rtpjpegpay name=pay0 pt=26",
 }
 
+H264 = ("decodebin ! videoconvert ! openh264enc bitrate=2000000 gop-size=15 ! h264parse "
+        "! rtph264pay name=pay0 pt=96 config-interval=1")
+
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--h264", action="store_true")
     parser.add_argument("--exit-with-stdin", action="store_true")
     parser.add_argument("mounts", nargs="+", metavar="MOUNT=FILE")
     args = parser.parse_args()
@@ -44,7 +50,10 @@ def main():
         if not os.path.isfile(path) or extension not in PAYLOADERS:
             sys.exit(f"rtsp_camera: {path}: not a readable .mp4 or .avi file")
         factory = GstRtspServer.RTSPMediaFactory()
-        factory.set_launch(f'( filesrc location="{path}" ! {PAYLOADERS[extension]} )')
+        if args.h264:
+            factory.set_launch(f'( filesrc location="{path}" ! {H264} )')
+        else:
+            factory.set_launch(f'( filesrc location="{path}" ! {PAYLOADERS[extension]} )')
         # One playback per mount shared by every client, as a camera has one sensor.
         factory.set_shared(True)
         server.get_mount_points().add_factory("/" + name, factory)

@@ -85,15 +85,17 @@ struct LiveSourceTests {
 
 extension LiveSourceTests {
     @Test(
-        "sentinel check --probe: the camera stand-in's resolution, measured rate and codec; a refused port, a stream the camera lacks (404), an unknown host and a missing device each said exactly, and exit 1"
+        "sentinel check --probe: the camera stand-in's resolution, measured rate and codec, as sent and as H.264; a refused port, a stream the camera lacks (404), an unknown host and a missing device each said exactly, and exit 1"
     )
     func probe() async throws {
         let camera = try await RTSPCamera([("cam", Fixtures.recording())])
         defer { camera.stop() }
+        let h264 = try await RTSPCamera([("cam", Fixtures.recording())], h264: true)
+        defer { h264.stop() }
         // A loopback port nothing listens on: bound, then let go.
         let closedPort = try AnsweringPort(nil).port
         let sources = [
-            ("cam", camera.url("cam")), ("refused", "rtsp://127.0.0.1:\(closedPort)/cam"),
+            ("cam", camera.url("cam")), ("h264", h264.url("cam")), ("refused", "rtsp://127.0.0.1:\(closedPort)/cam"),
             ("lacking", camera.url("none")),
             ("unknown", "rtsp://no-such-camera.invalid/live"), ("device", "/dev/video63"),
         ]
@@ -115,6 +117,11 @@ extension LiveSourceTests {
         #expect(cam.contains(" 640x480, ") && cam.contains("codec ") && cam.contains("first frame after"), "\(cam)")
         let measured = try #require(cam.firstMatch(of: #/ (\d+\.\d) fps measured/#).flatMap { Double($0.1) }, "\(cam)")
         #expect(measured > 8 && measured < 30, "\(cam)")
+        // The same recording sent as most cameras send it.
+        let encoded = try #require(lines["h264"])
+        #expect(
+            encoded.contains(" 640x480, ") && encoded.contains("codec h264") && encoded.contains("fps measured"),
+            "\(encoded)")
         #expect(
             lines["refused"]?.contains("connection refused by 127.0.0.1:\(closedPort)") == true, "\(outcome.output)")
         #expect(lines["lacking"]?.contains("404 Not Found") == true, "\(outcome.output)")
