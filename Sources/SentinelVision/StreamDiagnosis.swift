@@ -33,13 +33,16 @@ extension SourceSpec {
 }
 
 /// Asks a stream's server what OpenCV would not say: whether the host exists, answers on its port, and what it
-/// answers for the stream (RTSP DESCRIBE, HTTP GET; HTTPS only as far as the connection).
+/// answers for the stream (RTSP DESCRIBE, HTTP GET; HTTPS only as far as the connection). It asks without the URL's
+/// user and password: a 401 then means the camera wants them, and when the URL has them, that it refused them (FFmpeg
+/// tried them, Basic or Digest as the camera asked, and failed).
 public struct StreamDiagnosis: Sendable {
     let scheme: String
     let host: String
     let port: Int
     let target: String
-    let credentials: String?
+    /// Whether the URL carries a user (never sent by the diagnosis: FFmpeg, which failed, tried it already).
+    let credentials: Bool
     static let timeout = 5.0
     var place: String { "\(host):\(port)" }
 
@@ -59,7 +62,7 @@ public struct StreamDiagnosis: Sendable {
             ? (plain.string ?? text)
             : (url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath)
                 + (url.percentEncodedQuery.map { "?\($0)" } ?? "")
-        credentials = url.user.map { "\($0):\(url.password ?? "")" }
+        credentials = url.user != nil
     }
 
     /// The cause, in words naming the place (`described`, the URL without its password).
@@ -91,11 +94,10 @@ public struct StreamDiagnosis: Sendable {
         switch scheme {
         case "rtsp":
             request =
-                "DESCRIBE \(target) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\nUser-Agent: sentinel-probe\r\n"
-                + authorization + "\r\n"
+                "DESCRIBE \(target) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\nUser-Agent: sentinel-probe\r\n\r\n"
         case "http":
             request =
-                "GET \(target) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: sentinel-probe\r\n" + authorization + "\r\n"
+                "GET \(target) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: sentinel-probe\r\n\r\n"
         default:
             return "\(place) accepts connections, but the stream cannot be read (FFmpeg: cannot open \(described))"
         }
@@ -123,7 +125,7 @@ public struct StreamDiagnosis: Sendable {
         let answer = "\(code)" + (parts.count > 2 ? " \(String(parts[2].prefix(80)).controlCharactersShown)" : "")
         switch code {
         case 401:
-            return credentials == nil
+            return !credentials
                 ? "\(answer): the camera wants a user and password (\(scheme)://USER:PASSWORD@\(place)/...)"
                 : "\(answer): the camera refused the user and password in the URL"
         case 403: return "\(answer): the camera refuses this client"
@@ -132,10 +134,5 @@ public struct StreamDiagnosis: Sendable {
             return "\(place) answers \(answer), but FFmpeg cannot read the stream (its codec or transport)"
         default: return "\(place) answers \(answer)"
         }
-    }
-
-    /// Basic credentials from the URL: a camera that wants Digest answers 401 either way, as it does FFmpeg's first try.
-    var authorization: String {
-        credentials.map { "Authorization: Basic \(Data($0.utf8).base64EncodedString())\r\n" } ?? ""
     }
 }
