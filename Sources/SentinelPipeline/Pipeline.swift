@@ -120,8 +120,7 @@ public struct Pipeline {
                 settings: settings)
         defer { self.stage = stage }
         // A camera reopened after it stopped delivering: nobody knows who came or went meanwhile, so every open
-        // visit ends when it was last seen, and a face after the gap is a new visit.
-        // The first frame after it is detected whole.
+        // visit ends when it was last seen, a face after the gap is a new visit, and the first frame is detected whole.
         var ended: [Masked] = []
         let reopened = frame.opening != opening
         if reopened {

@@ -194,34 +194,61 @@ public final class CaptureEdge: FrameSource, Sendable {
 /// Media time for frames of a live stream: the stream's own timestamps where they are sane, else the monotonic
 /// clock read right after the grab.
 ///
-/// Stream time is anchored to the monotonic clock at the first frame. It is used while it keeps increasing and
-/// stays within `tolerance` of the monotonic clock; a stream that jumps, goes back or restarts (a reconnect) is
-/// anchored again at that frame, so media time never goes back and never jumps with the stream.
+/// Each opening of the source (`opening(at:)`) anchors stream time anew: its first frame is placed when the opening
+/// began, the rest follow the stream. A decoder that takes seconds to open (FFmpeg reads 2-3 s of an H.264 stream
+/// before it says it is open) then hands over what it read in a burst; anchored at its arrival instead, those frames
+/// would be squeezed into a few milliseconds or, once the stream ran ahead of the clock, pinned to one instant. Stream
+/// time is used while it keeps increasing and stays within `tolerance`, plus the time the opening took, of the
+/// monotonic clock; a stream that jumps or goes back is anchored again at that frame, so media time never goes back.
 public struct CaptureTimeline: Sendable {
-    /// How far stream time may drift from the monotonic clock before it is no longer trusted.
+    /// How far stream time may drift from the monotonic clock, beyond the time the opening took, before it is no
+    /// longer trusted.
     public var tolerance: Double
+    /// How soon after an opening's first frame a frame counts as part of the burst the decoder held when it opened.
+    static let burst = 0.05
     private var offset: Double?
     private var last: MediaTime?
+    private var lastStream: Double?
+    /// When the current opening began, and when its first frame arrived (monotonic seconds since the start).
+    private var openedAt = 0.0  // a new timeline's first opening begins when the source starts
+    private var firstFrameAt: Double?
     /// Frames stamped from the stream's timestamps, and from the monotonic clock.
     public private(set) var streamStamped = 0
     public private(set) var clockStamped = 0
 
     public init(tolerance: Double = 1.0) { self.tolerance = tolerance }
 
+    /// The source is being opened (again) from `elapsed` seconds after it started: its stream time is anchored anew.
+    public mutating func opening(at elapsed: Double) {
+        openedAt = elapsed
+        offset = nil
+        lastStream = nil
+        firstFrameAt = nil
+    }
+
     /// The media time of a frame grabbed `elapsed` seconds (monotonic) after the source started, whose stream says
     /// `streamSeconds` (nil or non-finite when it says nothing).
     public mutating func time(elapsed: Double, streamSeconds: Double?) -> MediaTime {
+        let firstFrameAt = self.firstFrameAt ?? elapsed
+        self.firstFrameAt = firstFrameAt
         var time = MediaTime(seconds: elapsed)
-        // 0: the stream says nothing; otherwise the same rule as any decoder's time.
-        if let stream = streamSeconds, stream > 0, MediaTime(decoderSeconds: stream) != nil {
-            if offset == nil { offset = elapsed - stream }
+        // FFmpeg says 0 both for a stream's first frames and for a stream without timestamps: 0 is a time only for
+        // the frames of the opening burst before any other time.
+        let zeroCounts = (lastStream ?? 0) == 0 && elapsed - firstFrameAt <= Self.burst
+        if let stream = streamSeconds, stream > 0 || (stream == 0 && zeroCounts),
+            MediaTime(decoderSeconds: stream) != nil
+        {
+            let floor = max(openedAt, last.map { $0.seconds } ?? 0)
+            if offset == nil { offset = floor - stream }
             var candidate = stream + offset!
-            if abs(candidate - elapsed) > tolerance || last.map({ MediaTime(seconds: candidate) <= $0 }) == true {
-                // A jump, a step back or a restarted stream: anchor again here.
+            let drift = tolerance + max(0, firstFrameAt - openedAt)
+            if abs(candidate - elapsed) > drift || lastStream.map({ stream < $0 }) == true {
+                // A jump or a step back (a restarted stream): anchor again here.
                 offset = elapsed - stream
                 candidate = elapsed
             }
             time = MediaTime(seconds: candidate)
+            lastStream = stream
             streamStamped += 1
         } else {
             clockStamped += 1

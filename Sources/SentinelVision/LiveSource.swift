@@ -111,6 +111,7 @@ public final class LiveSource: FrameSource {
             onStatus(.reconnecting(attempt: attempt, retryIn: delay, error: lastError))
             if backoff.wait(delay, stopFlag) { break }
             do {
+                timeline.opening(at: (ContinuousClock.now - start).seconds)
                 capture = try endpoint.open()
                 if index > 0 { reconnects += 1 }
                 logger.info("live source opened", metadata: ["source": "\(name)", "attempt": "\(attempt)"])

@@ -44,13 +44,14 @@ struct LiveCameraTests {
     }
 
     @Test(
-        "analysis at a third of the camera's rate: one visit per visitor, dwell within 0.5 s of ground truth, frames counted"
+        "an H.264 camera analysed at a third of its rate: one visit per visitor, dwell within 0.5 s of ground truth, frames counted"
     )
     func dwellAtAThirdOfTheRate() async throws {
         let truth = try JSONDecoder().decode(
             GroundTruth.self,
             from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: Fixtures.recording()))))
-        let camera = try await RTSPCamera([("cam", Fixtures.recording())])
+        // Sent as most cameras send, H.264: FFmpeg reads seconds of it before it says the stream is open.
+        let camera = try await RTSPCamera([("cam", Fixtures.recording())], h264: true)
         defer { camera.stop() }
         // The sample is 15 fps: detection on at most 5 frames a second, the tracker carrying visitors in between.
         let text = try Self.pipeline(sources: [("cam", camera.url("cam"))], maxFps: 5)

@@ -101,15 +101,48 @@ struct CaptureEdgeTests {
 
 @Suite("Capture timeline: live frames stamped at capture", .ownThread)
 struct CaptureTimelineTests {
-    @Test("sane stream timestamps are used, anchored to the clock at the first frame")
+    @Test("sane stream timestamps are used, anchored where the opening began")
     func usesStreamTime() {
         var timeline = CaptureTimeline()
+        timeline.opening(at: 0.5)
         // Frames arrive in a burst (network jitter) but the stream says 40 ms apart.
         let times = [(0.50, 10.0), (0.51, 10.04), (0.52, 10.08), (0.62, 10.12)].map {
             timeline.time(elapsed: $0.0, streamSeconds: $0.1)
         }
         #expect(times.map(\.seconds) == [0.5, 0.54, 0.58, 0.62])
         #expect(timeline.streamStamped == 4 && timeline.clockStamped == 0)
+    }
+
+    @Test("an H.264 opening: what the decoder read while it opened is stamped by the stream, from the opening on")
+    func openingBurst() {
+        // As FFmpeg delivered the H.264 stand-in (rtsp_camera.py --h264): open from 0.0 to 1.9 s, then 50 frames
+        // (0, 0, 0.0667 ... 3.267 s of stream) within 40 ms, then one frame every 66.7 ms as the camera sends them.
+        var timeline = CaptureTimeline()
+        let step = 1.0 / 15
+        var frames = [(1.900, 0.0), (1.902, 0.0)]
+        frames += (2..<50).map { (1.902 + Double($0) * 0.0008, Double($0 - 1) * step) }
+        frames += (50..<80).map { (3.49 + Double($0 - 50) * step, Double($0 - 1) * step) }
+        let times = frames.map { timeline.time(elapsed: $0.0, streamSeconds: $0.1).seconds }
+        // Frame by frame the stream's spacing: nothing squeezed into the burst, nothing pinned to one instant.
+        for (index, (time, frame)) in zip(times, frames).enumerated().dropFirst(2) {
+            #expect(abs(time - frame.1) < 1e-6, "frame \(index): \(time) s for stream \(frame.1) s")
+        }
+        #expect(times[1] > times[0] && times[1] < times[2])
+        #expect(timeline.streamStamped == frames.count)
+        // A reopening anchors again, where it began: a stream starting again at 0 is not a step back.
+        timeline.opening(at: 20.0)
+        #expect(timeline.time(elapsed: 21.5, streamSeconds: 0).seconds == 20.0)
+        #expect(abs(timeline.time(elapsed: 21.51, streamSeconds: step).seconds - (20.0 + step)) < 1e-6)
+    }
+
+    @Test("a stream that says 0 for every frame is stamped by the clock after its opening burst")
+    func zeroStream() {
+        var timeline = CaptureTimeline()
+        timeline.opening(at: 0.0)
+        #expect(timeline.time(elapsed: 0.2, streamSeconds: 0).seconds == 0.0)
+        #expect(timeline.time(elapsed: 0.3, streamSeconds: 0).seconds == 0.3)
+        #expect(timeline.time(elapsed: 0.4, streamSeconds: 0).seconds == 0.4)
+        #expect(timeline.clockStamped == 2)
     }
 
     @Test("a stream that jumps, goes back or restarts is anchored again; media time never goes back")
