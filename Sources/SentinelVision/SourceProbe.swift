@@ -29,63 +29,61 @@ public struct SourceProbe: Sendable {
     public static func run(_ spec: SourceSpec, seconds: Double) -> SourceProbe {
         var probe = SourceProbe(source: spec.description)
         let start = ContinuousClock.now
-        func since() -> Double { (ContinuousClock.now - start).seconds }
-        var out: OpaquePointer?
         do throws(VisionError) {
             switch spec {
             case .file(let path):
-                guard FileManager.default.fileExists(atPath: path) else { throw VisionError(.open, "no such file") }
-                try bridge { snl_capture_open_file(path, &out, $0) }
+                let video = try VideoFileSource(path: path)
+                probe.statedFPS = video.nominalFPS > 0 ? video.nominalFPS : nil
+                probe.declaredFrames = video.declaredFrameCount
+                probe.codec = video.codec
+                try probe.first(of: video, since: start)
             case .folder(let path):
                 // A folder of images has no stream: its first image.
-                let images = try ImageFolderSource(path: path, fps: 1)
-                probe.opened = since()
-                if let frame = try images.next() {
-                    probe.firstFrame = since()
-                    probe.frames = 1
-                    (probe.width, probe.height) = (frame.image.width, frame.image.height)
-                }
-                return probe
+                try probe.first(of: ImageFolderSource(path: path, fps: 1), since: start)
             case .live(let endpoint):
-                out = try endpoint.open()
+                probe.read(try endpoint.open(), for: seconds, since: start)
             }
         } catch {
             probe.problem = spec.diagnosis(of: error.message)
-            return probe
         }
-        guard let capture = out else { return probe }
+        return probe
+    }
+
+    /// A recording's or folder's first frame (its rate is the container's).
+    private mutating func first(of source: some FrameSource, since start: ContinuousClock.Instant) throws(VisionError) {
+        opened = (ContinuousClock.now - start).seconds
+        guard let frame = try source.next() else { return }
+        firstFrame = (ContinuousClock.now - start).seconds
+        frames = 1
+        (width, height) = (frame.image.width, frame.image.height)
+    }
+
+    /// A stream, read for `seconds` once open (FFmpeg may take seconds to open one).
+    private mutating func read(_ capture: OpaquePointer, for seconds: Double, since start: ContinuousClock.Instant) {
         defer { snl_capture_destroy(capture) }
-        probe.opened = since()
+        func since() -> Double { (ContinuousClock.now - start).seconds }
+        opened = since()
         var info = snl_capture_info()
         if (try? bridge({ snl_capture_info_get(capture, &info, $0) })) != nil {
-            (probe.width, probe.height) = (Int(info.width), Int(info.height))
             // An RTP stream states its clock (90 kHz) where a rate belongs: no rate.
-            probe.statedFPS = info.fps.isFinite && info.fps > 0 && info.fps <= 1000 ? info.fps : nil
-            probe.codec = fourcc(info.fourcc)
-            if case .file = spec, info.frame_count > 0 { probe.declaredFrames = Int(info.frame_count) }
+            statedFPS = info.fps.isFinite && info.fps > 0 && info.fps <= 1000 ? info.fps : nil
+            codec = Self.fourcc(info.fourcc)
         }
-        // A stream is read for `seconds` once open (FFmpeg may take seconds to open one); a recording only for its
-        // first frame (its rate is the container's).
-        let limit: Double = if case .live = spec { (probe.opened ?? 0) + seconds } else { 0 }
-        var first: Double?
-        while probe.frames == 0 || since() < limit {
+        let limit = since() + seconds
+        while frames == 0 || since() < limit {
             var image: OpaquePointer?
             var position = 0.0
             guard (try? bridge({ snl_capture_read(capture, &image, &position, $0) })) != nil, let image else { break }
             let frame = Image(handle: image)
             let now = since()
-            if first == nil {
-                first = now
-                (probe.width, probe.height) = (frame.width, frame.height)
+            if firstFrame == nil {
+                firstFrame = now
+                (width, height) = (frame.width, frame.height)
             }
-            probe.frames += 1
-            probe.span = now - (first ?? now)
+            frames += 1
+            span = now - (firstFrame ?? now)
         }
-        probe.firstFrame = first
-        if probe.frames == 0 {
-            probe.problem = "opened, but no frame came within \(String(format: "%.1f", since())) s"
-        }
-        return probe
+        if frames == 0 { problem = "opened, but no frame came within \(String(format: "%.1f", since())) s" }
     }
 
     static func fourcc(_ value: UInt32) -> String? {

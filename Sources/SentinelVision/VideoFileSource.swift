@@ -14,6 +14,8 @@ public final class VideoFileSource: FrameSource {
     public let declaredFrameCount: Int?
     public let width: Int
     public let height: Int
+    /// FFmpeg's codec tag (`h264`, `mp4v`, `MJPG`), when it names one.
+    public let codec: String?
     /// Why the source ended early, once it has: a decode error or fewer frames than the container declared.
     public private(set) var endReason: String?
     /// Frames whose container timestamp was unusable (not a number, negative, absurdly large, behind the previous
@@ -62,6 +64,7 @@ public final class VideoFileSource: FrameSource {
         declaredFrameCount = info.frame_count > 0 ? Int(info.frame_count) : nil
         width = Int(info.width)
         height = Int(info.height)
+        codec = SourceProbe.fourcc(info.fourcc)
     }
 
     deinit { close() }

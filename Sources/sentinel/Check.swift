@@ -1,5 +1,5 @@
 import ArgumentParser
-import Dispatch
+import Foundation
 import SentinelCommandLine
 import SentinelConfig
 import SentinelPipeline
@@ -59,11 +59,18 @@ struct Check: ParsableCommand {
         // Every source at once, as `run` opens them: a fleet of cameras takes the time of one.
         let specs = sources.map { SourceSpec($0.resolvedInput) }
         let seconds = probeSeconds
+        // A thread each, not a pool's: a probe mostly waits on the network, and a pool runs one per core.
         let probes = Mutex([SourceProbe?](repeating: nil, count: specs.count))
-        DispatchQueue.concurrentPerform(iterations: specs.count) { index in
-            let result = SourceProbe.run(specs[index], seconds: seconds)
-            probes.withLock { $0[index] = result }
+        let done = DispatchGroup()
+        for (index, spec) in specs.enumerated() {
+            done.enter()
+            Thread.detachNewThread {
+                let result = SourceProbe.run(spec, seconds: seconds)
+                probes.withLock { $0[index] = result }
+                done.leave()
+            }
         }
+        done.wait()
         let results = probes.withLock { $0.compactMap { $0 } }
         for (source, result) in zip(sources, results) { print("source \(source.id): \(result)") }
         if results.contains(where: { $0.problem != nil }) { throw ExitCode(1) }

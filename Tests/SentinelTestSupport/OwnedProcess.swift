@@ -73,6 +73,7 @@ public final class RTSPCamera: @unchecked Sendable {
     public private(set) var port = 0
     private let mounts: [(name: String, file: String)]
     private let h264: Bool
+    private let user: String?
     private var server: OwnedProcess?
 
     public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/rtsp_camera.py").path
@@ -91,10 +92,12 @@ public final class RTSPCamera: @unchecked Sendable {
         return check.terminationStatus == 0
     }()
 
-    /// With `h264`, the recordings are sent as most cameras send, encoded to H.264.
-    public init(_ mounts: [(name: String, file: String)], h264: Bool = false) async throws {
+    /// With `h264`, the recordings are sent as most cameras send, encoded to H.264; with `user` ("name:password"),
+    /// every mount asks for it (Basic).
+    public init(_ mounts: [(name: String, file: String)], h264: Bool = false, user: String? = nil) async throws {
         self.mounts = mounts
         self.h264 = h264
+        self.user = user
         try await start()
     }
 
@@ -102,7 +105,7 @@ public final class RTSPCamera: @unchecked Sendable {
     public func start() async throws {
         (server, port) = try await OwnedProcess.server(
             Self.script,
-            ["--port", "\(port)", "--exit-with-stdin"] + (h264 ? ["--h264"] : [])
+            ["--port", "\(port)", "--exit-with-stdin"] + (h264 ? ["--h264"] : []) + (user.map { ["--user", $0] } ?? [])
                 + mounts.map { "\($0.name)=\($0.file)" })
     }
 
@@ -112,7 +115,10 @@ public final class RTSPCamera: @unchecked Sendable {
         server = nil
     }
 
-    public func url(_ mount: String) -> String { "rtsp://127.0.0.1:\(port)/\(mount)" }
+    /// The mount's URL, with `user` ("name:password") in it if given.
+    public func url(_ mount: String, user: String? = nil) -> String {
+        "rtsp://\(user.map { "\($0)@" } ?? "")127.0.0.1:\(port)/\(mount)"
+    }
 }
 
 /// A broker stand-in: Debian's mosquitto (`mqtt_broker.py`) on a loopback port, with sessions persisted in a folder of

@@ -85,19 +85,24 @@ struct LiveSourceTests {
 
 extension LiveSourceTests {
     @Test(
-        "sentinel check --probe: the camera stand-in's resolution, measured rate and codec, as sent and as H.264; a refused port, a stream the camera lacks (404), an unknown host and a missing device each said exactly, and exit 1"
+        "sentinel check --probe: the camera stand-in's resolution, measured rate and codec, as sent, as H.264 and behind a password; a recording's size, rate and codec; a refused port, a stream the camera lacks (404), a missing or wrong password (401), an unknown host and a missing device each said exactly, and exit 1"
     )
     func probe() async throws {
         let camera = try await RTSPCamera([("cam", Fixtures.recording())])
         defer { camera.stop() }
         let h264 = try await RTSPCamera([("cam", Fixtures.recording())], h264: true)
         defer { h264.stop() }
+        let guarded = try await RTSPCamera([("cam", Fixtures.recording())], user: "admin:secret")
+        defer { guarded.stop() }
         // A loopback port nothing listens on: bound, then let go.
         let closedPort = try AnsweringPort(nil).port
         let sources = [
             ("cam", camera.url("cam")), ("h264", h264.url("cam")), ("refused", "rtsp://127.0.0.1:\(closedPort)/cam"),
             ("lacking", camera.url("none")),
             ("unknown", "rtsp://no-such-camera.invalid/live"), ("device", "/dev/video63"),
+            ("password", guarded.url("cam", user: "admin:secret")), ("noPassword", guarded.url("cam")),
+            ("wrongPassword", guarded.url("cam", user: "admin:guess")),
+            ("recording", Fixtures.recording()),
         ]
         let pipeline = try Fixtures.temporaryFolder().appendingPathComponent("cameras.yml")
         try Data(
@@ -127,6 +132,20 @@ extension LiveSourceTests {
         #expect(lines["lacking"]?.contains("404 Not Found") == true, "\(outcome.output)")
         #expect(lines["unknown"]?.contains("no such host no-such-camera.invalid") == true, "\(outcome.output)")
         #expect(lines["device"]?.contains("no such device /dev/video63") == true, "\(outcome.output)")
+        // Behind a password: read with the right one; without, "wants"; with a wrong one, "refused"; the password is
+        // never printed.
+        #expect(lines["password"]?.contains("fps measured") == true, "\(outcome.output)")
+        #expect(
+            lines["noPassword"]?.contains("401 Unauthorized: the camera wants a user and password") == true,
+            "\(outcome.output)")
+        #expect(
+            lines["wrongPassword"]?.contains("401 Unauthorized: the camera refused the user and password in the URL")
+                == true, "\(outcome.output)")
+        #expect(!outcome.output.contains("secret") && !outcome.output.contains("guess"), "\(outcome.output)")
+        // A recording: its size, stated rate, length and codec (a missing one is refused before probing).
+        #expect(
+            lines["recording"]?.contains(" 640x480, 15 fps stated, 600 frames (40.0 s), codec ") == true,
+            "\(outcome.output)")
     }
 }
 
