@@ -124,16 +124,24 @@ struct Tune: ParsableCommand {
         let handle = try FileHandle(forWritingTo: csv)
         handle.seekToEndOfFile()
         let total = space.search == .grid ? space.grid(limit: space.trials).count : space.trials
+        let inputs = try TuneBaseline.Inputs(
+            pipeline: pipeline, overrides: settings.values, recordings: (tuned + heldOut).map(\.path))
+        // Every trial done and the file's settings measured for these very inputs: nothing to decode.
+        let kept = done.count >= total ? TuneBaseline.read(in: folder, for: inputs) : nil
         // Rows and progress from every worker, one at a time.
         let log = Mutex((handle: handle, progress: TrialProgress(total: total, done: done.count)))
         let start = ContinuousClock.now
         let frozen = space
         let results: [Sweep.Result]
         do {
-            results = try sweep.run(done: done) { result in
-                log.withLock { log in
-                    log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
-                    log.progress.advance()
+            if kept != nil {
+                results = done
+            } else {
+                results = try sweep.run(done: done) { result in
+                    log.withLock { log in
+                        log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
+                        log.progress.advance()
+                    }
                 }
             }
         } catch {
@@ -163,38 +171,27 @@ struct Tune: ParsableCommand {
         let withoutCache = Double(trialsRun) * detectPerTrial + max(elapsed - sweep.detectionSeconds, 0)
         let speedUp =
             trialsRun == 0
-            ? String(
-                format: "No trial left to run: all %d were in trials.csv (decoding and detecting again took %.1f s).",
-                results.count, sweep.detectionSeconds)
+            ? kept != nil
+                ? "No trial left to run: all \(results.count) were in trials.csv, and the file's settings as measured by the run that finished them (\(TuneBaseline.url(in: folder).lastPathComponent)): nothing decoded."
+                : String(
+                    format:
+                        "No trial left to run: all %d were in trials.csv (decoding and detecting again for the file's settings took %.1f s).",
+                    results.count, sweep.detectionSeconds)
             : String(
                 format:
                     "%d trials in %.1f s on %d workers%@; decoding and detecting took %.1f s for %d detector setting(s), reused by every trial; without the cache about %.0f s (%.1fx longer).",
                 trialsRun, elapsed, workers, done.isEmpty ? "" : " (\(done.count) more read from trials.csv)",
                 sweep.detectionSeconds, sweep.detectorSettings, withoutCache, withoutCache / max(elapsed, 1e-9))
         print(speedUp)
-        let defaults = sweep.evaluate([:], number: 0)
-        // Replay determinism, the last label-free measure: the file's settings run again give the same visits.
-        let again = sweep.evaluate([:], number: 0)
-        func visits(_ result: Sweep.Result) throws -> [RunDiff.Visit] {
-            try result.perRecording.keys.sorted().flatMap { name in
-                try RunDiff.visits(
-                    Data(result.perRecording[name]!.lines.map { $0 + Data("\n".utf8) }.joined()), file: name)
-            }
-        }
-        let rerun = RunDiff(a: try visits(defaults), b: try visits(again))
-        let deterministic =
-            rerun.onlyA.isEmpty && rerun.onlyB.isEmpty && rerun.splitInA.isEmpty
-            && rerun.splitInB.isEmpty && rerun.pairs.allSatisfy { $0.a.dwell == $0.b.dwell }
+        var baseline = try kept ?? Self.measure(sweep, space, inputs: inputs)
         print(
-            "replay determinism: the file's settings run twice give \(deterministic ? "the same" : "DIFFERENT") visits")
+            "replay determinism: the file's settings run twice give \(baseline.deterministic ? "the same" : "DIFFERENT") visits"
+        )
         // The file's own settings are a trial too, and the one to keep unless a trial beats them by more than the
         // sweep's noise: the objective's resolution, or what the file's settings move between two runs.
-        let resolution = space.objective == .dwell ? 0.01 : 0.001
-        let noise = max(
-            resolution,
-            abs((defaults.combined.value(of: space.objective) ?? 0) - (again.combined.value(of: space.objective) ?? 0)))
+        let noise = baseline.noise
         let beaten =
-            defaults.objective.map { file in
+            baseline.objective.map { file in
                 sweep.better(leader.objective! + (space.objective.maximised ? -noise : noise), than: file)
             } ?? true
         // Among the trials that tie with the leader, the one nearest the file's own values.
@@ -202,21 +199,26 @@ struct Tune: ParsableCommand {
         let nearest = valid.filter { abs($0.objective! - leader.objective!) <= noise }.min {
             space.distance($0.settings, from: fileValues) < space.distance($1.settings, from: fileValues)
         }!
-        let best = beaten ? nearest : defaults
-        try sweep.prepare(heldOut)
-        let heldDefault = heldOut.isEmpty ? nil : sweep.evaluate([:], number: 0, on: heldOut)
-        let heldBest = heldOut.isEmpty ? nil : sweep.evaluate(best.settings, number: best.number, on: heldOut)
-        let objectiveName = space.objective.rawValue
-        func value(_ result: Sweep.Result?) -> String {
-            result?.combined.value(of: space.objective).map { String(format: "%.4f", $0) } ?? "–"
+        let best = beaten ? nearest : nil
+        if !heldOut.isEmpty, baseline.heldOutBestTrial != (best?.number ?? 0) {
+            try sweep.prepare(heldOut)
+            baseline.heldOutObjective = sweep.evaluate([:], number: 0, on: heldOut).objective
+            baseline.heldOutBestTrial = best?.number ?? 0
+            baseline.heldOutBestObjective =
+                best.map { sweep.evaluate($0.settings, number: $0.number, on: heldOut).objective }
+                ?? baseline.heldOutObjective
         }
-        if beaten {
+        try baseline.write(in: folder)
+        let objectiveName = space.objective.rawValue
+        func value(_ objective: Double?) -> String { objective.map { String(format: "%.4f", $0) } ?? "–" }
+        if let best {
             print(
-                "best: trial \(best.number), \(objectiveName) \(value(best)) (the file's settings: \(value(defaults)))")
+                "best: trial \(best.number), \(objectiveName) \(value(best.objective)) (the file's settings: \(value(baseline.objective)))"
+            )
             for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
         } else {
             print(
-                "best: the file's settings, \(objectiveName) \(value(defaults)): no trial beat them by more than \(noise) (the best, trial \(nearest.number), \(value(nearest))); nothing to change"
+                "best: the file's settings, \(objectiveName) \(value(baseline.objective)): no trial beat them by more than \(noise) (the best, trial \(nearest.number), \(value(nearest.objective))); nothing to change"
             )
             let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
             if abs(worst - leader.objective!) <= noise {
@@ -225,9 +227,9 @@ struct Tune: ParsableCommand {
                 )
             }
         }
-        if let heldDefault, let heldBest {
+        if !heldOut.isEmpty {
             print(
-                "held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(heldBest)) with the winner, \(value(heldDefault)) with the file's settings"
+                "held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(baseline.heldOutBestObjective)) with the winner, \(value(baseline.heldOutObjective)) with the file's settings"
             )
         }
         let agreement = SweepReport.labelFreeAgreement(results)
@@ -243,12 +245,13 @@ struct Tune: ParsableCommand {
             space: space, results: results, noise: noise,
             comparisons: [
                 .init(
-                    name: "the file's settings", settings: [:], tuned: defaults.objective,
-                    heldOut: heldDefault?.objective),
+                    name: "the file's settings", settings: [:], tuned: baseline.objective,
+                    heldOut: baseline.heldOutObjective),
                 .init(
-                    name: beaten ? "winner (trial \(best.number))" : "best trial (\(nearest.number)), not kept: a tie",
+                    name: beaten
+                        ? "winner (trial \(nearest.number))" : "best trial (\(nearest.number)), not kept: a tie",
                     settings: nearest.settings, tuned: nearest.objective,
-                    heldOut: beaten ? heldBest?.objective : nil),
+                    heldOut: beaten ? baseline.heldOutBestObjective : nil),
             ], tuned: names, heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement)
         try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
         // The winner written into the pipeline's text, every other byte kept; best.yml lies in --out, so its relative
@@ -258,8 +261,9 @@ struct Tune: ParsableCommand {
         let written: String
         let copy: String
         do {
+            let chosen = best?.settings ?? [:]
             written = try SettingsEditor.apply(
-                best.settings.keys.sorted().map { ($0, best.settings[$0]!) }, to: original, file: pipeline)
+                chosen.keys.sorted().map { ($0, chosen[$0]!) }, to: original, file: pipeline)
             let checked = try ServiceDefinition.parse(written, file: pipeline)
             let problems = checked.pipeline.environmentProblems(models: store)
             guard problems.isEmpty else { throw ConfigError(problems: problems) }
@@ -281,6 +285,27 @@ struct Tune: ParsableCommand {
 }
 
 extension Tune {
+    /// The file's own settings run twice on the tuned recordings: their objective, the noise between the two runs
+    /// (at least the objective's resolution), and whether they gave the same visits (replay determinism, the last
+    /// label-free measure).
+    static func measure(_ sweep: Sweep, _ space: SearchSpace, inputs: TuneBaseline.Inputs) throws -> TuneBaseline {
+        let defaults = sweep.evaluate([:], number: 0)
+        let again = sweep.evaluate([:], number: 0)
+        func visits(_ result: Sweep.Result) throws -> [RunDiff.Visit] {
+            try result.perRecording.keys.sorted().flatMap { name in
+                try RunDiff.visits(
+                    Data(result.perRecording[name]!.lines.map { $0 + Data("\n".utf8) }.joined()), file: name)
+            }
+        }
+        let rerun = RunDiff(a: try visits(defaults), b: try visits(again))
+        let deterministic =
+            rerun.onlyA.isEmpty && rerun.onlyB.isEmpty && rerun.splitInA.isEmpty
+            && rerun.splitInB.isEmpty && rerun.pairs.allSatisfy { $0.a.dwell == $0.b.dwell }
+        let resolution = space.objective == .dwell ? 0.01 : 0.001
+        let noise = max(resolution, abs((defaults.objective ?? 0) - (again.objective ?? 0)))
+        return TuneBaseline(inputs: inputs, objective: defaults.objective, noise: noise, deterministic: deterministic)
+    }
+
     /// The sweep writes trials.csv, report.html and best.yml into `--out` by name: a folder another user owns or may
     /// write to could hold links planted there to make it replace or create files elsewhere (it replaced a root-owned
     /// 0600 file through a link named report.html). Such a folder is refused, and so is an output name that is a link.

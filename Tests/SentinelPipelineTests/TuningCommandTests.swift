@@ -158,7 +158,16 @@ struct TuningCommandTests {
 
         let again = try await Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
         #expect(again.status == 0 && again.output.contains("resuming: 4 trials"), "\(again.output)\(again.errors)")
-        #expect(again.output.contains("No trial left to run: all 4 were in trials.csv"), "\(again.output)")
+        // Nothing left to run and the same inputs: the file's settings as the first run measured them, nothing
+        // decoded; the same verdict and held-out figures.
+        #expect(
+            again.output.contains(
+                "No trial left to run: all 4 were in trials.csv, and the file's settings as measured by the run that finished them (baseline.json): nothing decoded."
+            ), "\(again.output)")
+        func verdict(_ output: String) -> [Substring] {
+            output.split(separator: "\n").filter { $0.hasPrefix("best:") || $0.hasPrefix("held out") }
+        }
+        #expect(verdict(again.output) == verdict(first.output) && verdict(first.output).count == 2, "\(again.output)")
         #expect(try String(contentsOfFile: out + "/trials.csv", encoding: .utf8).split(separator: "\n").count == 5)
         // The pipeline itself keeps its relative path; otherwise it is best.yml.
         let applied = try String(contentsOfFile: pipeline, encoding: .utf8)
@@ -172,6 +181,13 @@ struct TuningCommandTests {
         )
         .filter { $0 != $1 }.map(\.1)
         #expect(changed.allSatisfy { $0.contains("confirmFrames:") || $0.contains("grace:") }, "\(changed)")
+        // Once applied, the file is another pipeline: its settings are measured again.
+        if !changed.isEmpty {
+            let third = try await Fixtures.run(Fixtures.sentinel, arguments)
+            #expect(
+                third.status == 0 && third.output.contains("decoding and detecting again for the file's settings took"),
+                "\(third.output)\(third.errors)")
+        }
     }
 
     @Test(
