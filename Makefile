@@ -198,10 +198,10 @@ $(QUIET): Recordings/quiet.yml Recordings/photos.sha256
 
 debug:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(DEMO_PACKAGES) $(TEST_PACKAGES)"
-	swift build --build-tests
+	swift build --build-tests --explicit-target-dependency-import-check error
 
 release: deps
-	swift build -c release
+	swift build -c release --explicit-target-dependency-import-check error
 
 # Debian packages, installed only when one is missing.
 deps:

@@ -55,8 +55,8 @@ let package = Package(
                 "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelStore", "SentinelRuntime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         /// Domain types shared by every layer, the wire types (SentinelWire) among them.
@@ -103,7 +103,7 @@ let package = Package(
             name: "SentinelConfig",
             dependencies: [
                 "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy",
-                "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
+                "SentinelAggregates", "Yams",
             ]
         ),
         /// The per-frame pipeline and the runner that drives one source.
@@ -119,7 +119,6 @@ let package = Package(
             name: "SentinelStore",
             dependencies: [
                 "SentinelCore", "SentinelPrivacy", "SentinelAggregates", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         /// What runs between the cameras and the edges: each source on its thread, the hub, the store writer, the
@@ -132,6 +131,7 @@ let package = Package(
                 "SentinelModels", "SentinelVision",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -161,8 +161,10 @@ let package = Package(
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelModels", "SentinelVision", "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -183,8 +185,9 @@ let package = Package(
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelPostgres",
                 "SentinelRuntime", "SentinelHTTP", "SentinelMQTT", "SentinelServer",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -197,7 +200,9 @@ let package = Package(
                 "SentinelHTTP", "SentinelServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -225,8 +230,9 @@ let package = Package(
             dependencies: [
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
                 "SentinelPrivacy",
-                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelRuntime", "SentinelHTTP",
-                "SentinelServer", "SentinelFleet", "SentinelZoneEditor", "SentinelTuning", "SentinelCommandLine",
+                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelHTTP", "SentinelMQTT",
+                "SentinelVisitors", "SentinelServer", "SentinelFleet", "SentinelZoneEditor", "SentinelTuning",
+                "SentinelCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -248,14 +254,15 @@ let package = Package(
             dependencies: [
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
-                "SentinelStore", "SentinelRuntime", "SentinelHTTP", "SentinelServer", "SentinelFleet",
-                "SentinelLoopback", "SentinelPostgres",
+                "SentinelStore", "SentinelRuntime", "SentinelServer", "SentinelLoopback", "SentinelPostgres",
                 "SentinelMQTT", "SentinelAggregates",
                 "SentinelEval",
                 "SentinelSynth", "SentinelTuning", "SentinelCommandLine",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         /// The bench's reference: the same decode + detect as a minimal C++ loop over OpenCV.
@@ -290,10 +297,14 @@ let package = Package(
         ),
         .testTarget(
             name: "SentinelVisionTests",
-            dependencies: ["SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport"]
+            dependencies: [
+                "SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
-            name: "SentinelModelsTests", dependencies: ["SentinelModels", "SentinelVision", "SentinelTestSupport"]),
+            name: "SentinelModelsTests",
+            dependencies: ["SentinelModels", "SentinelTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "SentinelSynthTests",
             dependencies: ["SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport"]
@@ -310,6 +321,7 @@ let package = Package(
             dependencies: [
                 "SentinelStore", "SentinelPostgres", "SentinelConfig", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // A database written by Sentinel 0.4.0 (`sqlite3 .dump`), read by #filePath: the migration test's input.
             exclude: ["Fixtures"]),
@@ -317,12 +329,15 @@ let package = Package(
             name: "SentinelServerTests",
             dependencies: [
                 "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
-                "SentinelPipeline",
-                "SentinelCore", "SentinelSynth", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT",
-                "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelZoneEditor", "SentinelPostgres",
-                "SentinelVision",
+                "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
+                "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelPostgres", "SentinelVision",
                 .product(name: "SentinelClient", package: "Client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
@@ -334,8 +349,9 @@ let package = Package(
             name: "SentinelPipelineTests",
             dependencies: [
                 "SentinelConfig", "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval",
-                "SentinelSynth",
+                "SentinelSynth", "SentinelCore", "SentinelVision", "SentinelStore",
                 "SentinelModels", "SentinelServer", "SentinelTestSupport", "SentinelTuning",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -1,0 +1,77 @@
+import Foundation
+import SentinelTestSupport
+import Testing
+
+/// Package.swift and the imports agree. SwiftPM's own check (`--explicit-target-dependency-import-check error`, on in
+/// the Makefile's builds) covers only this package's targets reached by no declared path; a product used through
+/// another target's dependency, or one declared and never used, it lets pass.
+@Suite("Package.swift declares what each target imports, and nothing more", .ownThread)
+struct PackageStructureTests {
+    /// Modules of the toolchain and the system, never declared.
+    static let system: Set<String> = [
+        "Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Synchronization", "Glibc", "Musl",
+        "Testing", "XCTest", "RegexBuilder", "_Concurrency", "Darwin",
+    ]
+
+    /// The modules a file imports: its leading lines only (imports inside string literals are text).
+    static func imports(_ text: String) -> Set<String> {
+        var modules: Set<String> = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("//") || trimmed.hasPrefix("#") { continue }
+            let words = trimmed.split(separator: " ").filter {
+                !$0.hasPrefix("@") && !["public", "package", "internal", "private", "fileprivate"].contains($0)
+            }
+            guard words.first == "import", words.count >= 2 else { break }
+            let kinds: Set<Substring> = ["struct", "class", "enum", "func", "protocol", "typealias", "var", "let"]
+            let path = kinds.contains(words[1]) && words.count > 2 ? words[2] : words[1]
+            modules.insert(String(path.split(separator: ".")[0]))
+        }
+        return modules
+    }
+
+    @Test(
+        "every module a target imports is declared in Package.swift (targets and products alike), and every declared one is imported"
+    )
+    func dependenciesMatchImports() async throws {
+        // A scratch folder of its own: the test run holds the package's .build.
+        let scratch = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let dump = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/env"), ["swift", "package", "--scratch-path", scratch.path, "dump-package"],
+            timeout: 300)
+        try #require(dump.status == 0, "\(dump.errors)")
+        let package = try #require(
+            try JSONSerialization.jsonObject(with: Data(dump.output.utf8)) as? [String: Any])
+        let targets = try #require(package["targets"] as? [[String: Any]])
+        var checked = 0
+        for target in targets {
+            let name = try #require(target["name"] as? String)
+            let kind = target["type"] as? String
+            guard kind != "system", kind != "binary" else { continue }
+            let folder = Fixtures.root.appendingPathComponent(
+                target["path"] as? String ?? (kind == "test" ? "Tests/\(name)" : "Sources/\(name)"))
+            let declared = Set(
+                (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency in
+                    dependency.values.first.flatMap { ($0 as? [Any])?.first as? String }
+                })
+            var imported: Set<String> = []
+            let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)
+            while let file = files?.nextObject() as? URL {
+                guard file.pathExtension == "swift" else { continue }
+                imported.formUnion(Self.imports(try String(contentsOf: file, encoding: .utf8)))
+            }
+            imported.subtract(Self.system)
+            imported.remove(name)
+            guard !imported.isEmpty || !declared.isEmpty else { continue }
+            checked += 1
+            #expect(
+                imported.subtracting(declared).isEmpty,
+                "\(name) imports \(imported.subtracting(declared).sorted()) without declaring them in Package.swift")
+            #expect(
+                declared.subtracting(imported).isEmpty,
+                "\(name) declares \(declared.subtracting(imported).sorted()) in Package.swift and imports none of them")
+        }
+        #expect(checked > 20, "only \(checked) targets read: the dump's format changed?")
+    }
+}
