@@ -25,6 +25,10 @@ public struct SourceSnapshot: Sendable {
     /// Regions hidden.
     public var masked: Int
 
+    package init(jpeg: [UInt8], width: Int, height: Int, time: Double, masked: Int) {
+        (self.jpeg, self.width, self.height, self.time, self.masked) = (jpeg, width, height, time, masked)
+    }
+
     public static func take(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         at seconds: Double, stop: StopFlag = StopFlag(), logger: Logger
@@ -56,8 +60,9 @@ public struct SourceSnapshot: Sendable {
     public init(_ frame: MaskedFrame, masks: FaceMasks) throws(VisionError) {
         let image = try frame.image.clone()
         try masks.hide(in: image, frame)
-        jpeg = try image.jpeg()
-        (width, height, time, masked) = (image.width, image.height, frame.time.seconds, masks.regions(frame).count)
+        self.init(
+            jpeg: try image.jpeg(), width: image.width, height: image.height, time: frame.time.seconds,
+            masked: masks.regions(frame).count)
     }
 
     /// How long before the frame a recording is entered: a visit unseen for the visit timeout has ended, so the

@@ -65,13 +65,32 @@ public final class Stills: Sendable {
             return (latest.flatMap { ContinuousClock.now - $0.madeAt < Self.reuse ? $0 : nil }, slots.lastRequest)
         }
         if let fresh { return fresh }
-        return await withCheckedContinuation { continuation in
-            slots.withLock { $0.bySource[source]?.waiting[id] = continuation }
-            // Not fulfilled in time: answered empty. Whichever of the two comes first takes it from the table.
-            Task {
+        // The next frame's still, or nil after `timeout`: whichever comes first, and the other is called off.
+        return await withTaskGroup(of: Still?.self) { group in
+            group.addTask { await self.next(of: source, id: id) }
+            group.addTask {
                 try? await Task.sleep(for: timeout)
-                slots.withLock { $0.bySource[source]?.waiting.removeValue(forKey: id) }?.resume(returning: nil)
+                return nil
             }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// The still `deliver` hands to waiter `id` of `source`; nil once the wait is cancelled.
+    private func next(of source: String, id: Int) async -> Still? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let registered = slots.withLock { slots in
+                    guard !Task.isCancelled, slots.bySource[source] != nil else { return false }
+                    slots.bySource[source]?.waiting[id] = continuation
+                    return true
+                }
+                if !registered { continuation.resume(returning: nil) }
+            }
+        } onCancel: {
+            slots.withLock { $0.bySource[source]?.waiting.removeValue(forKey: id) }?.resume(returning: nil)
         }
     }
 
