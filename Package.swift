@@ -331,6 +331,7 @@ let package = Package(
                 "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
                 "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelPostgres", "SentinelVision",
+                "SentinelPipeline",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
