@@ -27,6 +27,28 @@ final class ScriptedCamera: FrameSource {
     }
 }
 
+/// A camera the test paces: each `release(n)` lets it send n more frames, so what the edge drops depends on the
+/// order of events the test sets, not on how fast a loaded machine runs either side.
+final class ShutterCamera: FrameSource, @unchecked Sendable {
+    let name = "shutter"
+    private let shutter = DispatchSemaphore(value: 0)
+    private let count: Int
+    private var index = 0
+
+    init(count: Int) { self.count = count }
+
+    func release(_ frames: Int) { for _ in 0..<frames { shutter.signal() } }
+
+    func next() throws(VisionError) -> Frame? {
+        guard index < count else { return nil }
+        shutter.wait()
+        defer { index += 1 }
+        return Frame(
+            index: index, time: MediaTime(seconds: Double(index) * 0.04),
+            image: try Image(width: 8, height: 8, fill: .white))
+    }
+}
+
 @Suite("Capture edge: a live source never waits for analysis", .ownThread)
 struct CaptureEdgeTests {
     /// Takes every frame, spending `work` seconds on each; returns the frames taken.
@@ -43,17 +65,32 @@ struct CaptureEdgeTests {
         "analysis slower than the camera: the oldest frames are dropped, every frame is counted, the newest are analysed"
     )
     func dropsOldestAndCounts() throws {
-        let edge = CaptureEdge(ScriptedCamera(count: 60, interval: 0.005), capacity: 2, policy: .dropOldest)
+        let camera = ShutterCamera(count: 30)
+        let edge = CaptureEdge(camera, capacity: 2, policy: .dropOldest)
         edge.start()
-        let taken = try drain(edge, work: 0.02)
-        let counts = edge.snapshot
-        #expect(counts.captured == 60)
-        #expect(counts.delivered == taken.count)
-        #expect(counts.delivered + counts.dropped == 60)
-        #expect(counts.dropped > 20, "analysis at a quarter of the camera rate must drop: \(counts)")
-        // In order, and the last frame the camera sent is analysed.
-        #expect(zip(taken, taken.dropFirst()).allSatisfy { $0.index < $1.index })
-        #expect(taken.last?.index == 59)
+        /// Waits until the camera's frames so far are all captured (the capture thread's pace, not the clock's).
+        func captured(_ count: Int) {
+            while edge.snapshot.captured < count { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        // Ten frames while analysis is busy: the two newest wait, the eight before them are dropped.
+        camera.release(10)
+        captured(10)
+        var taken = [try #require(try edge.next()), try #require(try edge.next())]
+        #expect(taken.map(\.index) == [8, 9])
+        #expect(edge.snapshot == CaptureEdge.Counts(captured: 10, delivered: 2, dropped: 8))
+        // Analysis keeping up: nothing dropped.
+        for index in 10..<20 {
+            camera.release(1)
+            taken.append(try #require(try edge.next()))
+            #expect(taken.last?.index == index)
+        }
+        // Another burst, then the end: the newest two, and every frame counted once.
+        camera.release(10)
+        captured(30)
+        while let frame = try edge.next() { taken.append(frame) }
+        #expect(taken.suffix(2).map(\.index) == [28, 29])
+        #expect(edge.snapshot == CaptureEdge.Counts(captured: 30, delivered: taken.count, dropped: 30 - taken.count))
+        #expect(taken.count == 14)
         // Each frame carries when it was captured, not when it was analysed.
         #expect(taken.allSatisfy { $0.capturedAt != nil })
     }
