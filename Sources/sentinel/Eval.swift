@@ -366,10 +366,16 @@ enum Labels {
         }
     }
 
-    /// The labels beside a recording: `NAME.truth.json`, `NAME.xml`, `NAME.txt` or `NAME.json`.
-    static func beside(_ recording: String) throws -> String {
+    /// Where labels beside a recording may be, in the order they are looked for: `NAME.truth.json`, `NAME.xml`,
+    /// `NAME.txt`, `NAME.json`.
+    static func candidates(beside recording: String) -> [String] {
         let stem = URL(fileURLWithPath: recording).deletingPathExtension().path
-        let candidates = [".truth.json", ".xml", ".txt", ".json"].map { stem + $0 }
+        return [".truth.json", ".xml", ".txt", ".json"].map { stem + $0 }
+    }
+
+    /// The labels beside a recording: the first of `candidates(beside:)` that exists.
+    static func beside(_ recording: String) throws -> String {
+        let candidates = candidates(beside: recording)
         guard let found = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw CommandError(
                 "\(recording): no labels beside it (looked for \(candidates.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", "))); give them with --truth"

@@ -15,12 +15,9 @@ struct TuneBaseline: Codable, Equatable {
         init(pipeline: String, overrides: [String], recordings: [String]) throws {
             self.pipeline = try String(contentsOfFile: pipeline, encoding: .utf8)
             self.overrides = overrides
-            let labels = [".truth.json", ".xml", ".txt", ".json"]
             let paths =
                 [Bundle.main.executablePath ?? CommandLine.arguments[0]]
-                + recordings.flatMap { path in
-                    [path] + labels.map { URL(fileURLWithPath: path).deletingPathExtension().path + $0 }
-                }
+                + recordings.flatMap { [$0] + Labels.candidates(beside: $0) }
             files = paths.compactMap { path in
                 guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
                 let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
