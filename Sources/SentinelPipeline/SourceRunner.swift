@@ -27,8 +27,15 @@ public final class SourceRunner {
 
     /// How `sentinel run` takes frames: through a capture edge, a live source retried from the start.
     public struct Capture: Sendable {
-        /// Frames waiting for analysis at most.
-        public var capacity = 2
+        /// Frames waiting for analysis at most: `burstFrames` unless told.
+        public var capacity = Capture.burstFrames
+        /// Half a second at 15 fps: enough to carry a camera through a burst (every camera of a box detecting the
+        /// same new faces at once) without a drop, and little enough that what is analysed is still what the camera
+        /// sees (docs/benchmarks.md, Sizing).
+        public static let burstFrames = 8
+        /// The box's budget for the frames beyond each edge's own two (`CaptureEdge.ownFrames`), shared by its
+        /// sources; nil: every edge holds `capacity` of its own.
+        public var pool: FramePool?
         /// Ends capture and the run.
         public var stop: StopFlag
         /// A live source's state changes (reconnecting, running).
@@ -45,7 +52,7 @@ public final class SourceRunner {
     /// the monotonic clock (a live camera that is down).
     public init(
         pipeline: Pipeline, frames: sending any FrameSource, policy: CaptureEdge.Policy = .block, capacity: Int = 2,
-        shutdown: StopFlag? = nil, ticksWhenIdle: Bool = false, logger: Logger
+        pool: FramePool? = nil, shutdown: StopFlag? = nil, ticksWhenIdle: Bool = false, logger: Logger
     ) {
         self.pipeline = pipeline
         self.ticksWhenIdle = ticksWhenIdle
@@ -55,7 +62,7 @@ public final class SourceRunner {
         case let folder as ImageFolderSource: declared = (folder.fps, folder.files.count)
         default: declared = (15, nil)
         }
-        edge = CaptureEdge(frames, capacity: capacity, policy: policy, shutdown: shutdown)
+        edge = CaptureEdge(frames, capacity: capacity, policy: policy, pool: pool, shutdown: shutdown)
     }
 
     /// Opens the source and the pipeline a definition describes. `input` and `pace` override the pipeline's; `keys`
@@ -94,7 +101,8 @@ public final class SourceRunner {
             keys: try keys ?? PseudonymKeyRing(settings: definition.privacy.pseudonyms), origin: originDate)
         self.init(
             pipeline: pipeline, frames: opened, policy: lossless ? .block : .dropOldest,
-            capacity: capture?.capacity ?? 2, shutdown: capture?.stop, ticksWhenIdle: capture != nil && isLive,
+            capacity: capture?.capacity ?? 2, pool: lossless ? nil : capture?.pool, shutdown: capture?.stop,
+            ticksWhenIdle: capture != nil && isLive,
             logger: logger)
     }
 

@@ -23,6 +23,8 @@ public final class SourceService: Service, Sendable {
     let hub: Hub
     let live: LiveState
     let telemetry: Telemetry
+    /// The box's budget for frames waiting beyond each source's own (`FramePool`).
+    let pool: FramePool
     let logger: Logger
     /// Set on shutdown: ends capture at once and the run after the frame in hand.
     private let stopFlag = StopFlag()
@@ -30,7 +32,7 @@ public final class SourceService: Service, Sendable {
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore, pace: Pacing?,
         loop: Bool,
-        keys: PseudonymKeyRing, hub: Hub, live: LiveState, telemetry: Telemetry, logger: Logger
+        keys: PseudonymKeyRing, hub: Hub, live: LiveState, telemetry: Telemetry, pool: FramePool, logger: Logger
     ) {
         self.definition = definition
         self.source = source
@@ -41,6 +43,7 @@ public final class SourceService: Service, Sendable {
         self.hub = hub
         self.live = live
         self.telemetry = telemetry
+        self.pool = pool
         var logger = logger
         logger[metadataKey: "source.id"] = "\(source.id)"
         self.logger = logger
@@ -96,7 +99,7 @@ public final class SourceService: Service, Sendable {
         let source = source
         let definition = definition
         let logger = logger
-        let capture = SourceRunner.Capture(stop: stopFlag) { status in
+        var capture = SourceRunner.Capture(stop: stopFlag) { status in
             live.updateSource(source.id) { health in
                 switch status {
                 case .running:
@@ -112,6 +115,7 @@ public final class SourceService: Service, Sendable {
                 }
             }
         }
+        capture.pool = pool
         repeat {
             do {
                 // In a service, a recording is played as if live: placed on the wall clock when it starts.

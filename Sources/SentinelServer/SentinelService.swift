@@ -91,11 +91,12 @@ public struct SentinelService: Sendable {
         }
         let shared = definition.sharing(sources: started.count)
         OpenCVFaceDetector.shareCores(sources: started.count)
+        let pool = FramePool(bytes: FramePool.runBytes)
         let sources = started.map { source in
             SourceService(
                 definition: shared, source: source, models: models, pace: options.pace, loop: options.loop,
                 keys: keys, hub: hub,
-                live: live, telemetry: telemetry, logger: logger)
+                live: live, telemetry: telemetry, pool: pool, logger: logger)
         }
         // Started in this order, stopped in reverse: sources first, then the writer, then the MQTT output (which
         // forwards what the writer stored last), then the server. A source that ends (a recording played once)

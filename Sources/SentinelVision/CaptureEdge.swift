@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// Policy at this boundary, stated once:
 /// - `.dropOldest` (live cameras, and recordings played at a pace): when analysis is behind, the oldest waiting frame
-///   is dropped and counted; analysis always gets the newest frames, each stamped when it was captured.
+///   is dropped and counted; analysis always gets the newest frames, each stamped when it was captured. With a
+///   `FramePool`, the frames beyond `ownFrames` are drawn from the box's budget, shared with its other cameras.
 /// - `.block` (a recording read as fast as possible): the reader waits for analysis; nothing is dropped.
 ///
 /// Thread use: the source lives in a `Mutex` that only the capture thread takes, for as long as it captures; the
@@ -38,6 +39,10 @@ public final class CaptureEdge: FrameSource, Sendable {
     public let name: String
     public let capacity: Int
     public let policy: Policy
+    /// Where frames beyond `ownFrames` come from; nil: all `capacity` are this edge's own.
+    private let pool: FramePool?
+    /// The frames an edge with a pool holds whatever its pool says.
+    public static let ownFrames = 2
     private let source: Mutex<(any FrameSource)?>
     private let state = Mutex(State())
     /// Signalled for a consumer that waits for a frame, and for a capture that waits for room.
@@ -49,6 +54,8 @@ public final class CaptureEdge: FrameSource, Sendable {
     private struct State {
         var started = false
         var buffer: [Frame] = []
+        /// The bytes drawn from the pool for each place held beyond the edge's own, most recent last.
+        var drawn: [Int] = []
         var counts = Counts()
         var ended = false
         var failure: VisionError?
@@ -57,15 +64,21 @@ public final class CaptureEdge: FrameSource, Sendable {
         var captureWaits = false
     }
 
-    /// `capacity` frames wait at most (1-2 keeps latency at a frame or two). Setting `shutdown` ends capture too.
-    public init(_ source: sending any FrameSource, capacity: Int = 2, policy: Policy, shutdown: StopFlag? = nil) {
+    /// `capacity` frames wait at most (`sentinel run` holds 8, half a second at 15 fps, to carry a camera through a
+    /// burst; fewer keeps latency lower); with a `pool`, those beyond `ownFrames` while it has room. Setting
+    /// `shutdown` ends capture too.
+    public init(
+        _ source: sending any FrameSource, capacity: Int = 2, policy: Policy, pool: FramePool? = nil,
+        shutdown: StopFlag? = nil
+    ) {
         precondition(capacity >= 1, "a capture buffer holds at least one frame")
         name = source.name
         self.capacity = capacity
         self.policy = policy
+        self.pool = pool
         if let live = source as? LiveSource { stopFlag.onSet { [flag = live.stopFlag] in flag.set() } }
         self.source = Mutex(source)
-        stopFlag.onSet { [weak self] in self?.end() }
+        stopFlag.onSet { [weak self] in self?.end(discarding: true) }
         shutdown?.onSet { [stopFlag] in stopFlag.set() }
     }
 
@@ -91,12 +104,16 @@ public final class CaptureEdge: FrameSource, Sendable {
     /// Ends capture: `next()` returns nil at once, and the capture thread stops after its current read.
     public func stop() { stopFlag.set() }
 
-    /// Marks the edge ended and wakes whoever waits.
-    private func end(failure: VisionError? = nil, notes: [SourceNote] = []) {
+    deinit { state.withLock { giveBack(&$0, all: true) } }
+
+    /// Marks the edge ended and wakes whoever waits. The frames waiting are still taken after a source's end, and
+    /// `discarding` (stopped) at once, their places given back to the pool.
+    private func end(failure: VisionError? = nil, notes: [SourceNote] = [], discarding: Bool = false) {
         state.withLock { state in
             state.ended = true
             if failure != nil { state.failure = failure }
             state.notes += notes
+            if discarding { giveBack(&state, all: true) }
         }
         frameWaiter.signal()
         roomWaiter.signal()
@@ -133,7 +150,9 @@ public final class CaptureEdge: FrameSource, Sendable {
                 if !state.buffer.isEmpty {
                     state.counts.delivered += 1
                     defer { state.captureWaits = false }
-                    return (.success(.frame(state.buffer.removeFirst())), state.captureWaits)
+                    let frame = state.buffer.removeFirst()
+                    giveBack(&state)
+                    return (.success(.frame(frame)), state.captureWaits)
                 }
                 if state.ended {
                     defer { state.failure = nil }
@@ -155,6 +174,15 @@ public final class CaptureEdge: FrameSource, Sendable {
         }
     }
 
+    /// Gives the pool back the places the waiting frames no longer fill (`all`: every frame waiting dropped).
+    private func giveBack(_ state: inout State, all: Bool = false) {
+        if all { state.buffer = [] }
+        guard let pool else { return }
+        while !state.drawn.isEmpty && state.buffer.count < Self.ownFrames + state.drawn.count {
+            pool.giveBack(state.drawn.removeLast())
+        }
+    }
+
     private func capture(from source: any FrameSource) {
         while !stopFlag.isSet {
             let frame: Frame?
@@ -169,7 +197,13 @@ public final class CaptureEdge: FrameSource, Sendable {
             while true {
                 let (stored, wakeConsumer) = state.withLock { state -> (Bool, Bool) in
                     if state.ended { return (true, false) }
-                    if state.buffer.count >= capacity {
+                    if state.buffer.count >= Self.ownFrames + state.drawn.count, state.buffer.count < capacity,
+                        let pool
+                    {
+                        let bytes = frame.image.width * frame.image.height * 3
+                        if pool.draw(bytes) { state.drawn.append(bytes) }
+                    }
+                    if state.buffer.count >= (pool == nil ? capacity : Self.ownFrames + state.drawn.count) {
                         guard policy == .dropOldest else {
                             state.captureWaits = true
                             return (false, false)

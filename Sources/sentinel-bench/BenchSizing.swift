@@ -45,8 +45,8 @@ struct BenchSizing: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Camera counts to try, in order.")
     var cameras = [1, 2, 4, 8, 12, 16, 24]
 
-    @Option(help: "Frames each capture edge holds for analysis (sentinel run: 2).")
-    var buffer = 2
+    @Option(help: "Frames each capture edge holds for analysis (sentinel run's).")
+    var buffer = SourceRunner.Capture.burstFrames
 
     @Flag(help: "Start the cameras at other moments of the scene (else all at once).")
     var stagger = false
@@ -66,7 +66,7 @@ struct BenchSizing: ParsableCommand {
         let base = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
         let store = try models.store()
         print(
-            "scene     size       cadence        cameras  keeps up  dropped (worst)  capture-to-event p99  worst dwell error  frames/s  detections/s (regions)  cores busy"
+            "scene     size       cadence        cameras  keeps up  dropped (worst)  capture-to-event p99  worst dwell error  frames/s  detections/s (regions)  cores busy  pool peak"
         )
         for scene in scenes {
             for size in sizes {
@@ -94,10 +94,11 @@ struct BenchSizing: ParsableCommand {
                                 + (cadence == 0 ? "every frame" : "maxFps \(cadence.formatted())").padding(
                                     toLength: 14, withPad: " ", startingAt: 0)
                                 + String(
-                                    format: " %7d  %-8@  %13.1f %%  %17.0f ms  %15.2f s  %8.1f  %12.1f (%5.1f)  %10.2f",
+                                    format:
+                                        " %7d  %-8@  %13.1f %%  %17.0f ms  %15.2f s  %8.1f  %12.1f (%5.1f)  %10.2f  %6.0f MB",
                                     count, keepsUp ? "yes" : "no", result.worstDropped * 100, result.p99 * 1000,
                                     result.worstDwell, result.analysedFPS, result.detectionsPerSecond,
-                                    result.regionsPerSecond, result.cores))
+                                    result.regionsPerSecond, result.cores, Double(result.poolPeak) / 1e6))
                         if !keepsUp { break }
                     }
                 }
@@ -116,6 +117,8 @@ struct BenchSizing: ParsableCommand {
         var regionsPerSecond = 0.0
         /// The process's CPU time over the wall time.
         var cores = 0.0
+        /// The most bytes of frames the cameras held beyond their own at once (`FramePool`).
+        var poolPeak = 0
     }
 
     /// `count` cameras on `recording` at its own pace, each on a thread of its own. Staggered, camera i starts i/count
@@ -133,6 +136,8 @@ struct BenchSizing: ParsableCommand {
         // One OpenCV thread a camera when several run, its default for one: set here, between measurements, while no
         // detection runs (`shareCores` never goes back to the default, as a service never needs to).
         OpenCVFaceDetector.useThreads(count > 1 ? 1 : 0)
+        // The frames beyond each camera's own, from one budget for all of them, as `sentinel run`'s.
+        let pool = FramePool(bytes: FramePool.runBytes)
         let done = DispatchGroup()
         for index in 0..<count {
             done.enter()
@@ -144,6 +149,7 @@ struct BenchSizing: ParsableCommand {
                     for _ in 0..<(stagger ? 2 : 1) {
                         var capture = SourceRunner.Capture(stop: StopFlag())
                         capture.capacity = buffer
+                        capture.pool = pool
                         let runner = try SourceRunner(
                             definition: shared, source: shared.sources[0], models: store, input: recording,
                             pace: .realTime, capture: capture, logger: makeLogger("sentinel.bench"))
@@ -190,6 +196,7 @@ struct BenchSizing: ParsableCommand {
         result.detectionsPerSecond = Double(load.detections) / load.seconds
         result.regionsPerSecond = Double(load.regions) / load.seconds
         result.cores = load.cpu / load.seconds
+        result.poolPeak = pool.used.most
         return result
     }
 

@@ -95,6 +95,57 @@ struct CaptureEdgeTests {
         #expect(taken.allSatisfy { $0.capturedAt != nil })
     }
 
+    @Test(
+        "cameras share one budget for frames beyond their own two: each keeps its own whatever the others hold, draws the rest while the budget lasts, then drops its own oldest; analysed or stopped, the places go back"
+    )
+    func sharedPool() throws {
+        let frame = 8 * 8 * 3
+        let pool = FramePool(bytes: 3 * frame)
+        let a = ShutterCamera(count: 20)
+        let b = ShutterCamera(count: 20)
+        let edgeA = CaptureEdge(a, capacity: 8, policy: .dropOldest, pool: pool)
+        let edgeB = CaptureEdge(b, capacity: 8, policy: .dropOldest, pool: pool)
+        edgeA.start()
+        edgeB.start()
+        func captured(_ edge: CaptureEdge, _ count: Int) {
+            while edge.snapshot.captured < count { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        func take(_ edge: CaptureEdge, _ count: Int) throws -> [Int] {
+            try (0..<count).map { _ in try #require(try edge.next()).index }
+        }
+        // A burst on A: its own two and the whole budget (three), its oldest dropped.
+        a.release(6)
+        captured(edgeA, 6)
+        #expect(pool.used.now == 3 * frame)
+        #expect(edgeA.snapshot == CaptureEdge.Counts(captured: 6, delivered: 0, dropped: 1))
+        // B meanwhile: its own two still, nothing from the spent budget.
+        b.release(4)
+        captured(edgeB, 4)
+        #expect(try take(edgeB, 2) == [2, 3])
+        #expect(edgeB.snapshot.dropped == 2)
+        // A analysed: every place back.
+        #expect(try take(edgeA, 5) == [1, 2, 3, 4, 5])
+        #expect(pool.used.now == 0)
+        // Now B draws: four frames held, none dropped.
+        b.release(4)
+        captured(edgeB, 8)
+        #expect(edgeB.snapshot.dropped == 2)
+        #expect(pool.used.now == 2 * frame)
+        // Stopped with frames waiting: their places go back too.
+        edgeB.stop()
+        #expect(pool.used.now == 0)
+        #expect(pool.used.most == 3 * frame)
+        // The budget never lifts an edge past its capacity.
+        let c = ShutterCamera(count: 5)
+        let edgeC = CaptureEdge(c, capacity: 3, policy: .dropOldest, pool: FramePool(bytes: 100 * frame))
+        edgeC.start()
+        c.release(5)
+        captured(edgeC, 5)
+        #expect(try take(edgeC, 3) == [2, 3, 4])
+        edgeA.stop()
+        edgeC.stop()
+    }
+
     @Test("a recording read as fast as possible loses nothing: the reader waits for analysis")
     func blockingPolicyIsLossless() throws {
         let edge = CaptureEdge(ScriptedCamera(count: 40, interval: 0), capacity: 2, policy: .block)
