@@ -12,7 +12,7 @@ extension PipelineDefinition {
             problem.message = message
             return problem
         }
-        let detectorModel = detectorModel ?? detection.kind.defaultModel
+        let detectorModel = resolvedDetectorModel
         if let entry = models.manifest.entry(named: detectorModel), entry.kind.rawValue != detection.kind.rawValue {
             problems.append(
                 at(

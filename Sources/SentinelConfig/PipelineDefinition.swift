@@ -14,6 +14,8 @@ public struct PipelineDefinition: Sendable {
     public var detection = DetectorChoice()
     /// A model name from Models/models.yml; nil for the detector's default.
     public var detectorModel: String?
+    /// The model the detector reads: `detectorModel`, or its kind's default.
+    public var resolvedDetectorModel: String { detectorModel ?? detection.kind.defaultModel }
     public var detectorSettings: DetectorSettings
     public var visitors: VisitorSettings
     public var emotionEnabled: Bool

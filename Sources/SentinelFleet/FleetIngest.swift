@@ -247,8 +247,9 @@ final class FleetIngest: Service, Sendable {
                 var reading = try decode(Payload<GaugeReading>.self).payload
                 try check.validate(reading)
                 reading.sources = Dictionary(
-                    uniqueKeysWithValues: reading.sources.map { ("\(site)/\($0.key)", $0.value) })
-                reading.zones = Dictionary(uniqueKeysWithValues: reading.zones.map { ("\(site)/\($0.key)", $0.value) })
+                    uniqueKeysWithValues: reading.sources.map { (SiteSource.id(site: site, source: $0.key), $0.value) })
+                reading.zones = Dictionary(
+                    uniqueKeysWithValues: reading.zones.map { (SiteSource.id(site: site, source: $0.key), $0.value) })
                 try learn(
                     sources: Set(reading.sources.keys).union(reading.zones.keys),
                     zones: Set(
@@ -263,7 +264,7 @@ final class FleetIngest: Service, Sendable {
                 }
                 try check.validate(event)
                 // Within the fleet a visitor is its site's: two boxes may share a pseudonym key (a cloned disk).
-                event.visitor.sourceId = "\(site)/\(stream)"
+                event.visitor.sourceId = SiteSource.id(site: site, source: stream)
                 event.visitor.faceId = "\(site):\(event.visitor.faceId)"
                 let source = event.visitor.sourceId
                 let zones =
@@ -329,8 +330,8 @@ final class FleetIngest: Service, Sendable {
         }
     }
 
-    /// The site of a fleet's `site/source` name.
-    static func site(of source: String) -> String { String(source.prefix { $0 != "/" }) }
+    /// The site of a fleet's `site/source` name (every source a fleet stores has one).
+    static func site(of source: String) -> String { SiteSource.site(of: source) ?? source }
 
     /// Publishes the broker's state and the sites' for `/healthz`, a few times a second.
     private func report(_ state: MQTTClient.State, _ progress: inout Progress, force: Bool = false) {

@@ -42,10 +42,10 @@ extension HTTPAPI {
         let zones = catalogue.zones
         let zoneNames = Array(Set(zones.map(\.id.name))).sorted() + zones.map { "\($0.id.sourceId)/\($0.id.name)" }
         // A fleet's sources are `site/source`: `site=` keeps every source of those sites.
-        let sites = Set(catalogue.sources.filter { $0.contains("/") }.map { String($0.prefix { $0 != "/" }) })
+        let sites = Set(catalogue.sources.compactMap(SiteSource.site(of:)))
         var sources = try list("sourceId", of: catalogue.sources)
         if let wanted = try list("site", of: sites.sorted()) {
-            let ofSites = catalogue.sources.filter { wanted.contains(String($0.prefix { $0 != "/" })) }
+            let ofSites = catalogue.sources.filter { SiteSource.site(of: $0).map(wanted.contains) == true }
             sources = Set(ofSites).intersection(sources ?? Set(ofSites))
         }
         let filter = EventFilter(

@@ -102,7 +102,7 @@ public struct Pipeline {
         settings.scoreThreshold *= definition.privacy.review.scoreRatio
         return try OpenCVFaceDetector(
             kind: definition.detection.kind,
-            modelPath: try models.path(of: definition.detectorModel ?? definition.detection.kind.defaultModel),
+            modelPath: try models.path(of: definition.resolvedDetectorModel),
             settings: settings)
     }
 

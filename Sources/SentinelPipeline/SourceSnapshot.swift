@@ -10,7 +10,7 @@ import SentinelVisitors
 /// A frame of a source with every face hidden as the review video hides it: the zone editor's frame to draw zones on
 /// (`take`), and the dashboard's still of a running camera (`Stills`).
 ///
-/// `take` runs the pipeline runs on the source up to the moment asked for (a recording's media time; a camera's seconds after
+/// `take` runs the pipeline on the source up to the moment asked for (a recording's media time; a camera's seconds after
 /// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
 /// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
 /// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the masks are

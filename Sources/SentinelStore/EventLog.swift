@@ -110,7 +110,7 @@ extension Publication {
         switch self {
         case .visitor(_, let published, _): published.event.visitor.sourceId
         case .gauge(_, let origin):
-            origin.map { "\($0.site)/\(Publication.gaugeStream)" } ?? Publication.gaugeStream
+            origin.map { SiteSource.id(site: $0.site, source: Publication.gaugeStream) } ?? Publication.gaugeStream
         }
     }
 

@@ -114,7 +114,7 @@ struct BenchPipeline: ParsableCommand {
                     // The workers set OpenCV to one thread per call for the process: back to its default.
                     OpenCVFaceDetector.useThreads(0)
                 }
-                let modelPath = try store.path(of: definition.detectorModel ?? kind.defaultModel)
+                let modelPath = try store.path(of: definition.resolvedDetectorModel)
                 let s = definition.detectorSettings
                 // The most a program that detects every frame gets from this box: two plain loops side by side, one
                 // thread each (OpenCV's own two threads on one frame do less), their rates added.

@@ -53,7 +53,7 @@ struct BenchProcess: ParsableCommand {
         let s = definition.detectorSettings
         let naive = [
             "/usr/bin/python3", "Tests/Peers/naive_pipeline.py", recording,
-            try store.path(of: definition.detectorModel ?? definition.detection.kind.defaultModel),
+            try store.path(of: definition.resolvedDetectorModel),
             try store.path(of: definition.emotionModel), "\(s.longestSide)", "\(s.scoreThreshold)",
             "\(s.nmsThreshold)",
         ]

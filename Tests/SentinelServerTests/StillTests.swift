@@ -93,7 +93,7 @@ struct StillTests {
         // The same through the Swift client: the JPEG, when it was taken, the regions masked; a wrong name refused.
         let client = SentinelClient(url: URL(string: "http://127.0.0.1:\(port)")!, token: TestServer.tokens.visitors)
         let fromClient = try await client.still(source: "showroom")
-        #expect(fromClient.jpeg.starts(with: [0xFF, 0xD8, 0xFF]) && fromClient.regionsMasked >= 0)
+        #expect(fromClient.jpeg.starts(with: [0xFF, 0xD8, 0xFF]))
         #expect(abs(try #require(fromClient.taken).timeIntervalSinceNow) < 30)
         await #expect(throws: SentinelClient.Failure.self) { try await client.still(source: "hall") }
         let anonymous = SentinelClient(url: URL(string: "http://127.0.0.1:\(port)")!)
