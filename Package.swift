@@ -207,7 +207,7 @@ let package = Package(
             ]
         ),
         /// Accuracy measurement against ground truth (pure logic).
-        .target(name: "SentinelEval", dependencies: ["SentinelCore", "SentinelVision"]),
+        .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
         /// Tuning on footage: search spaces, the detection cache, trials, label-free measures, the sweep and its report.
         .target(
             name: "SentinelTuning",

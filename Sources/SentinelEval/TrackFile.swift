@@ -1,6 +1,5 @@
 public import Foundation
 public import SentinelCore
-import SentinelVision
 
 /// A label file that cannot be read: which file, where in it (line, element) and why.
 public struct LabelError: SentinelError, Equatable {
@@ -218,15 +217,5 @@ public enum TrackFile {
             return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
         @unknown default: return "\(error)"
         }
-    }
-}
-
-extension VideoBounds {
-    /// The bounds of the video file at `path`: the length and frame size its container states.
-    public static func of(_ path: String) throws -> VideoBounds {
-        let file = try VideoFileSource(path: path)
-        return VideoBounds(
-            frames: file.declaredFrameCount ?? .max, width: file.width, height: file.height,
-            name: URL(fileURLWithPath: path).lastPathComponent)
     }
 }

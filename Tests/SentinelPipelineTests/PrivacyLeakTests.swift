@@ -3,6 +3,7 @@ import SentinelCore
 import SentinelEval
 import SentinelPrivacy
 import SentinelTestSupport
+import SentinelTuning
 import Testing
 
 @Suite("Privacy: nothing identifying leaves the box under the default policy", .ownThread)
