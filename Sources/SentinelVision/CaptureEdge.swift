@@ -203,7 +203,9 @@ public final class CaptureEdge: FrameSource, Sendable {
                         let bytes = frame.image.width * frame.image.height * 3
                         if pool.draw(bytes) { state.drawn.append(bytes) }
                     }
-                    if state.buffer.count >= (pool == nil ? capacity : Self.ownFrames + state.drawn.count) {
+                    if state.buffer.count
+                        >= (pool == nil ? capacity : min(capacity, Self.ownFrames + state.drawn.count))
+                    {
                         guard policy == .dropOldest else {
                             state.captureWaits = true
                             return (false, false)

@@ -51,6 +51,12 @@ final class ShutterCamera: FrameSource, @unchecked Sendable {
 
 @Suite("Capture edge: a live source never waits for analysis", .ownThread)
 struct CaptureEdgeTests {
+    /// Waits until `count` frames of a `ShutterCamera` the test released are captured: the capture thread's pace,
+    /// polled (the edge has no hook for tests), not a length of time.
+    static func captured(_ edge: CaptureEdge, _ count: Int) {
+        while edge.snapshot.captured < count { Thread.sleep(forTimeInterval: 0.001) }
+    }
+
     /// Takes every frame, spending `work` seconds on each; returns the frames taken.
     func drain(_ edge: CaptureEdge, work: Double) throws -> [Frame] {
         var taken: [Frame] = []
@@ -68,10 +74,7 @@ struct CaptureEdgeTests {
         let camera = ShutterCamera(count: 30)
         let edge = CaptureEdge(camera, capacity: 2, policy: .dropOldest)
         edge.start()
-        /// Waits until the camera's frames so far are all captured (the capture thread's pace, not the clock's).
-        func captured(_ count: Int) {
-            while edge.snapshot.captured < count { Thread.sleep(forTimeInterval: 0.001) }
-        }
+        func captured(_ count: Int) { Self.captured(edge, count) }
         // Ten frames while analysis is busy: the two newest wait, the eight before them are dropped.
         camera.release(10)
         captured(10)
@@ -107,9 +110,7 @@ struct CaptureEdgeTests {
         let edgeB = CaptureEdge(b, capacity: 8, policy: .dropOldest, pool: pool)
         edgeA.start()
         edgeB.start()
-        func captured(_ edge: CaptureEdge, _ count: Int) {
-            while edge.snapshot.captured < count { Thread.sleep(forTimeInterval: 0.001) }
-        }
+        let captured = Self.captured
         func take(_ edge: CaptureEdge, _ count: Int) throws -> [Int] {
             try (0..<count).map { _ in try #require(try edge.next()).index }
         }
@@ -142,8 +143,16 @@ struct CaptureEdgeTests {
         c.release(5)
         captured(edgeC, 5)
         #expect(try take(edgeC, 3) == [2, 3, 4])
+        // ... nor past one below its own two.
+        let d = ShutterCamera(count: 3)
+        let edgeD = CaptureEdge(d, capacity: 1, policy: .dropOldest, pool: FramePool(bytes: 100 * frame))
+        edgeD.start()
+        d.release(3)
+        captured(edgeD, 3)
+        #expect(try take(edgeD, 1) == [2])
         edgeA.stop()
         edgeC.stop()
+        edgeD.stop()
     }
 
     @Test("a recording read as fast as possible loses nothing: the reader waits for analysis")
