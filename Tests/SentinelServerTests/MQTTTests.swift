@@ -514,7 +514,8 @@ struct FleetTests {
         // The fleet stops; the sites go on; it comes back on the same store and session.
         try await fleet.stop()
         for server in sites.values { try server.publish(30, startingAt: 3_590) }
-        try await Task.sleep(for: .seconds(1))
+        // Back once the broker holds what the sites sent meanwhile (for the fleet's session), not after a pause.
+        for server in sites.values { #expect(try await server.wait { try await server.brokerHoldsAll() }) }
         fleet = try await TestFleet(broker, folder: folder)
         try await caughtUp(60)
         // Each site's retained availability, and no gap in its ids.
@@ -1039,7 +1040,7 @@ struct FleetTests {
         central.stop()
         try box.publish(10, startingAt: 3_580)
         #expect(try await box.wait { try await box.service.store.logBounds().last >= 30 })
-        try await Task.sleep(for: .seconds(1))
+        #expect(try await box.wait { try await box.brokerHoldsAll() }, "the site's broker took the 30")
         try await central.start()
         #expect(try await caughtUp(), "after the central broker came back")
         let sent = try await box.service.store.events(after: 0, limit: 1_000).filter { $0.type != .gauge }

@@ -153,6 +153,15 @@ final class TestServer: @unchecked Sendable {
         return try await condition()
     }
 
+    /// Whether the broker has acknowledged every event the box logged (its MQTT output's backlog is empty): what
+    /// the box sent is then the broker's to keep, whoever is listening.
+    func brokerHoldsAll() async throws -> Bool {
+        let last = try await service.store.logBounds().last
+        let body = try await get("/healthz").1
+        let health = (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["mqtt"] as? [String: Any]
+        return health?["backlog"] as? Int == 0 && (health?["acknowledged"] as? Int).map(Int64.init) == last
+    }
+
     func stop() async throws {
         await service.group.triggerGracefulShutdown()
         try await task.value
