@@ -30,6 +30,8 @@ public final class Hub: Sendable {
 
     private struct Queue {
         var pending: [Entry] = []
+        /// Entries the writer took and has not written or put back yet.
+        var writing = 0
         var dropped = 0
         /// Forwarded entries handed over so far, and of those (the oldest first) the ones committed or dropped.
         var forwarded = 0
@@ -108,15 +110,21 @@ public final class Hub: Sendable {
         let (batch, depth) = queue.withLock { queue in
             let batch = Array(queue.pending.prefix(limit))
             queue.pending.removeFirst(batch.count)
+            queue.writing += batch.count
             return (batch, queue.pending.count)
         }
         report(dropped: 0, depth: depth)
         return batch
     }
 
-    /// Puts back a batch the store could not take, ahead of what arrived since (still within the bound).
-    func putBack(_ batch: [Entry]) {
+    /// The `taken` entries last taken are in the store.
+    func written(_ taken: Int) { queue.withLock { $0.writing -= taken } }
+
+    /// Puts back what the writer made of the `taken` entries last taken, the store having refused it: ahead of what
+    /// arrived since (still within the bound).
+    func putBack(_ batch: [Entry], taken: Int) {
         let (dropped, depth) = queue.withLock { queue in
+            queue.writing -= taken
             queue.pending.insert(contentsOf: batch, at: 0)
             return (queue.trim(to: bound), queue.pending.count)
         }
@@ -129,8 +137,11 @@ public final class Hub: Sendable {
         telemetry.storeQueueDepth.record(depth)
     }
 
-    /// Entries waiting, and entries dropped by the bound since start.
-    package var counts: (waiting: Int, dropped: Int) { queue.withLock { ($0.pending.count, $0.dropped) } }
+    /// Entries held in memory (waiting, or in the writer's hands until the store has them), and entries dropped by
+    /// the bound since start.
+    package var counts: (waiting: Int, dropped: Int) {
+        queue.withLock { ($0.pending.count + $0.writing, $0.dropped) }
+    }
 
     func wakeUp() { wake.yield() }
 }

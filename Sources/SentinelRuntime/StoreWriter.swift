@@ -189,14 +189,18 @@ public final class StoreWriter: Service, Sendable {
         }
         while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
             let made = publications(entries, leading: progress.leading)
-            guard !made.isEmpty else { continue }
+            guard !made.isEmpty else {
+                hub.written(entries.count)
+                continue
+            }
             let batch = made.map(\.publication)
             let start = ContinuousClock.now
             let logged: [LoggedEvent]
             do {
                 logged = try await store.append(batch)
             } catch {
-                hub.putBack(made.map { .publication($0.publication, capturedAt: $0.capturedAt) })
+                hub.putBack(
+                    made.map { .publication($0.publication, capturedAt: $0.capturedAt) }, taken: entries.count)
                 if progress.failure?.code != error.code {
                     logger.error(
                         "cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
@@ -209,6 +213,7 @@ public final class StoreWriter: Service, Sendable {
                 return false
             }
             telemetry.storeLatency.recordInterval(since: start)
+            hub.written(entries.count)
             // What was forwarded is safe now: the fleet's ingest acknowledges it at once, before it is published.
             hub.settle(batch.filter { $0.origin != nil }.count)
             broadcaster.commits.ring()

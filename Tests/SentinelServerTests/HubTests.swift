@@ -40,10 +40,14 @@ struct HubTests {
         #expect(hub.counts == (waiting: 4, dropped: 1))
         let taken = hub.take(limit: 2)
         #expect(times(taken) == ["event 3", "tick 5"])
+        // Taken by the writer, still held in memory until the store has them.
+        #expect(hub.counts == (waiting: 4, dropped: 1))
         // A batch the store refused goes back ahead of what waits, within the bound.
-        hub.putBack(taken)
+        hub.putBack(taken, taken: 2)
         hub.tick(time: Date(timeIntervalSince1970: 8))
         #expect(times(hub.take(limit: 10)) == ["tick 5", "event 6", "event 7", "tick 8"])
+        #expect(hub.counts == (waiting: 4, dropped: 2))
+        hub.written(4)
         #expect(hub.counts == (waiting: 0, dropped: 2))
     }
 }
