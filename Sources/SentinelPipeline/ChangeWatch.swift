@@ -28,27 +28,59 @@ public struct ChangeWatch {
     /// The frame of `thumbnail` was detected: later frames are compared with it.
     mutating func detected(_ thumbnail: Image) { reference = thumbnail }
 
-    /// Whether the frame of `thumbnail` (`width` x `height` pixels) changed from the last detected one in a cell
-    /// that none of `visitors` (boxes in the frame's pixels) explains. True with nothing to compare with.
-    func changed(_ thumbnail: Image, width: Int, height: Int, visitors: [Box]) throws(VisionError) -> Bool {
+    /// The cells (in the frame's pixels) where the frame of `thumbnail` (`width` x `height` pixels) changed from the
+    /// last detected one; nil with nothing to compare with.
+    func changes(_ thumbnail: Image, width: Int, height: Int) throws(VisionError) -> Changes? {
         guard let reference, reference.width == thumbnail.width, reference.height == thumbnail.height else {
-            return true
+            return nil
         }
         let columns = Self.columns
         let rows = max(1, Int((Double(columns) * Double(height) / Double(width)).rounded()))
         let cells = try thumbnail.differences(from: reference, columns: columns, rows: rows)
-        let explained = visitors.map { box in
-            Box(x: box.x - box.width, y: box.y - box.height / 2, width: 3 * box.width, height: Double(height))
-        }
         let cellWidth = Double(width) / Double(columns)
         let cellHeight = Double(height) / Double(rows)
+        var changed: [Box] = []
         for row in 0..<rows {
             for column in 0..<columns where cells[row * columns + column] >= Self.threshold {
-                let cell = Box(
-                    x: Double(column) * cellWidth, y: Double(row) * cellHeight, width: cellWidth, height: cellHeight)
-                if !explained.contains(where: { $0.intersection(cell) != nil }) { return true }
+                changed.append(
+                    Box(
+                        x: Double(column) * cellWidth, y: Double(row) * cellHeight, width: cellWidth,
+                        height: cellHeight))
             }
         }
-        return false
+        return Changes(cells: changed, height: Double(height))
+    }
+
+    /// Whether the frame of `thumbnail` changed in a cell that none of `visitors` (boxes in the frame's pixels)
+    /// explains. True with nothing to compare with.
+    func changed(_ thumbnail: Image, width: Int, height: Int, visitors: [Box]) throws(VisionError) -> Bool {
+        try changes(thumbnail, width: width, height: height)?.unexplained(by: visitors) ?? true
+    }
+
+    /// The cells of one frame that changed since the last detected one.
+    struct Changes {
+        let cells: [Box]
+        let height: Double
+
+        /// Whether a cell changed that none of `visitors` explains: the cells around where each was last seen and
+        /// where it is predicted now, and those below it (its body).
+        func unexplained(by visitors: [Box]) -> Bool {
+            let explained = visitors.map { box in
+                Box(x: box.x - box.width, y: box.y - box.height / 2, width: 3 * box.width, height: height)
+            }
+            return cells.contains { cell in !explained.contains { $0.intersection(cell) != nil } }
+        }
+
+        /// Whether a cell changed on one of `faces` or within half its side of it: the picture there is not the
+        /// one last detected, so a detection could now say something new of it.
+        func touches(_ faces: [Box]) -> Bool {
+            let around = faces.map { box in
+                let margin = max(box.width, box.height) / 2
+                return Box(
+                    x: box.x - margin, y: box.y - margin, width: box.width + 2 * margin, height: box.height + 2 * margin
+                )
+            }
+            return cells.contains { cell in around.contains { $0.intersection(cell) != nil } }
+        }
     }
 }

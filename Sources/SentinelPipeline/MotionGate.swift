@@ -7,8 +7,10 @@ import SentinelVision
 /// (an idle camera costs its decoding and the motion pass), but for a whole frame every `idleSeconds`; faces followed,
 /// only the squares around them (`FaceDetector.detect(_:in:)`: a fraction of a whole frame's cost), but for a whole
 /// frame every `wholeSeconds`. A face the tracker is unsure of (not yet confirmed, or missed) has its square detected
-/// on every frame, as it had the whole frame before, while it may still be where it was last seen (coasting); one
-/// gone longer is left to the motion pass, which sees it come back. Decided by the frames alone, so a replay at any pace and a live
+/// on every frame where the picture changed around it since the last detection, while it may still be where it was
+/// last seen (coasting); where nothing changed a detection would say what the last one said, so it waits for the
+/// schedule (a face the detector misses while it holds still costs no detection a frame); one gone longer is left to
+/// the motion pass, which sees it come back. Decided by the frames alone, so a replay at any pace and a live
 /// camera detect alike. Without gating (`detector.onChange: false`), whole frames on the schedule, and on every frame
 /// while the tracker is unsure.
 struct MotionGate {
@@ -38,22 +40,27 @@ struct MotionGate {
         self.gated = gated && cadence.interval != nil
     }
 
-    /// The plan for `frame`: `unsure`, the tracker needs it detected; `followed`, where the followed faces may be;
-    /// `regionSide`, the detector's square for regions in this frame (nil: whole frames only).
-    mutating func plan(_ frame: Frame, unsure: Bool, followed: [Box], regionSide: Double?) throws(VisionError) -> Plan {
+    /// The plan for `frame`: `unsure`, where the faces the tracker is unsure of may be (see
+    /// `VisitorStage.unsure(time:)`); `followed`, where the followed faces may be; `regionSide`, the detector's
+    /// square for regions in this frame (nil: whole frames only).
+    mutating func plan(_ frame: Frame, unsure: [Box], followed: [Box], regionSide: Double?) throws(VisionError) -> Plan
+    {
         let time = frame.time
-        guard gated else { return cadence.admits(time, unsure: unsure) ? .whole : .none }
+        guard gated else { return cadence.admits(time, unsure: !unsure.isEmpty) ? .whole : .none }
         let thumbnail: Image
         if let made = frame.thumbnail {
             thumbnail = made
         } else {
             thumbnail = try ChangeWatch.thumbnail(of: frame.image)
         }
+        let changes = try watch.changes(thumbnail, width: frame.image.width, height: frame.image.height)
         let plan: Plan
-        if try watch.changed(thumbnail, width: frame.image.width, height: frame.image.height, visitors: followed) {
+        if changes?.unexplained(by: followed) ?? true {
             _ = cadence.admits(time, unsure: true)
             plan = .whole
-        } else if unsure && !followed.isEmpty {
+        } else if let changes, changes.touches(unsure), !followed.isEmpty {
+            // An unsure face whose picture did not change since the last detection would be detected as it was
+            // (missed again, or seen where it was): it waits for the schedule.
             _ = cadence.admits(time, unsure: true)
             plan = Self.regions(followed, side: regionSide, frame: frame) ?? .whole
         } else if !cadence.admits(time) {
@@ -109,7 +116,7 @@ struct DetectionCadence {
 
     init(maxFPS: Double) { interval = maxFPS > 0 ? MediaTime(seconds: 1 / maxFPS) : nil }
 
-    /// `unsure`: the tracker needs this frame detected (see `VisitorStage.needsDetection`); it is, and the schedule
+    /// `unsure`: the tracker needs this frame detected (`VisitorStage.unsure(time:)` not empty); it is, and the schedule
     /// goes on from it.
     mutating func admits(_ time: MediaTime, unsure: Bool = false) -> Bool {
         guard let interval else { return true }

@@ -134,7 +134,7 @@ public struct Pipeline {
             plan = .whole
         } else {
             plan = try gate.plan(
-                frame, unsure: stage.needsDetection, followed: stage.followed(time: frame.time),
+                frame, unsure: stage.unsure(time: frame.time), followed: stage.followed(time: frame.time),
                 regionSide: detector.regionSide(width: frame.image.width, height: frame.image.height))
         }
         let detections: [Detection]

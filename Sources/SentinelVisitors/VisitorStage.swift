@@ -97,10 +97,13 @@ public struct VisitorStage: Sendable {
     /// The number of visits open now.
     public var openVisits: Int { visits.count }
 
-    /// Whether the tracker is unsure of a face: one not yet confirmed as a visitor, or a visitor missing from the last
-    /// analysed frame. Under a detection cadence such frames are detected all the same: carrying an unsure face would
-    /// delay a visit's start or lose a visitor who is behind something.
-    public var needsDetection: Bool { tracker.tracks.contains { !$0.confirmed || $0.firstMissed != nil } }
+    /// The faces the tracker is unsure of, each where it may be at `time` (its last box and its predicted one): one
+    /// not yet confirmed as a visitor, or a visitor missing from the last analysed frame. Under a detection cadence
+    /// such frames are detected all the same (where the picture changed around them, when motion-gated): carrying an
+    /// unsure face would delay a visit's start or lose a visitor who is behind something.
+    public func unsure(time: MediaTime) -> [Box] {
+        tracker.tracks.filter { !$0.confirmed || $0.firstMissed != nil }.map { $0.box.union($0.predicted(at: time)) }
+    }
 
     /// Processes one frame. `classify` returns the calibrated emotion reading of a face (or nil when it cannot); it is
     /// called only for faces that may be classified (size, score, zone policy).

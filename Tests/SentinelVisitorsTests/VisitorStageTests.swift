@@ -184,14 +184,22 @@ struct VisitorStageTests {
         #expect(stage.carry(time: MediaTime(seconds: 16 / 15.0)).carried.isEmpty)
     }
 
-    @Test("the tracker asks for detection while a face is unconfirmed or missing, and not while every face is seen")
-    func needsDetection() {
+    @Test("the tracker is unsure of a face while it is unconfirmed or missing, and of none while every face is seen")
+    func unsure() {
         var stage = VisitorStage(sourceID: "floor", origin: origin, zones: [display])
         var asked: [Bool] = []
         for i in 0..<20 {
             let detections = (10..<13).contains(i) ? [] : walk(i, fps: 15)
             _ = stage.process(time: MediaTime(seconds: Double(i) / 15), detections: detections, classify: { _ in nil })
-            asked.append(stage.needsDetection)
+            let unsure = stage.unsure(time: MediaTime(seconds: Double(i + 1) / 15))
+            asked.append(!unsure.isEmpty)
+            if i == 11 {
+                // Where the missing face may be: from where it was last seen (frame 9) to where it would be now.
+                let seen = walk(9, fps: 15)[0].box
+                let now = walk(12, fps: 15)[0].box
+                #expect(unsure.count == 1 && unsure[0].union(seen) == unsure[0])
+                #expect(unsure.count == 1 && abs(unsure[0].maxX - now.maxX) < 2, "\(unsure) \(now)")
+            }
         }
         // Tentative for frames 0-1, confirmed at frame 2, missing for frames 10-12, seen again at 13.
         #expect(asked[0..<2].allSatisfy { $0 })
