@@ -37,6 +37,9 @@ public final class Hub: Sendable {
         var forwarded = 0
         var settled = 0
 
+        /// Entries held in memory: waiting, or in the writer's hands until the store has them.
+        var held: Int { pending.count + writing }
+
         /// Drops the oldest beyond `bound`; returns how many went.
         mutating func trim(to bound: Int) -> Int {
             let excess = max(pending.count - bound, 0)
@@ -98,7 +101,7 @@ public final class Hub: Sendable {
                 queue.pending.append(entry)
             }
             if entry.isForwarded { queue.forwarded += 1 }
-            return (queue.trim(to: bound), queue.pending.count, queue.forwarded)
+            return (queue.trim(to: bound), queue.held, queue.forwarded)
         }
         report(dropped: dropped, depth: depth)
         wake.yield()
@@ -111,14 +114,20 @@ public final class Hub: Sendable {
             let batch = Array(queue.pending.prefix(limit))
             queue.pending.removeFirst(batch.count)
             queue.writing += batch.count
-            return (batch, queue.pending.count)
+            return (batch, queue.held)
         }
         report(dropped: 0, depth: depth)
         return batch
     }
 
     /// The `taken` entries last taken are in the store.
-    func written(_ taken: Int) { queue.withLock { $0.writing -= taken } }
+    func written(_ taken: Int) {
+        let depth = queue.withLock { queue in
+            queue.writing -= taken
+            return queue.held
+        }
+        report(dropped: 0, depth: depth)
+    }
 
     /// Puts back what the writer made of the `taken` entries last taken, the store having refused it: ahead of what
     /// arrived since (still within the bound).
@@ -126,7 +135,7 @@ public final class Hub: Sendable {
         let (dropped, depth) = queue.withLock { queue in
             queue.writing -= taken
             queue.pending.insert(contentsOf: batch, at: 0)
-            return (queue.trim(to: bound), queue.pending.count)
+            return (queue.trim(to: bound), queue.held)
         }
         report(dropped: dropped, depth: depth)
     }
@@ -138,9 +147,9 @@ public final class Hub: Sendable {
     }
 
     /// Entries held in memory (waiting, or in the writer's hands until the store has them), and entries dropped by
-    /// the bound since start.
+    /// the bound since start. The `sentinel_queue_depth{queue="store"}` gauge reports the same count.
     package var counts: (waiting: Int, dropped: Int) {
-        queue.withLock { ($0.pending.count + $0.writing, $0.dropped) }
+        queue.withLock { ($0.held, $0.dropped) }
     }
 
     func wakeUp() { wake.yield() }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import Prometheus
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
@@ -28,7 +29,14 @@ struct HubTests {
     @Test("ticks with nothing between them are one (the latest); beyond the bound the oldest go, counted")
     func boundedQueue() throws {
         var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try PseudonymKeyRing())
-        let hub = Hub(bound: 4, telemetry: Telemetry())
+        let telemetry = Telemetry()
+        let hub = Hub(bound: 4, telemetry: telemetry)
+        // `/metrics` reports what `/healthz` does.
+        func depth() -> Double? {
+            telemetry.registry.emitToString().split(separator: "\n").first {
+                $0.hasPrefix("sentinel_queue_depth{queue=\"store\"}")
+            }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+        }
         hub.tick(time: Date(timeIntervalSince1970: 1))
         hub.tick(time: Date(timeIntervalSince1970: 2))
         hub.submit(try event(3, mask: &mask))
@@ -42,13 +50,16 @@ struct HubTests {
         #expect(times(taken) == ["event 3", "tick 5"])
         // Taken by the writer, still held in memory until the store has them.
         #expect(hub.counts == (waiting: 4, dropped: 1))
+        #expect(depth() == 4)
         // A batch the store refused goes back ahead of what waits, within the bound.
         hub.putBack(taken, taken: 2)
         hub.tick(time: Date(timeIntervalSince1970: 8))
         #expect(times(hub.take(limit: 10)) == ["tick 5", "event 6", "event 7", "tick 8"])
         #expect(hub.counts == (waiting: 4, dropped: 2))
+        #expect(depth() == 4)
         hub.written(4)
         #expect(hub.counts == (waiting: 0, dropped: 2))
+        #expect(depth() == 0)
     }
 }
 
@@ -105,7 +116,7 @@ struct FanOutTests {
         #expect(await other.next() == nil)
         // A client with a filter gets only its share of a commit, rendered for it alone.
         let filtered = Broadcaster(telemetry: Telemetry())
-        let zoned = try #require(filtered.subscribe(EventFilter(zones: ["door"]), capacity: 10))
+        let zoned = try #require(filtered.subscribe(EventFilter(zones: [.named("door")]), capacity: 10))
         var mixed = events(20...22)
         mixed[1].zone = "door"
         filtered.publish(mixed)
