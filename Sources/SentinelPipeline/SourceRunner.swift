@@ -34,15 +34,18 @@ public final class SourceRunner {
         /// sees (docs/benchmarks.md, Sizing).
         public static let burstFrames = 8
         /// The box's budget for the frames beyond each edge's own two (`CaptureEdge.ownFrames`), shared by its
-        /// sources; nil: every edge holds `capacity` of its own.
-        public var pool: FramePool?
+        /// sources: no edge holds `capacity` frames of its own.
+        public var pool: FramePool
         /// Ends capture and the run.
         public var stop: StopFlag
         /// A live source's state changes (reconnecting, running).
         public var onStatus: @Sendable (LiveSource.Status) -> Void
 
-        public init(stop: StopFlag, onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }) {
+        public init(
+            stop: StopFlag, pool: FramePool, onStatus: @escaping @Sendable (LiveSource.Status) -> Void = { _ in }
+        ) {
             self.stop = stop
+            self.pool = pool
             self.onStatus = onStatus
         }
     }

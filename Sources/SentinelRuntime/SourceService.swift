@@ -99,7 +99,7 @@ public final class SourceService: Service, Sendable {
         let source = source
         let definition = definition
         let logger = logger
-        var capture = SourceRunner.Capture(stop: stopFlag) { status in
+        let capture = SourceRunner.Capture(stop: stopFlag, pool: pool) { status in
             live.updateSource(source.id) { health in
                 switch status {
                 case .running:
@@ -115,7 +115,6 @@ public final class SourceService: Service, Sendable {
                 }
             }
         }
-        capture.pool = pool
         repeat {
             do {
                 // In a service, a recording is played as if live: placed on the wall clock when it starts.

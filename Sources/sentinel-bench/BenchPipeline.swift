@@ -217,7 +217,8 @@ struct BenchPipeline: ParsableCommand {
         let runner = try SourceRunner(
             definition: definition, source: definition.sources[0], models: try models.store(),
             input: "rtsp://127.0.0.1:\(port)/cam",
-            capture: .init(stop: stop), logger: makeLogger("sentinel.bench"))
+            capture: .init(stop: stop, pool: FramePool(bytes: FramePool.runBytes)), logger: makeLogger("sentinel.bench")
+        )
         var latencies: [Double] = []
         var entered: [String] = []
         var exited: [String: Double] = [:]

@@ -147,9 +147,8 @@ struct BenchSizing: ParsableCommand {
                 if index == count - 1 { cameras.mark() }
                 do {
                     for _ in 0..<(stagger ? 2 : 1) {
-                        var capture = SourceRunner.Capture(stop: StopFlag())
+                        var capture = SourceRunner.Capture(stop: StopFlag(), pool: pool)
                         capture.capacity = buffer
-                        capture.pool = pool
                         let runner = try SourceRunner(
                             definition: shared, source: shared.sources[0], models: store, input: recording,
                             pace: .realTime, capture: capture, logger: makeLogger("sentinel.bench"))
