@@ -13,9 +13,9 @@ import SentinelStore
 import ServiceLifecycle
 
 extension HTTPAPI {
-    func events(_ request: Request, on eventLoop: any EventLoop) throws -> Response {
-        let query = request.uri.queryParameters
-        try APIQuery.accept(query, of: "/events")
+    /// The stream's filter from the `sourceId`, `site`, `zone` and `type` query parameters, each value checked
+    /// against what this server has.
+    func eventFilter(_ query: FlatDictionary<Substring, Substring>) throws -> EventFilter {
         // A filter value that can never match is a mistake to report, not a stream that stays silent.
         func list(_ name: String, of valid: [String]) throws -> Set<String>? {
             guard let text = query[Substring(name)] else { return nil }
@@ -40,7 +40,11 @@ extension HTTPAPI {
         }
         let catalogue = live.catalogue
         let zones = catalogue.zones
-        let zoneNames = Array(Set(zones.map(\.id.name))).sorted() + zones.map { "\($0.id.sourceId)/\($0.id.name)" }
+        // A zone is written `name` (that zone at every camera) or `source/name` (at one camera).
+        let zoneTexts =
+            Array(Set(zones.map(\.id.name))).sorted().map { ($0, EventFilter.Zone.named($0)) }
+            + zones.map { ($0.id.description, EventFilter.Zone.at($0.id)) }
+        let zoneByText = Dictionary(zoneTexts) { first, _ in first }
         // A fleet's sources are `site/source`: `site=` keeps every source of those sites.
         let sites = Set(catalogue.sources.compactMap(SiteSource.site(of:)))
         var sources = try list("sourceId", of: catalogue.sources)
@@ -48,12 +52,18 @@ extension HTTPAPI {
             let ofSites = catalogue.sources.filter { SiteSource.site(of: $0).map(wanted.contains) == true }
             sources = Set(ofSites).intersection(sources ?? Set(ofSites))
         }
-        let filter = EventFilter(
+        return EventFilter(
             sources: sources,
-            zones: try list("zone", of: zoneNames),
+            zones: try list("zone", of: zoneTexts.map(\.0)).map { Set($0.compactMap { zoneByText[$0] }) },
             types: try list("type", of: LoggedEvent.Kind.all.map(\.rawValue)).map {
                 Set($0.compactMap(LoggedEvent.Kind.init))
             })
+    }
+
+    func events(_ request: Request, on eventLoop: any EventLoop) throws -> Response {
+        let query = request.uri.queryParameters
+        try APIQuery.accept(query, of: "/events")
+        let filter = try eventFilter(query)
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
             .accelBuffering: "no",

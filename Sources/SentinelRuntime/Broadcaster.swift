@@ -1,19 +1,24 @@
 import CoreMetrics
 import Foundation
 public import NIOCore
-import SentinelCore
+public import SentinelCore
 public import SentinelStore
 import Synchronization
 
 /// Which events an SSE client asked for: `source`, `zone` and `type` query parameters, each a comma-separated list.
-/// The zone filter applies to visitor events; gauge readings have no zone and pass it. A zone is written `name` (that
-/// zone at every camera) or `source/name` (at one camera).
+/// The zone filter applies to visitor events; gauge readings have no zone and pass it.
 public struct EventFilter: Sendable, Hashable {
+    /// A zone asked for: by its name, at every camera (those that join later too), or one camera's.
+    public enum Zone: Sendable, Hashable {
+        case named(String)
+        case at(ZoneID)
+    }
+
     public var sources: Set<String>?
-    public var zones: Set<String>?
+    public var zones: Set<Zone>?
     public var types: Set<LoggedEvent.Kind>?
 
-    public init(sources: Set<String>? = nil, zones: Set<String>? = nil, types: Set<LoggedEvent.Kind>? = nil) {
+    public init(sources: Set<String>? = nil, zones: Set<Zone>? = nil, types: Set<LoggedEvent.Kind>? = nil) {
         self.sources = sources
         self.zones = zones
         self.types = types
@@ -24,7 +29,9 @@ public struct EventFilter: Sendable, Hashable {
         if event.type == .gauge { return true }
         if let sources, !sources.contains(event.streamId) { return false }
         if let zones {
-            guard let zone = event.zone, zones.contains(zone) || zones.contains("\(event.streamId)/\(zone)") else {
+            guard let zone = event.zone,
+                zones.contains(.named(zone)) || zones.contains(.at(ZoneID(sourceId: event.streamId, name: zone)))
+            else {
                 return false
             }
         }
