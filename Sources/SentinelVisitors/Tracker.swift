@@ -167,6 +167,28 @@ public struct Tracker: Sendable {
     public init(settings: TrackerSettings = TrackerSettings()) { self.settings = settings }
 
     public mutating func update(detections: [Detection], at time: MediaTime) -> TrackerUpdate {
+        let (matches, unmatched) = match(detections, at: time)
+        var update = TrackerUpdate()
+        if tracing { update.notes = notes(matches, detections, at: time) }
+        for (t, d, _) in matches {
+            let detection = detections[d]
+            let wasConfirmed = tracks[t].confirmed
+            correct(&tracks[t], with: detection, at: time)
+            if tracks[t].confirmed {
+                update.observed.append((tracks[t], detection))
+                if !wasConfirmed { update.confirmed.append(tracks[t]) }
+            }
+        }
+        age(except: Set(matches.map(\.track)), at: time, into: &update)
+        for d in unmatched.sorted() { start(detections[d], at: time, into: &update) }
+        update.observed.sort { $0.track.id < $1.track.id }
+        return update
+    }
+
+    /// Which detection each track takes, and by which stage; and the strong detections no track took (new faces).
+    private func match(_ detections: [Detection], at time: MediaTime) -> (
+        matches: [(track: Int, detection: Int, stage: TrackerNote.Match)], unmatched: Set<Int>
+    ) {
         let coasting = tracks.indices.filter {
             (time - tracks[$0].lastSeen).seconds <= min(settings.coastSeconds, settings.visitTimeoutSeconds)
         }
@@ -211,19 +233,12 @@ public struct Tracker: Sendable {
             matches.append((t, d, .reentry))
             freeHigh.remove(d)
         }
+        return (matches, freeHigh)
+    }
 
-        var update = TrackerUpdate()
-        if tracing { update.notes = notes(matches, detections, at: time) }
-        for (t, d, _) in matches {
-            let detection = detections[d]
-            let wasConfirmed = tracks[t].confirmed
-            correct(&tracks[t], with: detection, at: time)
-            if tracks[t].confirmed {
-                update.observed.append((tracks[t], detection))
-                if !wasConfirmed { update.confirmed.append(tracks[t]) }
-            }
-        }
-        let matched = Set(matches.map(\.track))
+    /// The tracks not in `matched`: a tentative one is dropped, a confirmed one missing, or ended once unseen for
+    /// longer than the visit's timeout.
+    private mutating func age(except matched: Set<Int>, at time: MediaTime, into update: inout TrackerUpdate) {
         var keep: [Track] = []
         for index in tracks.indices {
             var track = tracks[index]
@@ -247,22 +262,21 @@ public struct Tracker: Sendable {
             keep.append(track)
         }
         tracks = keep
-        for d in freeHigh.sorted() {
-            var track = Track(
-                id: nextID, box: detections[d].box, firstSeen: time, lastSeen: time, score: detections[d].score)
-            track.tentative = [(time, detections[d].box)]
-            track.recentSides = [(time, max(detections[d].box.width, detections[d].box.height))]
-            nextID += 1
-            if tracing { update.notes.append(TrackerNote(track: track.id, kind: .started(score: detections[d].score))) }
-            if settings.confirmFrames <= 1 {
-                track.confirmed = true
-                update.observed.append((track, detections[d]))
-                update.confirmed.append(track)
-            }
-            tracks.append(track)
+    }
+
+    /// A new tentative track from `detection` (confirmed at once when `confirmFrames` is 1).
+    private mutating func start(_ detection: Detection, at time: MediaTime, into update: inout TrackerUpdate) {
+        var track = Track(id: nextID, box: detection.box, firstSeen: time, lastSeen: time, score: detection.score)
+        track.tentative = [(time, detection.box)]
+        track.recentSides = [(time, max(detection.box.width, detection.box.height))]
+        nextID += 1
+        if tracing { update.notes.append(TrackerNote(track: track.id, kind: .started(score: detection.score))) }
+        if settings.confirmFrames <= 1 {
+            track.confirmed = true
+            update.observed.append((track, detection))
+            update.confirmed.append(track)
         }
-        update.observed.sort { $0.track.id < $1.track.id }
-        return update
+        tracks.append(track)
     }
 
     /// Why each track was matched, or the detection nearest each confirmed track that was not (before the tracks are
