@@ -4,6 +4,7 @@ import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
 import SentinelEval
+import SentinelModels
 import SentinelPipeline
 import SentinelServer
 import SentinelTuning
@@ -67,121 +68,30 @@ struct Tune: ParsableCommand {
         let base = try settings.overrides
         let definition = try loadPipeline(pipeline, models: models, overrides: base)
         let store = try models.store()
-        func recording(_ path: String) throws -> Sweep.Recording {
-            guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such file") }
-            let labelled = (try? Labels.beside(path)) != nil
-            return Sweep.Recording(
-                path: path,
-                labels: labelled
-                    ? try Labels.read(
-                        for: path, named: nil, definition: definition, logger: makeLogger("sentinel.tune")) : nil)
-        }
-        let tuned = try (recordings.isEmpty ? [definition.sources[0].resolvedInput] : recordings).map(recording)
-        let heldOut = try holdout.map(recording)
-        if space.objective.needsLabels, let unlabelled = (tuned + heldOut).first(where: { $0.labels == nil }) {
-            throw CommandError(
-                "\(unlabelled.path): no labels beside it, which the objective \(space.objective.rawValue) needs (or tune for stability, which needs none)"
-            )
-        }
+        let (tuned, heldOut) = try tunedAndHeldOut(definition, objective: space.objective)
         let sweep = Sweep(
             pipeline: pipeline, base: base, space: space, recordings: tuned, models: store, workers: workers,
             logger: makeLogger("sentinel.tune"))
         // The whole space, before anything is decoded or written.
         do { try sweep.checkSpace() } catch { throw CommandError(error.description) }
         let folder = URL(fileURLWithPath: out)
-        var isFolder: ObjCBool = false
-        let folderExisted = FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder)
-        if folderExisted, !isFolder.boolValue {
-            throw CommandError("--out \(folder.path): a file, not a folder")
-        }
-        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
-            throw CommandError("--out \(folder.path): cannot make the folder (\(error.localizedDescription))")
-        }
-        try Self.checkOutFolder(folder)
-        // --apply writes the pipeline file back (a new file beside it, renamed over it): said before the sweep, not
-        // after it.
-        if apply,
-            access(pipeline, W_OK) != 0
-                || access(URL(fileURLWithPath: pipeline).deletingLastPathComponent().path, W_OK) != 0
-        {
-            throw CommandError(
-                "--apply: \(pipeline) or its folder cannot be written (\(String(cString: strerror(errno))))")
-        }
+        let folderExisted = try Self.makeOut(folder)
+        try checkApplicable()
         let names = tuned.map(\.name)
-        let csv = folder.appendingPathComponent("trials.csv")
-        let header = SweepReport.header(space, recordings: names)
-        var done: [Sweep.Result] = []
-        if FileManager.default.fileExists(atPath: csv.path) {
-            guard let previous = SweepReport.read(csv, space, recordings: names) else {
-                throw CommandError("\(csv.path) holds another sweep's trials: remove it, or choose another --out")
-            }
-            done = previous
-            print("resuming: \(done.count) trials already in \(csv.path)")
-        } else {
-            try Data((header + "\n").utf8).write(to: csv)
-        }
-        let resumed = !done.isEmpty
-        let handle = try FileHandle(forWritingTo: csv)
-        handle.seekToEndOfFile()
-        let total = space.search == .grid ? space.grid(limit: space.trials).count : space.trials
         let inputs = try TuneBaseline.Inputs(
             pipeline: pipeline, overrides: settings.values, recordings: (tuned + heldOut).map(\.path))
-        // Every trial done and the file's settings measured for these very inputs: nothing to decode.
-        let kept = done.count >= total ? TuneBaseline.read(in: folder, for: inputs) : nil
-        // Rows and progress from every worker, one at a time.
-        let log = Mutex((handle: handle, progress: TrialProgress(total: total, done: done.count)))
-        let start = ContinuousClock.now
-        let frozen = space
-        let results: [Sweep.Result]
-        do {
-            if kept != nil {
-                results = done
-            } else {
-                results = try sweep.run(done: done) { result in
-                    log.withLock { log in
-                        log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
-                        log.progress.advance()
-                    }
-                }
-            }
-        } catch {
-            // A sweep that failed before its first trial (a recording that cannot be decoded) leaves nothing behind:
-            // the rerun starts afresh instead of finding another sweep's trials.csv.
-            if !resumed, log.withLock({ $0.progress.done }) == 0 {
-                try? FileManager.default.removeItem(at: csv)
-                if !folderExisted { try? FileManager.default.removeItem(at: folder) }
-            }
-            throw error
-        }
-        try log.withLock { log in
-            log.progress.finish()
-            try log.handle.close()
-        }
-        let elapsed = (ContinuousClock.now - start).seconds
-
+        let (results, resumed, kept, elapsed) = try Self.trials(
+            sweep, space, names: names, inputs: inputs, in: folder, folderExisted: folderExisted)
+        let csv = folder.appendingPathComponent("trials.csv")
         // Ties go to the earliest trial, whatever order a resumed sweep read them in.
         let valid = results.filter { $0.objective != nil }.sorted { $0.number < $1.number }
         guard let leader = valid.min(by: { sweep.better($0.objective!, than: $1.objective!) }) else {
             let reasons = Set(results.compactMap(\.problem)).prefix(3).joined(separator: "; ")
             throw CommandError("no trial gave a valid pipeline: \(reasons)")
         }
-        let trialsRun = results.count - done.count
-        // Without the cache, every trial would decode and detect its recordings again.
-        let detectPerTrial = sweep.detectionSeconds / Double(sweep.detectorSettings)
-        let withoutCache = Double(trialsRun) * detectPerTrial + max(elapsed - sweep.detectionSeconds, 0)
-        let speedUp =
-            trialsRun == 0
-            ? kept != nil
-                ? "No trial left to run: all \(results.count) were in trials.csv, and the file's settings as measured by the run that finished them (\(TuneBaseline.url(in: folder).lastPathComponent)): nothing decoded."
-                : String(
-                    format:
-                        "No trial left to run: all %d were in trials.csv (decoding and detecting again for the file's settings took %.1f s).",
-                    results.count, sweep.detectionSeconds)
-            : String(
-                format:
-                    "%d trials in %.1f s on %d workers%@; decoding and detecting took %.1f s for %d detector setting(s), reused by every trial; without the cache about %.0f s (%.1fx longer).",
-                trialsRun, elapsed, workers, done.isEmpty ? "" : " (\(done.count) more read from trials.csv)",
-                sweep.detectionSeconds, sweep.detectorSettings, withoutCache, withoutCache / max(elapsed, 1e-9))
+        let speedUp = Self.speedUp(
+            sweep, results: results, resumed: resumed, kept: kept != nil, elapsed: elapsed, workers: workers,
+            folder: folder)
         print(speedUp)
         var baseline = try kept ?? Self.measure(sweep, space, inputs: inputs)
         print(
@@ -209,69 +119,15 @@ struct Tune: ParsableCommand {
                 ?? baseline.heldOutObjective
         }
         try baseline.write(in: folder)
-        let objectiveName = space.objective.rawValue
-        func value(_ objective: Double?) -> String { objective.map { String(format: "%.4f", $0) } ?? "–" }
-        if let best {
-            print(
-                "best: trial \(best.number), \(objectiveName) \(value(best.objective)) (the file's settings: \(value(baseline.objective)))"
-            )
-            for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
-        } else {
-            print(
-                "best: the file's settings, \(objectiveName) \(value(baseline.objective)): no trial beat them by more than \(noise) (the best, trial \(nearest.number), \(value(nearest.objective))); nothing to change"
-            )
-            let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
-            if abs(worst - leader.objective!) <= noise {
-                print(
-                    "every trial scored the same: these recordings' labels cannot tell the settings apart (label a clip where the settings matter: more visitors, crossings, someone hidden for a while, or search other settings)"
-                )
-            }
-        }
-        if !heldOut.isEmpty {
-            print(
-                "held out (\(heldOut.map(\.name).joined(separator: ", "))): \(objectiveName) \(value(baseline.heldOutBestObjective)) with the winner, \(value(baseline.heldOutObjective)) with the file's settings"
-            )
-        }
         let agreement = SweepReport.labelFreeAgreement(results)
-        if agreement.contains(where: { $0.idf1 != nil }) {
-            print("label-free measures against the labels over these trials (Spearman's rho):")
-            for a in agreement {
-                print(
-                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error"
-                )
-            }
-        }
-        let page = SweepPage.html(
-            space: space, results: results, noise: noise,
-            comparisons: [
-                .init(
-                    name: "the file's settings", settings: [:], tuned: baseline.objective,
-                    heldOut: baseline.heldOutObjective),
-                .init(
-                    name: beaten
-                        ? "winner (trial \(nearest.number))" : "best trial (\(nearest.number)), not kept: a tie",
-                    settings: nearest.settings, tuned: nearest.objective,
-                    heldOut: beaten ? baseline.heldOutBestObjective : nil),
-            ], tuned: names, heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement)
-        try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
-        // The winner written into the pipeline's text, every other byte kept; best.yml lies in --out, so its relative
-        // paths are written as the absolute paths they mean.
-        let original = try String(contentsOfFile: pipeline, encoding: .utf8)
+        Self.printVerdict(
+            best, nearest: nearest, leader: leader, valid: valid, baseline: baseline, space: space, sweep: sweep,
+            heldOut: heldOut.map(\.name), agreement: agreement)
+        try Self.writeReport(
+            space, results, baseline: baseline, nearest: nearest, beaten: beaten, tuned: names,
+            heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement, in: folder)
         let bestFile = folder.appendingPathComponent("best.yml").path
-        let written: String
-        let copy: String
-        do {
-            let chosen = best?.settings ?? [:]
-            written = try SettingsEditor.apply(
-                chosen.keys.sorted().map { ($0, chosen[$0]!) }, to: original, file: pipeline)
-            let checked = try ServiceDefinition.parse(written, file: pipeline)
-            let problems = checked.pipeline.environmentProblems(models: store)
-            guard problems.isEmpty else { throw ConfigError(problems: problems) }
-            copy = try SettingsEditor.absolute(checked.pipeline.relativePaths, in: written, file: pipeline)
-        } catch let error as ConfigError {
-            throw CommandError("the winner cannot be written into \(pipeline): \(error.description)")
-        }
-        try OutputFile.write(Data(copy.utf8), to: bestFile)
+        let written = try writeBest(best?.settings ?? [:], to: bestFile, store: store)
         print(
             "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(bestFile)"
         )
@@ -285,6 +141,218 @@ struct Tune: ParsableCommand {
 }
 
 extension Tune {
+    /// report.html in `folder`: every trial, and the file's settings beside the nearest of the best trials (the winner
+    /// when it beat them by more than the noise).
+    static func writeReport(
+        _ space: SearchSpace, _ results: [Sweep.Result], baseline: TuneBaseline, nearest: Sweep.Result,
+        beaten: Bool, tuned: [String], heldOut: [String], speedUp: String,
+        agreement: [(measure: String, idf1: Double?, dwell: Double?)], in folder: URL
+    ) throws {
+        let page = SweepPage.html(
+            space: space, results: results, noise: baseline.noise,
+            comparisons: [
+                .init(
+                    name: "the file's settings", settings: [:], tuned: baseline.objective,
+                    heldOut: baseline.heldOutObjective),
+                .init(
+                    name: beaten
+                        ? "winner (trial \(nearest.number))" : "best trial (\(nearest.number)), not kept: a tie",
+                    settings: nearest.settings, tuned: nearest.objective,
+                    heldOut: beaten ? baseline.heldOutBestObjective : nil),
+            ], tuned: tuned, heldOut: heldOut, speedUp: speedUp, agreement: agreement)
+        try OutputFile.write(Data(page.utf8), to: folder.appendingPathComponent("report.html").path)
+    }
+
+    /// --apply writes the pipeline file back (a new file beside it, renamed over it): a file or folder that cannot be
+    /// written is said before the sweep, not after it.
+    func checkApplicable() throws {
+        if apply,
+            access(pipeline, W_OK) != 0
+                || access(URL(fileURLWithPath: pipeline).deletingLastPathComponent().path, W_OK) != 0
+        {
+            throw CommandError(
+                "--apply: \(pipeline) or its folder cannot be written (\(String(cString: strerror(errno))))")
+        }
+    }
+
+    /// The recordings to tune on and those held out, each with its labels if it has some beside it (which `objective`
+    /// may need).
+    func tunedAndHeldOut(_ definition: PipelineDefinition, objective: SearchSpace.Objective) throws -> (
+        tuned: [Sweep.Recording], heldOut: [Sweep.Recording]
+    ) {
+        func recording(_ path: String) throws -> Sweep.Recording {
+            guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such file") }
+            let labelled = (try? Labels.beside(path)) != nil
+            return Sweep.Recording(
+                path: path,
+                labels: labelled
+                    ? try Labels.read(
+                        for: path, named: nil, definition: definition, logger: makeLogger("sentinel.tune")) : nil)
+        }
+        let tuned = try (recordings.isEmpty ? [definition.sources[0].resolvedInput] : recordings).map(recording)
+        let heldOut = try holdout.map(recording)
+        if objective.needsLabels, let unlabelled = (tuned + heldOut).first(where: { $0.labels == nil }) {
+            throw CommandError(
+                "\(unlabelled.path): no labels beside it, which the objective \(objective.rawValue) needs (or tune for stability, which needs none)"
+            )
+        }
+        return (tuned, heldOut)
+    }
+
+    /// What the sweep found, as `tune` prints it: the winner's settings or why the file's own stay, the held-out
+    /// figures, and how the label-free measures agreed with the labels.
+    static func printVerdict(
+        _ best: Sweep.Result?, nearest: Sweep.Result, leader: Sweep.Result, valid: [Sweep.Result],
+        baseline: TuneBaseline, space: SearchSpace, sweep: Sweep, heldOut: [String],
+        agreement: [(measure: String, idf1: Double?, dwell: Double?)]
+    ) {
+        let objectiveName = space.objective.rawValue
+        func value(_ objective: Double?) -> String { objective.map { String(format: "%.4f", $0) } ?? "–" }
+        if let best {
+            print(
+                "best: trial \(best.number), \(objectiveName) \(value(best.objective)) (the file's settings: \(value(baseline.objective)))"
+            )
+            for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
+        } else {
+            print(
+                "best: the file's settings, \(objectiveName) \(value(baseline.objective)): no trial beat them by more than \(baseline.noise) (the best, trial \(nearest.number), \(value(nearest.objective))); nothing to change"
+            )
+            let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
+            if abs(worst - leader.objective!) <= baseline.noise {
+                print(
+                    "every trial scored the same: these recordings' labels cannot tell the settings apart (label a clip where the settings matter: more visitors, crossings, someone hidden for a while, or search other settings)"
+                )
+            }
+        }
+        if !heldOut.isEmpty {
+            print(
+                "held out (\(heldOut.joined(separator: ", "))): \(objectiveName) \(value(baseline.heldOutBestObjective)) with the winner, \(value(baseline.heldOutObjective)) with the file's settings"
+            )
+        }
+        if agreement.contains(where: { $0.idf1 != nil }) {
+            print("label-free measures against the labels over these trials (Spearman's rho):")
+            for a in agreement {
+                print(
+                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error"
+                )
+            }
+        }
+    }
+
+    /// What the cache saved: the trials run, in how long, against decoding and detecting again for each.
+    static func speedUp(
+        _ sweep: Sweep, results: [Sweep.Result], resumed: Int, kept: Bool, elapsed: Double, workers: Int, folder: URL
+    ) -> String {
+        let trialsRun = results.count - resumed
+        // Without the cache, every trial would decode and detect its recordings again.
+        let detectPerTrial = sweep.detectionSeconds / Double(sweep.detectorSettings)
+        let withoutCache = Double(trialsRun) * detectPerTrial + max(elapsed - sweep.detectionSeconds, 0)
+        return trialsRun == 0
+            ? kept
+                ? "No trial left to run: all \(results.count) were in trials.csv, and the file's settings as measured by the run that finished them (\(TuneBaseline.url(in: folder).lastPathComponent)): nothing decoded."
+                : String(
+                    format:
+                        "No trial left to run: all %d were in trials.csv (decoding and detecting again for the file's settings took %.1f s).",
+                    results.count, sweep.detectionSeconds)
+            : String(
+                format:
+                    "%d trials in %.1f s on %d workers%@; decoding and detecting took %.1f s for %d detector setting(s), reused by every trial; without the cache about %.0f s (%.1fx longer).",
+                trialsRun, elapsed, workers, resumed == 0 ? "" : " (\(resumed) more read from trials.csv)",
+                sweep.detectionSeconds, sweep.detectorSettings, withoutCache, withoutCache / max(elapsed, 1e-9))
+    }
+
+    /// Makes the `--out` folder if it is missing and checks it is one to write into; returns whether it existed.
+    static func makeOut(_ folder: URL) throws -> Bool {
+        var isFolder: ObjCBool = false
+        let folderExisted = FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder)
+        if folderExisted, !isFolder.boolValue {
+            throw CommandError("--out \(folder.path): a file, not a folder")
+        }
+        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+            throw CommandError("--out \(folder.path): cannot make the folder (\(error.localizedDescription))")
+        }
+        try checkOutFolder(folder)
+        return folderExisted
+    }
+
+    /// Runs the sweep's trials, each written to `trials.csv` in `folder` as it ends, after those a previous run left
+    /// there (`resumed` of them); `kept`: every trial was done and the file's settings measured for these very inputs,
+    /// so nothing was decoded.
+    static func trials(
+        _ sweep: Sweep, _ space: SearchSpace, names: [String], inputs: TuneBaseline.Inputs, in folder: URL,
+        folderExisted: Bool
+    ) throws -> (results: [Sweep.Result], resumed: Int, kept: TuneBaseline?, elapsed: Double) {
+        let csv = folder.appendingPathComponent("trials.csv")
+        let header = SweepReport.header(space, recordings: names)
+        var done: [Sweep.Result] = []
+        if FileManager.default.fileExists(atPath: csv.path) {
+            guard let previous = SweepReport.read(csv, space, recordings: names) else {
+                throw CommandError("\(csv.path) holds another sweep's trials: remove it, or choose another --out")
+            }
+            done = previous
+            print("resuming: \(done.count) trials already in \(csv.path)")
+        } else {
+            try Data((header + "\n").utf8).write(to: csv)
+        }
+        let handle = try FileHandle(forWritingTo: csv)
+        handle.seekToEndOfFile()
+        let total = space.search == .grid ? space.grid(limit: space.trials).count : space.trials
+        // Every trial done and the file's settings measured for these very inputs: nothing to decode.
+        let kept = done.count >= total ? TuneBaseline.read(in: folder, for: inputs) : nil
+        // Rows and progress from every worker, one at a time.
+        let log = Mutex((handle: handle, progress: TrialProgress(total: total, done: done.count)))
+        let start = ContinuousClock.now
+        let frozen = space
+        let results: [Sweep.Result]
+        do {
+            if kept != nil {
+                results = done
+            } else {
+                results = try sweep.run(done: done) { result in
+                    log.withLock { log in
+                        log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
+                        log.progress.advance()
+                    }
+                }
+            }
+        } catch {
+            // A sweep that failed before its first trial (a recording that cannot be decoded) leaves nothing behind:
+            // the rerun starts afresh instead of finding another sweep's trials.csv.
+            if done.isEmpty, log.withLock({ $0.progress.done }) == 0 {
+                try? FileManager.default.removeItem(at: csv)
+                if !folderExisted { try? FileManager.default.removeItem(at: folder) }
+            }
+            throw error
+        }
+        try log.withLock { log in
+            log.progress.finish()
+            try log.handle.close()
+        }
+        let elapsed = (ContinuousClock.now - start).seconds
+        return (results, done.count, kept, elapsed)
+    }
+
+    /// The winner written into the pipeline's text, every other byte kept, checked as a pipeline, and copied to
+    /// `bestFile`: it lies in --out, so its relative paths are written as the absolute paths they mean. Returns the
+    /// pipeline's new text.
+    func writeBest(_ chosen: [String: String], to bestFile: String, store: ModelStore) throws -> String {
+        let original = try String(contentsOfFile: pipeline, encoding: .utf8)
+        let written: String
+        let copy: String
+        do {
+            written = try SettingsEditor.apply(
+                chosen.keys.sorted().map { ($0, chosen[$0]!) }, to: original, file: pipeline)
+            let checked = try ServiceDefinition.parse(written, file: pipeline)
+            let problems = checked.pipeline.environmentProblems(models: store)
+            guard problems.isEmpty else { throw ConfigError(problems: problems) }
+            copy = try SettingsEditor.absolute(checked.pipeline.relativePaths, in: written, file: pipeline)
+        } catch let error as ConfigError {
+            throw CommandError("the winner cannot be written into \(pipeline): \(error.description)")
+        }
+        try OutputFile.write(Data(copy.utf8), to: bestFile)
+        return written
+    }
+
     /// The file's own settings run twice on the tuned recordings: their objective, the noise between the two runs
     /// (at least the objective's resolution), and whether they gave the same visits (replay determinism, the last
     /// label-free measure).
