@@ -17,8 +17,39 @@ extension PostgresEventStore {
 
     func append(_ batch: [Publication], in db: PostgresConnection) async throws -> [LoggedEvent] {
         try await db.query("SELECT pg_advisory_xact_lock(\(Self.appendLock))", logger: logger)
-        // What is logged already, in one round trip under the lock: each origin once, whichever replica stored it,
-        // and every origin up to the highest retention deleted of its site (inbox.retired; `retired` rows).
+        let fresh = try await unlogged(batch, in: db)
+        guard !fresh.isEmpty else { return [] }
+        let rows = try await numbered(fresh, in: db)
+        try await insert(rows, of: fresh, in: db)
+        let encoder = JSONEncoder.sentinel()
+        var longest = 0.0
+        var visits: [(event: VisitorEvent, record: Data)] = []
+        var received: [String: Int64] = [:]
+        for publication in fresh {
+            if let origin = publication.origin { received[origin.site] = max(received[origin.site] ?? 0, origin.id) }
+            guard let visit = try publication.visit(encoder: encoder) else { continue }
+            visits.append((visit.event, visit.record))
+            longest = max(longest, visit.span)
+        }
+        try await record(visits, in: db)
+        if longest > 0 {
+            try await db.query("UPDATE visit_span SET longest = greatest(longest, \(longest))", logger: logger)
+        }
+        if !received.isEmpty {
+            try await db.query(
+                """
+                INSERT INTO inbox (site, received)
+                SELECT * FROM unnest(\(Array(received.keys))::text[], \(Array(received.values))::bigint[])
+                ON CONFLICT (site) DO UPDATE SET received = greatest(inbox.received, excluded.received)
+                """, logger: logger)
+        }
+        return rows
+    }
+
+    /// What of `batch` is not logged yet, found in one round trip under the append lock.
+    private func unlogged(_ batch: [Publication], in db: PostgresConnection) async throws -> [Publication] {
+        // Each origin once, whichever replica stored it, and every origin up to the highest retention deleted of its
+        // site (inbox.retired; `retired` rows).
         var seen = Set<String>()
         var retired: [String: Int64] = [:]
         let origins = batch.compactMap(\.origin)
@@ -34,11 +65,14 @@ extension PostgresEventStore {
                 if isRetired { retired[site] = id } else { seen.insert("\(site) \(id)") }
             }
         }
-        let fresh = batch.filter { publication in
+        return batch.filter { publication in
             guard let origin = publication.origin else { return true }
             return origin.id > retired[origin.site] ?? 0 && seen.insert("\(origin.site) \(origin.id)").inserted
         }
-        guard !fresh.isEmpty else { return [] }
+    }
+
+    /// `fresh` as log rows: each with the next id of the log and the next sequence number of its stream.
+    private func numbered(_ fresh: [Publication], in db: PostgresConnection) async throws -> [LoggedEvent] {
         var sequences: [String: Int64] = [:]
         let streams = Array(Set(fresh.map(\.streamId)))
         let last = try await db.query(
@@ -56,8 +90,6 @@ extension PostgresEventStore {
         ids.sort()
         let encoder = JSONEncoder.sentinel()
         var rows: [LoggedEvent] = []
-        var longest = 0.0
-        var received: [String: Int64] = [:]
         for (publication, id) in zip(fresh, ids) {
             let stream = publication.streamId
             let number = sequences[stream, default: 0] + 1
@@ -65,8 +97,12 @@ extension PostgresEventStore {
             var row = try publication.logRow(sequenceNumber: number, encoder: encoder)
             row.id = id
             rows.append(row)
-            if let origin = publication.origin { received[origin.site] = max(received[origin.site] ?? 0, origin.id) }
         }
+        return rows
+    }
+
+    /// Writes `rows` (made of `fresh`, in order) into the events table, the gauge readings among them also into theirs.
+    private func insert(_ rows: [LoggedEvent], of fresh: [Publication], in db: PostgresConnection) async throws {
         try await db.query(
             """
             INSERT INTO events (id, stream_id, sequence_number, type, time, zone, payload, origin_site, origin_id)
@@ -88,25 +124,6 @@ extension PostgresEventStore {
                     \(readings.map { String(decoding: $0.payload, as: UTF8.self) })::text[])
                 """, logger: logger)
         }
-        var visits: [(event: VisitorEvent, record: Data)] = []
-        for publication in fresh {
-            guard let visit = try publication.visit(encoder: encoder) else { continue }
-            visits.append((visit.event, visit.record))
-            longest = max(longest, visit.span)
-        }
-        try await record(visits, in: db)
-        if longest > 0 {
-            try await db.query("UPDATE visit_span SET longest = greatest(longest, \(longest))", logger: logger)
-        }
-        if !received.isEmpty {
-            try await db.query(
-                """
-                INSERT INTO inbox (site, received)
-                SELECT * FROM unnest(\(Array(received.keys))::text[], \(Array(received.values))::bigint[])
-                ON CONFLICT (site) DO UPDATE SET received = greatest(inbox.received, excluded.received)
-                """, logger: logger)
-        }
-        return rows
     }
 
     /// Keeps the visits and zone-stay tables in step with a batch's events (the store's copies), as `EventStore` does
