@@ -124,6 +124,15 @@ public final class MQTTOutput: Service, Sendable {
     /// Takes the acknowledgements, moves the durable position, sends what the window allows, and reports.
     private func round(_ client: MQTTClient, _ progress: inout Progress) async throws {
         let state = client.state
+        try announce(client, state, &progress)
+        try await settle(client, &progress)
+        if state.connected, progress.inFlight.count < settings.inFlight { try await send(client, &progress) }
+        try await report(state, progress)
+    }
+
+    /// Says a failed attempt once; on each new connection publishes availability (and Home Assistant's discovery);
+    /// while connected, the occupancy whenever it changed.
+    private func announce(_ client: MQTTClient, _ state: MQTTClient.State, _ progress: inout Progress) throws {
         if state.failures > progress.failures {
             logger.warning(
                 "cannot connect to the MQTT broker; trying again",
@@ -156,6 +165,11 @@ public final class MQTTOutput: Service, Sendable {
                 progress.occupancy = occupancy
             }
         }
+    }
+
+    /// Takes the broker's acknowledgements: the log's acknowledged id moves on over every message acknowledged in
+    /// order, and is stored.
+    private func settle(_ client: MQTTClient, _ progress: inout Progress) async throws {
         for ack in client.takeAcks() where progress.untracked.remove(ack.mid) == nil {
             if !ack.accepted {
                 // Refused for good (not authorised for the topic, say): sending it again cannot help.
@@ -176,28 +190,34 @@ public final class MQTTOutput: Service, Sendable {
         // at 65,535 and it would later acknowledge another message before the broker did.
         progress.acked.formIntersection(progress.inFlight.map(\.mid))
         if advanced { try await store.acknowledge(progress.acknowledged, by: Self.outbox) }
-        if state.connected, progress.inFlight.count < settings.inFlight {
-            for event in try await store.events(
-                after: progress.sent, limit: settings.inFlight - progress.inFlight.count)
+    }
+
+    /// Publishes the log's next events, up to the in-flight window; a gauge reading with new figures is retained too.
+    private func send(_ client: MQTTClient, _ progress: inout Progress) async throws {
+        for event in try await store.events(
+            after: progress.sent, limit: settings.inFlight - progress.inFlight.count)
+        {
+            let mid = try client.publish(
+                topic: "\(settings.topicPrefix)/\(settings.site)/\(event.streamId)/\(event.type)",
+                payload: Data(try envelope(event).utf8),
+                properties: [("id", "\(event.id)"), ("site", settings.site)])
+            progress.inFlight.append((event.id, mid))
+            published.increment()
+            // The retained reading changes only when its figures do: a reading sent again at the gauge's steady
+            // interval is in the log (and on its topic), not retained again for every subscriber to re-record.
+            if event.type == .gauge,
+                let reading = try? JSONDecoder.sentinel().decode(GaugeReading.self, from: event.payload),
+                progress.gauge.map({ !reading.sameFigures(as: $0) }) ?? true
             {
-                let mid = try client.publish(
-                    topic: "\(settings.topicPrefix)/\(settings.site)/\(event.streamId)/\(event.type)",
-                    payload: Data(try envelope(event).utf8),
-                    properties: [("id", "\(event.id)"), ("site", settings.site)])
-                progress.inFlight.append((event.id, mid))
-                published.increment()
-                // The retained reading changes only when its figures do: a reading sent again at the gauge's steady
-                // interval is in the log (and on its topic), not retained again for every subscriber to re-record.
-                if event.type == .gauge,
-                    let reading = try? JSONDecoder.sentinel().decode(GaugeReading.self, from: event.payload),
-                    progress.gauge.map({ !reading.sameFigures(as: $0) }) ?? true
-                {
-                    progress.gauge = reading
-                    progress.untracked.insert(
-                        try client.publish(topic: settings.gaugeTopic, payload: event.payload, retain: true))
-                }
+                progress.gauge = reading
+                progress.untracked.insert(
+                    try client.publish(topic: settings.gaugeTopic, payload: event.payload, retain: true))
             }
         }
+    }
+
+    /// The backlog metric and `/healthz`'s MQTT part.
+    private func report(_ state: MQTTClient.State, _ progress: Progress) async throws {
         let last = try await store.logBounds().last
         backlog.record(Int(last - progress.acknowledged))
         let oldest = try await store.events(after: progress.acknowledged, limit: 1).first
