@@ -30,15 +30,79 @@ public enum SweepPage {
         let ranked = ok.sorted {
             objective.maximised ? $0.objective! > $1.objective! : $0.objective! < $1.objective!
         }
-        func number(_ value: Double?, _ digits: Int = 3) -> String {
-            value.map { String(format: "%.\(digits)f", $0) } ?? "–"
+        let (header, rows, tied) = bestTrials(space, ranked: ranked, noise: noise)
+        let (points, front) = paretoFront(ok, objective: objective, noise: noise)
+        let effects = effects(space, ok)
+        var comparisonRows = ""
+        for c in comparisons {
+            let settings = c.settings.keys.sorted().map { "\($0)=\(c.settings[$0]!)" }.joined(separator: " ")
+            comparisonRows +=
+                "<tr><td>\(escape(c.name))</td><td><code>\(escape(settings.isEmpty ? "(the file's)" : settings))</code></td><td>\(number(c.tuned))</td><td>\(number(c.heldOut))</td></tr>\n"
         }
-        /// For text and for attribute values in either quote: a setting's value may hold anything.
-        func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-                .replacingOccurrences(of: "'", with: "&#39;")
+        var agreementRows = ""
+        for a in agreement {
+            agreementRows +=
+                "<tr><td>\(a.measure)</td><td>\(number(a.idf1, 2))</td><td>\(number(a.dwell, 2))</td></tr>\n"
         }
+        let chart =
+            (try? String(contentsOf: chartJS, encoding: .utf8)).map { "<script>\($0)</script>" }
+            ?? "<p>Charts need Debian's libjs-chart.js (\(chartJS.path)).</p>"
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><title>Sentinel sweep: \(name)</title>
+            <style>
+            body { font: 14px system-ui, sans-serif; margin: 1.5rem; color: #1d2430; }
+            table { border-collapse: collapse; margin: .5rem 0 1.5rem; } td, th { padding: .25rem .6rem; border-bottom: 1px solid #ddd; text-align: left; }
+            .chart { position: relative; height: 260px; max-width: 720px; } .effects { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 1rem; }
+            h3 { font-size: 14px; margin: .3rem 0; } code { font-size: 12px; }
+            </style></head><body>
+            <h1>Sweep: \(name) (\(objective.maximised ? "higher" : "lower") is better)</h1>
+            <p>\(results.count) trials (\(ok.count) valid), \(space.search.rawValue) search, tuned on \(tuned.map(escape).joined(separator: ", "))\(heldOut.isEmpty ? "" : "; held out: " + heldOut.map(escape).joined(separator: ", ")). \(escape(speedUp))</p>
+            <h2>Tuned and held out</h2>
+            <p>A setting tuned on one recording is worth what it scores on another: the held-out column is the one to believe.</p>
+            <table><tr><th>configuration</th><th>settings</th><th>\(name), tuned</th><th>\(name), held out</th></tr>
+            \(comparisonRows)</table>
+            <h2>Best trials</h2>
+            <table><tr><th>rank</th><th>trial</th>\(header)</tr>
+            \(rows)</table>
+            \(tied ? "<p>Trials whose \(name) is within \(written(noise)) of each other (the sweep's noise: what the file's settings move between two runs, or the figure's resolution) are a tie and share a rank (=).</p>" : "")
+            <h2>Accuracy against speed</h2>
+            <p>Each trial by its objective and the frames a second it would analyse at (detection's measured cost per detected frame, plus tracking). The line joins the Pareto front: no trial is better and faster than one on it by more than the sweep can tell apart (\(written(noise)) in \(name), 5 % in speed).</p>
+            <div class="chart"><canvas id="pareto"></canvas></div>
+            <h2>Each setting's effect</h2>
+            <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range).</p>
+            <div class="effects">\(effects)</div>
+            <h2>Without labels</h2>
+            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see docs/tuning.md). A dash: the measure took one value over every trial, or fewer than three trials had it, so there is no order to compare.</p>
+            <table><tr><th>measure</th><th>ρ with IDF1</th><th>ρ with the dwell error</th></tr>\(agreementRows)</table>
+            \(chart)
+            <script>
+            if (window.Chart) {
+              new Chart(document.getElementById('pareto'), { type: 'scatter', data: { datasets: [
+                { label: 'trials', data: \(points), backgroundColor: '#8aa4c8' },
+                { label: 'Pareto front', data: \(front), showLine: true, borderColor: '#c0392b', backgroundColor: '#c0392b' } ] },
+                options: { maintainAspectRatio: false, animation: false, scales: { x: { title: { display: true, text: 'frames per second (estimated)' } },
+                  y: { title: { display: true, text: '\(name)' } } },
+                  plugins: { tooltip: { callbacks: { label: (c) => 'trial ' + c.raw.trial + ': ' + c.raw.y.toFixed(3) + ' at ' + c.raw.x.toFixed(0) + ' fps' } } } } });
+              for (const canvas of document.querySelectorAll('canvas[data-labels]')) {
+                new Chart(canvas, { type: 'bar', data: { labels: JSON.parse(canvas.dataset.labels),
+                  datasets: [{ label: 'mean \(name)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
+                  options: { maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: false } }, plugins: { legend: { display: false } } } });
+              }
+            }
+            </script>
+            </body></html>
+
+            """
+    }
+
+    /// The best 25 trials' rows (`ranked` best first), their header's cells after rank and trial, and whether two
+    /// share a rank.
+    static func bestTrials(_ space: SearchSpace, ranked: [Sweep.Result], noise: Double) -> (
+        header: String, rows: String, tied: Bool
+    ) {
+        let objective = space.objective
+        let name = objective.title
         let keys = space.dimensions.map(\.key)
         // One column a figure, the objective's in bold.
         var columns: [(title: String, digits: Int, value: (Sweep.Figures) -> Double?)] = [
@@ -70,6 +134,16 @@ public enum SweepPage {
             }.joined()
             rows += "</tr>\n"
         }
+        let header =
+            keys.map { "<th>\(escape($0))</th>" }.joined() + columns.map { "<th>\($0.title)</th>" }.joined()
+        return (header, rows, tied)
+    }
+
+    /// Every valid trial as a point (frames a second, objective), and those on the Pareto front, as JSON for the
+    /// chart.
+    static func paretoFront(_ ok: [Sweep.Result], objective: SearchSpace.Objective, noise: Double) -> (
+        points: String, front: String
+    ) {
         // Pareto front over what the sweep can tell apart: objectives within the noise are equal, and so are speeds
         // within 5 % (the estimate's own spread); no other trial is then at least as good in both and better in one.
         let points = ok.map { (x: $0.combined.fps, y: $0.objective!, n: $0.number) }
@@ -88,6 +162,11 @@ public enum SweepPage {
                     separator: ",")
                 + "]"
         }
+        return (json(points), json(front))
+    }
+
+    /// One bar chart a setting: the mean objective over the trials that gave it each value.
+    static func effects(_ space: SearchSpace, _ ok: [Sweep.Result]) -> String {
         // Each setting's effect: the mean objective per value (intervals in five bins).
         var effects = ""
         for dimension in space.dimensions {
@@ -119,66 +198,17 @@ public enum SweepPage {
 
                 """
         }
-        var comparisonRows = ""
-        for c in comparisons {
-            let settings = c.settings.keys.sorted().map { "\($0)=\(c.settings[$0]!)" }.joined(separator: " ")
-            comparisonRows +=
-                "<tr><td>\(escape(c.name))</td><td><code>\(escape(settings.isEmpty ? "(the file's)" : settings))</code></td><td>\(number(c.tuned))</td><td>\(number(c.heldOut))</td></tr>\n"
-        }
-        var agreementRows = ""
-        for a in agreement {
-            agreementRows +=
-                "<tr><td>\(a.measure)</td><td>\(number(a.idf1, 2))</td><td>\(number(a.dwell, 2))</td></tr>\n"
-        }
-        let chart =
-            (try? String(contentsOf: chartJS, encoding: .utf8)).map { "<script>\($0)</script>" }
-            ?? "<p>Charts need Debian's libjs-chart.js (\(chartJS.path)).</p>"
-        return """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><title>Sentinel sweep: \(name)</title>
-            <style>
-            body { font: 14px system-ui, sans-serif; margin: 1.5rem; color: #1d2430; }
-            table { border-collapse: collapse; margin: .5rem 0 1.5rem; } td, th { padding: .25rem .6rem; border-bottom: 1px solid #ddd; text-align: left; }
-            .chart { position: relative; height: 260px; max-width: 720px; } .effects { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 1rem; }
-            h3 { font-size: 14px; margin: .3rem 0; } code { font-size: 12px; }
-            </style></head><body>
-            <h1>Sweep: \(name) (\(objective.maximised ? "higher" : "lower") is better)</h1>
-            <p>\(results.count) trials (\(ok.count) valid), \(space.search.rawValue) search, tuned on \(tuned.map(escape).joined(separator: ", "))\(heldOut.isEmpty ? "" : "; held out: " + heldOut.map(escape).joined(separator: ", ")). \(escape(speedUp))</p>
-            <h2>Tuned and held out</h2>
-            <p>A setting tuned on one recording is worth what it scores on another: the held-out column is the one to believe.</p>
-            <table><tr><th>configuration</th><th>settings</th><th>\(name), tuned</th><th>\(name), held out</th></tr>
-            \(comparisonRows)</table>
-            <h2>Best trials</h2>
-            <table><tr><th>rank</th><th>trial</th>\(keys.map { "<th>\(escape($0))</th>" }.joined())\(columns.map { "<th>\($0.title)</th>" }.joined())</tr>
-            \(rows)</table>
-            \(tied ? "<p>Trials whose \(name) is within \(written(noise)) of each other (the sweep's noise: what the file's settings move between two runs, or the figure's resolution) are a tie and share a rank (=).</p>" : "")
-            <h2>Accuracy against speed</h2>
-            <p>Each trial by its objective and the frames a second it would analyse at (detection's measured cost per detected frame, plus tracking). The line joins the Pareto front: no trial is better and faster than one on it by more than the sweep can tell apart (\(written(noise)) in \(name), 5 % in speed).</p>
-            <div class="chart"><canvas id="pareto"></canvas></div>
-            <h2>Each setting's effect</h2>
-            <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range).</p>
-            <div class="effects">\(effects)</div>
-            <h2>Without labels</h2>
-            <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see docs/tuning.md). A dash: the measure took one value over every trial, or fewer than three trials had it, so there is no order to compare.</p>
-            <table><tr><th>measure</th><th>ρ with IDF1</th><th>ρ with the dwell error</th></tr>\(agreementRows)</table>
-            \(chart)
-            <script>
-            if (window.Chart) {
-              new Chart(document.getElementById('pareto'), { type: 'scatter', data: { datasets: [
-                { label: 'trials', data: \(json(points)), backgroundColor: '#8aa4c8' },
-                { label: 'Pareto front', data: \(json(front)), showLine: true, borderColor: '#c0392b', backgroundColor: '#c0392b' } ] },
-                options: { maintainAspectRatio: false, animation: false, scales: { x: { title: { display: true, text: 'frames per second (estimated)' } },
-                  y: { title: { display: true, text: '\(name)' } } },
-                  plugins: { tooltip: { callbacks: { label: (c) => 'trial ' + c.raw.trial + ': ' + c.raw.y.toFixed(3) + ' at ' + c.raw.x.toFixed(0) + ' fps' } } } } });
-              for (const canvas of document.querySelectorAll('canvas[data-labels]')) {
-                new Chart(canvas, { type: 'bar', data: { labels: JSON.parse(canvas.dataset.labels),
-                  datasets: [{ label: 'mean \(name)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
-                  options: { maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: false } }, plugins: { legend: { display: false } } } });
-              }
-            }
-            </script>
-            </body></html>
+        return effects
+    }
 
-            """
+    static func number(_ value: Double?, _ digits: Int = 3) -> String {
+        value.map { String(format: "%.\(digits)f", $0) } ?? "–"
+    }
+
+    /// For text and for attribute values in either quote: a setting's value may hold anything.
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "'", with: "&#39;")
     }
 }
