@@ -102,8 +102,7 @@ let package = Package(
         .target(
             name: "SentinelConfig",
             dependencies: [
-                "SentinelCore", "SentinelVision", "SentinelVisitors", "SentinelModels", "SentinelPrivacy",
-                "SentinelAggregates", "Yams",
+                "SentinelCore", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "SentinelAggregates", "Yams",
             ]
         ),
         /// The per-frame pipeline and the runner that drives one source.
@@ -242,7 +241,7 @@ let package = Package(
         .target(
             name: "SentinelCommandLine",
             dependencies: [
-                "SentinelConfig", "SentinelCore", "SentinelModels",
+                "SentinelConfig", "SentinelCore", "SentinelModels", "SentinelVision",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

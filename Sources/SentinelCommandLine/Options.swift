@@ -4,6 +4,7 @@ package import Logging
 package import SentinelConfig
 import SentinelCore
 package import SentinelModels
+import SentinelVision
 
 /// Where the model manifest and cache are.
 package struct ModelOptions: ParsableArguments {
@@ -34,7 +35,8 @@ package func loadPipeline(_ path: String, models: ModelOptions, overrides: [Conf
 {
     do {
         let definition = try PipelineDefinition.load(path, overrides: overrides)
-        let problems = definition.environmentProblems(models: try models.store())
+        let problems = definition.environmentProblems(
+            models: try models.store(), frameSize: VideoFileSource.frameSize(of:))
         guard problems.isEmpty else { throw CommandError(problems.map(\.description).joined(separator: "\n")) }
         return definition
     } catch let error as ConfigError {

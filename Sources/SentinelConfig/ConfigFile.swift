@@ -2,7 +2,6 @@ import Foundation
 import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
-import SentinelVision
 import SentinelVisitors
 import Yams
 

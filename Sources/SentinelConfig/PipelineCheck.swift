@@ -1,11 +1,14 @@
 import Foundation
 import SentinelCore
 public import SentinelModels
-import SentinelVision
 
 extension PipelineDefinition {
     /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame.
-    public func environmentProblems(models: ModelStore) -> [ConfigProblem] {
+    /// `frameSize` reads a video file's frame size (SentinelVision's `VideoFileSource.frameSize(of:)`): parsing and
+    /// checking a pipeline file do not open videos themselves.
+    public func environmentProblems(
+        models: ModelStore, frameSize: (String) throws -> (width: Int, height: Int)
+    ) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func at(_ key: String, _ fallback: String, _ message: String) -> ConfigProblem {
             var problem = locations[key] ?? ConfigProblem(file: file, path: fallback, message: "")
@@ -46,7 +49,7 @@ extension PipelineDefinition {
                     continue
                 }
                 do {
-                    let video = try VideoFileSource(path: path)
+                    let video = try frameSize(path)
                     for zone in source.zones where zone.units == .pixels {
                         let outside = zone.polygon.vertices.filter {
                             $0.x > Double(video.width) || $0.y > Double(video.height)
@@ -60,7 +63,9 @@ extension PipelineDefinition {
                         }
                     }
                 } catch {
-                    problems.append(at("source.\(source.id).input", "sources", error.message))
+                    problems.append(
+                        at("source.\(source.id).input", "sources", (error as? any SentinelError)?.message ?? "\(error)")
+                    )
                 }
             }
         }

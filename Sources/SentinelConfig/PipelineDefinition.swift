@@ -2,7 +2,6 @@ import Foundation
 public import SentinelAggregates
 public import SentinelCore
 public import SentinelPrivacy
-public import SentinelVision
 public import SentinelVisitors
 import Yams
 

@@ -1,7 +1,6 @@
 import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
-import SentinelVision
 import SentinelVisitors
 
 /// Every declared setting of a pipeline file, with its default, what it may be and what it means, as commented YAML:

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SentinelConfig
 public import SentinelCore
 public import SentinelModels

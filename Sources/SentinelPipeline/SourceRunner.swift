@@ -1,7 +1,7 @@
 public import Foundation
 public import Logging
 public import SentinelConfig
-import SentinelCore
+public import SentinelCore
 public import SentinelModels
 public import SentinelPrivacy
 public import SentinelVision

@@ -3,7 +3,7 @@ import Foundation
 public import Logging
 import Metrics
 public import SentinelConfig
-import SentinelCore
+public import SentinelCore
 public import SentinelModels
 import SentinelPipeline
 public import SentinelPrivacy

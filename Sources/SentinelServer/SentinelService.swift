@@ -5,7 +5,7 @@ public import Logging
 import NIOCore
 import SentinelAggregates
 public import SentinelConfig
-import SentinelCore
+public import SentinelCore
 public import SentinelHTTP
 import SentinelMQTT
 public import SentinelModels
@@ -137,7 +137,7 @@ public struct SentinelService: Sendable {
         let definition = service.pipeline
         var started = definition
         started.sources = definition.sources.filter { options.sources?.contains($0.id) ?? true }
-        var problems = started.environmentProblems(models: models)
+        var problems = started.environmentProblems(models: models, frameSize: VideoFileSource.frameSize(of:))
         func problem(_ path: String, _ message: String) {
             problems.append(ConfigProblem(file: definition.file, path: path, message: message))
         }

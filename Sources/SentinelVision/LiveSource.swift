@@ -1,23 +1,9 @@
 import CSentinelCV
 import Foundation
 public import Logging
-import SentinelCore
+public import SentinelCore
 
-/// Where live frames come from: a V4L2 camera or a network stream.
-public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
-    /// `/dev/videoN`, by its index.
-    case device(index: Int, width: Int? = nil, height: Int? = nil)
-    /// `rtsp://`, `http://`, `https://` or another URL FFmpeg reads.
-    case url(String)
-
-    /// How logs and errors name the source: a URL's user and password are replaced by `***`.
-    public var description: String {
-        switch self {
-        case .device(let index, _, _): "/dev/video\(index)"
-        case .url(let url): url.replacing(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^\/@]*@/) { "\($0.1)***@" }
-        }
-    }
-
+extension LiveEndpoint {
     func open() throws(VisionError) -> OpaquePointer {
         var out: OpaquePointer?
         switch self {

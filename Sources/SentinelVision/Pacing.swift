@@ -1,34 +1,5 @@
 import Foundation
-import SentinelCore
-
-/// How fast a recorded source is replayed. Media timestamps are the same whatever the pace.
-public enum Pacing: Sendable, Equatable, CustomStringConvertible {
-    /// Every frame as soon as it is decoded (for tuning and evaluation).
-    case fastest
-    /// Media time advances `factor` times as fast as the wall clock (1 is real time).
-    case speed(Double)
-
-    public static let realTime = Pacing.speed(1)
-
-    /// Parses `fastest`, `realtime`, or a factor such as `4x` or `0.5`.
-    public init?(_ text: String) {
-        switch text.lowercased() {
-        case "fastest", "max": self = .fastest
-        case "realtime", "real-time", "1x": self = .realTime
-        default:
-            let number = text.lowercased().hasSuffix("x") ? String(text.dropLast()) : text
-            guard let factor = Double(number), factor > 0, factor.isFinite else { return nil }
-            self = .speed(factor)
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .fastest: "fastest"
-        case .speed(let factor): factor == 1 ? "realtime" : "\(factor)x"
-        }
-    }
-}
+public import SentinelCore
 
 /// The clock a paced source waits on: the wall clock, or a test's virtual one, so that a test of real-time pacing
 /// runs in milliseconds.

@@ -1,5 +1,6 @@
 import CSentinelCV
 import Foundation
+public import SentinelCore
 
 /// What a source delivers in its first seconds, or exactly why it delivers nothing (`sentinel check --probe`), as
 /// Frigate's camera probe does: resolution, stated and measured frame rate, codec, time to the first frame.

@@ -1,35 +1,8 @@
 import Foundation
 public import Logging
+public import SentinelCore
 
-/// What a user wrote to name a frame source, told apart by its form.
-public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
-    case file(String)
-    case folder(String)
-    case live(LiveEndpoint)
-
-    /// `/dev/videoN` or a bare index is a camera; `scheme://...` a stream; a directory a folder of images;
-    /// anything else a video file.
-    public init(_ text: String) {
-        if let index = Int(text), index >= 0 {
-            self = .live(.device(index: index))
-        } else if text.hasPrefix("/dev/video"), let index = Int(text.dropFirst("/dev/video".count)) {
-            self = .live(.device(index: index))
-        } else if text.contains("://") {
-            self = .live(.url(text))
-        } else {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: text, isDirectory: &isDirectory)
-            self = exists && isDirectory.boolValue ? .folder(text) : .file(text)
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .file(let path), .folder(let path): path
-        case .live(let endpoint): endpoint.description
-        }
-    }
-
+extension SourceSpec {
     /// Opens the source. Pacing applies to files and folders; live sources arrive at their own pace, and with
     /// `retryLive` one that cannot be opened yet is retried with backoff (reported through `onStatus`). A video file
     /// starts `from` that many seconds into it.

@@ -37,6 +37,12 @@ public final class VideoFileSource: FrameSource {
     private var index = 0
     private var lastTime: MediaTime?
 
+    /// The frame size of the video file at `path` (what checking a pipeline's pixel zones needs to know of it).
+    public static func frameSize(of path: String) throws(VisionError) -> (width: Int, height: Int) {
+        let video = try VideoFileSource(path: path)
+        return (video.width, video.height)
+    }
+
     public init(path: String) throws(VisionError) {
         var out: OpaquePointer?
         do {

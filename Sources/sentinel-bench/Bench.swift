@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SentinelCommandLine
 import SentinelConfig
+import SentinelCore
 import SentinelModels
 import SentinelPrivacy
 import SentinelServer

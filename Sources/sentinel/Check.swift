@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SentinelCommandLine
 import SentinelConfig
+import SentinelCore
 import SentinelPipeline
 import SentinelServer
 import SentinelVision

@@ -155,7 +155,8 @@ extension Eval {
                 let written = try SettingsEditor.apply(
                     Self.settings(calibration).reversed(), to: original, file: pipeline)
                 let checked = try ServiceDefinition.parse(written, file: pipeline)
-                let problems = checked.pipeline.environmentProblems(models: store)
+                let problems = checked.pipeline.environmentProblems(
+                    models: store, frameSize: VideoFileSource.frameSize(of:))
                 guard problems.isEmpty else { throw ConfigError(problems: problems) }
                 guard checked.pipeline.emotionCalibration == Self.rounded(calibration) else {
                     throw CommandError("the calibration did not read back as written into \(pipeline)")

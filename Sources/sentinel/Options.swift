@@ -2,7 +2,7 @@ public import ArgumentParser
 import Foundation
 import SentinelCommandLine
 import SentinelConfig
-import SentinelCore
+public import SentinelCore
 import SentinelEval
 import SentinelModels
 public import SentinelVision

@@ -343,7 +343,8 @@ extension Tune {
             written = try SettingsEditor.apply(
                 chosen.keys.sorted().map { ($0, chosen[$0]!) }, to: original, file: pipeline)
             let checked = try ServiceDefinition.parse(written, file: pipeline)
-            let problems = checked.pipeline.environmentProblems(models: store)
+            let problems = checked.pipeline.environmentProblems(
+                models: store, frameSize: VideoFileSource.frameSize(of:))
             guard problems.isEmpty else { throw ConfigError(problems: problems) }
             copy = try SettingsEditor.absolute(checked.pipeline.relativePaths, in: written, file: pipeline)
         } catch let error as ConfigError {

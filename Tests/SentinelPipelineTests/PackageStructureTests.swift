@@ -45,6 +45,7 @@ struct PackageStructureTests {
             try JSONSerialization.jsonObject(with: Data(dump.output.utf8)) as? [String: Any])
         let targets = try #require(package["targets"] as? [[String: Any]])
         var checked = 0
+        var dependencies: [String: Set<String>] = [:]
         for target in targets {
             let name = try #require(target["name"] as? String)
             let kind = target["type"] as? String
@@ -61,6 +62,7 @@ struct PackageStructureTests {
                 guard file.pathExtension == "swift" else { continue }
                 imported.formUnion(Self.imports(try String(contentsOf: file, encoding: .utf8)))
             }
+            dependencies[name] = declared
             imported.subtract(Self.system)
             imported.remove(name)
             guard !imported.isEmpty || !declared.isEmpty else { continue }
@@ -73,5 +75,15 @@ struct PackageStructureTests {
                 "\(name) declares \(declared.subtracting(imported).sorted()) in Package.swift and imports none of them")
         }
         #expect(checked > 20, "only \(checked) targets read: the dump's format changed?")
+        // Reading a pipeline file and scoring against labels are pure logic: neither links OpenCV, by any path.
+        for room in ["SentinelConfig", "SentinelEval"] {
+            var reached: Set<String> = []
+            var next = dependencies[room] ?? []
+            while let module = next.popFirst() {
+                guard reached.insert(module).inserted else { continue }
+                next.formUnion(dependencies[module] ?? [])
+            }
+            #expect(!reached.contains("CSentinelCV"), "\(room) reaches the OpenCV bridge: \(reached.sorted())")
+        }
     }
 }

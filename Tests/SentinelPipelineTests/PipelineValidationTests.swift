@@ -45,7 +45,8 @@ struct PipelineValidationTests {
         #expect(definition.sources.map(\.id) == ["showroom"])
         #expect(definition.sources[0].zones.map(\.name) == ["entrance", "display", "counter"])
         #expect(definition.sources[0].zones[2].emotion == false)
-        #expect(definition.environmentProblems(models: Fixtures.store).isEmpty)
+        #expect(
+            definition.environmentProblems(models: Fixtures.store, frameSize: VideoFileSource.frameSize(of:)).isEmpty)
         // Its privacy section writes out the defaults that PRIVACY.md documents: it must equal the code's, but for
         // the one thing the demo allows beyond them, its camera on the dashboard.
         var defaults = PrivacyPolicy()
@@ -242,7 +243,8 @@ struct PipelineValidationTests {
                 input: missing.mp4
             """
         let definition = try PipelineDefinition.parse(text, file: "p.yml")
-        let found = definition.environmentProblems(models: empty).map(\.description)
+        let found = definition.environmentProblems(models: empty, frameSize: VideoFileSource.frameSize(of:)).map(
+            \.description)
         #expect(
             found.contains {
                 $0.hasPrefix("p.yml: detector: model retinaface is missing") && $0.contains("sentinel models setup")

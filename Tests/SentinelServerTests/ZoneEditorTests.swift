@@ -5,6 +5,7 @@ import SentinelLoopback
 import SentinelModels
 import SentinelServer
 import SentinelTestSupport
+import SentinelVision
 import Testing
 
 /// `sentinel zones` in a real browser: Debian's headless Chromium, driven over the DevTools protocol by
@@ -65,7 +66,8 @@ struct ZoneEditorTests {
         // The file: the dragged corner and the new zone, within a pixel of where the mouse let go.
         let text = try String(contentsOf: pipeline, encoding: .utf8)
         let definition = try ServiceDefinition.load(pipeline.path).pipeline
-        #expect(definition.environmentProblems(models: Fixtures.store).isEmpty)
+        #expect(
+            definition.environmentProblems(models: Fixtures.store, frameSize: VideoFileSource.frameSize(of:)).isEmpty)
         let zones = Dictionary(uniqueKeysWithValues: definition.sources[0].zones.map { ($0.name, $0) })
         #expect(Array(zones.keys).sorted() == ["counter", "display", "entrance", "sofa"])
         func near(_ point: Point?, _ x: Double, _ y: Double) -> Bool {
