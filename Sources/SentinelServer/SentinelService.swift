@@ -12,7 +12,7 @@ public import SentinelModels
 import SentinelPrivacy
 public import SentinelRuntime
 public import SentinelStore
-public import SentinelVision
+import SentinelVision
 public import ServiceLifecycle
 import UnixSignals
 

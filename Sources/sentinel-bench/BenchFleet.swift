@@ -267,7 +267,9 @@ final class FleetProcess {
             .appendingPathComponent("sentinel")
         log = logs.appendingPathComponent(
             file.deletingPathExtension().lastPathComponent + "-\(UUID().uuidString.prefix(6)).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
+            throw CommandError("cannot create \(log.path)")
+        }
         let handle = try FileHandle(forWritingTo: log)
         process.executableURL = binary
         process.arguments = ["fleet", file.path, "--port", "0"]

@@ -5,7 +5,7 @@ import SentinelConfig
 public import SentinelCore
 import SentinelEval
 import SentinelModels
-public import SentinelVision
+import SentinelVision
 
 /// The pipeline `run` and `replay` take when none is named: the checkout's demo, else the installation's.
 let defaultPipeline: String = {
