@@ -34,12 +34,27 @@ final class ShutterCamera: FrameSource, @unchecked Sendable {
     private let shutter = DispatchSemaphore(value: 0)
     private let count: Int
     private var index = 0
+    /// Frames handed over before the capture thread last asked for one.
+    private let asked = NSCondition()
+    private var handed = 0
 
     init(count: Int) { self.count = count }
 
     func release(_ frames: Int) { for _ in 0..<frames { shutter.signal() } }
 
+    /// Waits until the edge has taken `count` frames: its capture thread asks for the next frame only once it has
+    /// stored (or dropped and counted) the last one.
+    func captured(_ count: Int) {
+        asked.lock()
+        while handed < count { asked.wait() }
+        asked.unlock()
+    }
+
     func next() throws(VisionError) -> Frame? {
+        asked.lock()
+        handed = index
+        asked.broadcast()
+        asked.unlock()
         guard index < count else { return nil }
         shutter.wait()
         defer { index += 1 }
@@ -51,12 +66,6 @@ final class ShutterCamera: FrameSource, @unchecked Sendable {
 
 @Suite("Capture edge: a live source never waits for analysis", .ownThread)
 struct CaptureEdgeTests {
-    /// Waits until `count` frames of a `ShutterCamera` the test released are captured: the capture thread's pace,
-    /// polled (the edge has no hook for tests), not a length of time.
-    static func captured(_ edge: CaptureEdge, _ count: Int) {
-        while edge.snapshot.captured < count { Thread.sleep(forTimeInterval: 0.001) }
-    }
-
     /// Takes every frame, spending `work` seconds on each; returns the frames taken.
     func drain(_ edge: CaptureEdge, work: Double) throws -> [Frame] {
         var taken: [Frame] = []
@@ -74,10 +83,9 @@ struct CaptureEdgeTests {
         let camera = ShutterCamera(count: 30)
         let edge = CaptureEdge(camera, capacity: 2, policy: .dropOldest)
         edge.start()
-        func captured(_ count: Int) { Self.captured(edge, count) }
         // Ten frames while analysis is busy: the two newest wait, the eight before them are dropped.
         camera.release(10)
-        captured(10)
+        camera.captured(10)
         var taken = [try #require(try edge.next()), try #require(try edge.next())]
         #expect(taken.map(\.index) == [8, 9])
         #expect(edge.snapshot == CaptureEdge.Counts(captured: 10, delivered: 2, dropped: 8))
@@ -89,7 +97,7 @@ struct CaptureEdgeTests {
         }
         // Another burst, then the end: the newest two, and every frame counted once.
         camera.release(10)
-        captured(30)
+        camera.captured(30)
         while let frame = try edge.next() { taken.append(frame) }
         #expect(taken.suffix(2).map(\.index) == [28, 29])
         #expect(edge.snapshot == CaptureEdge.Counts(captured: 30, delivered: taken.count, dropped: 30 - taken.count))
@@ -110,18 +118,17 @@ struct CaptureEdgeTests {
         let edgeB = CaptureEdge(b, capacity: 8, policy: .dropOldest, pool: pool)
         edgeA.start()
         edgeB.start()
-        let captured = Self.captured
         func take(_ edge: CaptureEdge, _ count: Int) throws -> [Int] {
             try (0..<count).map { _ in try #require(try edge.next()).index }
         }
         // A burst on A: its own two and the whole budget (three), its oldest dropped.
         a.release(6)
-        captured(edgeA, 6)
+        a.captured(6)
         #expect(pool.used.now == 3 * frame)
         #expect(edgeA.snapshot == CaptureEdge.Counts(captured: 6, delivered: 0, dropped: 1))
         // B meanwhile: its own two still, nothing from the spent budget.
         b.release(4)
-        captured(edgeB, 4)
+        b.captured(4)
         #expect(try take(edgeB, 2) == [2, 3])
         #expect(edgeB.snapshot.dropped == 2)
         // A analysed: every place back.
@@ -129,7 +136,7 @@ struct CaptureEdgeTests {
         #expect(pool.used.now == 0)
         // Now B draws: four frames held, none dropped.
         b.release(4)
-        captured(edgeB, 8)
+        b.captured(8)
         #expect(edgeB.snapshot.dropped == 2)
         #expect(pool.used.now == 2 * frame)
         // Stopped with frames waiting: their places go back too.
@@ -141,14 +148,14 @@ struct CaptureEdgeTests {
         let edgeC = CaptureEdge(c, capacity: 3, policy: .dropOldest, pool: FramePool(bytes: 100 * frame))
         edgeC.start()
         c.release(5)
-        captured(edgeC, 5)
+        c.captured(5)
         #expect(try take(edgeC, 3) == [2, 3, 4])
         // ... nor past one below its own two.
         let d = ShutterCamera(count: 3)
         let edgeD = CaptureEdge(d, capacity: 1, policy: .dropOldest, pool: FramePool(bytes: 100 * frame))
         edgeD.start()
         d.release(3)
-        captured(edgeD, 3)
+        d.captured(3)
         #expect(try take(edgeD, 1) == [2])
         edgeA.stop()
         edgeC.stop()
