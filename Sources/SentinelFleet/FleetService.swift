@@ -44,7 +44,7 @@ public struct FleetService: Sendable {
         self.live = live
         let broadcaster = Broadcaster(telemetry: telemetry)
         let hub = Hub(bound: definition.store.bufferEvents, telemetry: telemetry)
-        let writer = StoreWriter(
+        let log = StoreWriter.services(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
             publishing: publishing, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
             logger: logger)
@@ -57,13 +57,12 @@ public struct FleetService: Sendable {
             tokens: tokens, publishing: publishing, logger: logger)
         // The gauge's readings are due by the clock: a fleet has no frames to tick it.
         let clock = GaugeClock(hub: hub)
-        // Started in this order, stopped in reverse: the ingest first, then the writer, then the server.
+        // Started in this order, stopped in reverse: the ingest first, then the writer, retention and (of a shared
+        // log) the follower, then the server.
         group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: api.application(onListening: onListening)), .init(service: writer),
-                    .init(service: clock), .init(service: ingest),
-                ],
+                services: [.init(service: api.application(onListening: onListening))]
+                    + log.map { .init(service: $0) } + [.init(service: clock), .init(service: ingest)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
     }
 

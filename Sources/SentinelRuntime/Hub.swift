@@ -22,9 +22,10 @@ public final class Hub: Sendable {
         /// A visitor event as the mask let it through; `capturedAt` is when its frame was captured, if known (for the
         /// latency metric); `origin` where it was logged first, if another box forwarded it.
         case event(Masked, capturedAt: ContinuousClock.Instant?, origin: Publication.Origin? = nil)
-        /// A frame was processed at this time (media time on the wall clock): the gauge may publish a reading.
+        /// A frame was processed at this time (media time on the wall clock): the gauge may make a reading once what
+        /// came before is committed.
         case tick(Date)
-        /// What the writer made of an event or a tick and the store refused: put back to be written as it is.
+        /// A gauge reading, the gauge's own or one another box forwarded: logged as it is.
         case publication(Publication, capturedAt: ContinuousClock.Instant?)
     }
 
@@ -73,6 +74,11 @@ public final class Hub: Sendable {
     @discardableResult
     public func forward(_ reading: GaugeReading, origin: Publication.Origin) -> Int {
         append(.publication(.gauge(reading, origin: origin), capturedAt: nil))
+    }
+
+    /// The gauge's reading, made when a tick was committed: logged in the gauge's stream.
+    func publish(_ reading: GaugeReading) {
+        append(.publication(.gauge(reading), capturedAt: nil))
     }
 
     /// How many forwarded entries, the oldest first, are settled: committed by the writer (or found logged already),
@@ -129,11 +135,11 @@ public final class Hub: Sendable {
         report(dropped: 0, depth: depth)
     }
 
-    /// Puts back what the writer made of the `taken` entries last taken, the store having refused it: ahead of what
-    /// arrived since (still within the bound).
-    func putBack(_ batch: [Entry], taken: Int) {
+    /// Puts back the entries last taken, the store having refused them: ahead of what arrived since (still within
+    /// the bound).
+    func putBack(_ batch: [Entry]) {
         let (dropped, depth) = queue.withLock { queue in
-            queue.writing -= taken
+            queue.writing -= batch.count
             queue.pending.insert(contentsOf: batch, at: 0)
             return (queue.trim(to: bound), queue.held)
         }
@@ -156,12 +162,16 @@ public final class Hub: Sendable {
 }
 
 extension Hub.Entry {
-    /// Whether another box logged it first.
-    var isForwarded: Bool {
+    /// What the entry asks the log to hold; nil for a tick.
+    var publication: Publication? {
         switch self {
-        case .event(_, _, let origin): origin != nil
-        case .tick: false
-        case .publication(let publication, _): publication.origin != nil
+        case .event(let masked, _, let origin):
+            .visitor(stored: masked.stored, published: masked.published, origin: origin)
+        case .tick: nil
+        case .publication(let publication, _): publication
         }
     }
+
+    /// Whether another box logged it first.
+    var isForwarded: Bool { publication?.origin != nil }
 }

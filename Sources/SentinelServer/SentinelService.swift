@@ -72,7 +72,7 @@ public struct SentinelService: Sendable {
         broadcaster = Broadcaster(telemetry: telemetry)
         let hub = Hub(bound: service.store.bufferEvents, telemetry: telemetry)
         self.hub = hub
-        let writer = StoreWriter(
+        let log = StoreWriter.services(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
             publishing: publishing, clientBufferEvents: server.clientBufferEvents,
             telemetry: telemetry, logger: logger)
@@ -98,15 +98,15 @@ public struct SentinelService: Sendable {
                 keys: keys, hub: hub,
                 live: live, telemetry: telemetry, pool: pool, logger: logger)
         }
-        // Started in this order, stopped in reverse: sources first, then the writer, then the MQTT output (which
-        // forwards what the writer stored last), then the server. A source that ends (a recording played once)
+        // Started in this order, stopped in reverse: sources first, then the writer and retention, then the MQTT
+        // output (which forwards what the writer stored last), then the server. A source that ends (a recording played once)
         // leaves the rest running.
         typealias Entry = ServiceGroupConfiguration.ServiceConfiguration
         let services: [Entry] =
             [Entry(service: app)]
             + (mqtt.map {
                 [Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)]
-            } ?? []) + [Entry(service: writer)]
+            } ?? []) + log.map { Entry(service: $0) }
             + sources.map {
                 Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)
             }

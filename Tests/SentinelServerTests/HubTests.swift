@@ -52,7 +52,7 @@ struct HubTests {
         #expect(hub.counts == (waiting: 4, dropped: 1))
         #expect(depth() == 4)
         // A batch the store refused goes back ahead of what waits, within the bound.
-        hub.putBack(taken, taken: 2)
+        hub.putBack(taken)
         hub.tick(time: Date(timeIntervalSince1970: 8))
         #expect(times(hub.take(limit: 10)) == ["tick 5", "event 6", "event 7", "tick 8"])
         #expect(hub.counts == (waiting: 4, dropped: 2))
