@@ -30,12 +30,14 @@ public struct FleetService: Sendable {
         let (definition, tokens) = try Self.preflight(definition: definition, options: options)
         let server = definition.server
         try server.checkListening()
-        if let database = definition.database, options.databasePath == nil {
-            store = try await PostgresEventStore.open(database, logger: logger)
-        } else {
-            store = try EventStore(
+        let pool: PostgresEventStore? =
+            if let database = definition.database, options.databasePath == nil {
+                try await PostgresEventStore.open(database, logger: logger)
+            } else { nil }
+        store =
+            try pool
+            ?? EventStore(
                 path: options.databasePath ?? definition.store.path, group: definition.store.group, ownsVisits: false)
-        }
         let telemetry = Telemetry()
         self.telemetry = telemetry
         let publishing = definition.publishing
@@ -58,10 +60,11 @@ public struct FleetService: Sendable {
         // The gauge's readings are due by the clock: a fleet has no frames to tick it.
         let clock = GaugeClock(hub: hub)
         // Started in this order, stopped in reverse: the ingest first, then the writer, retention and (of a shared
-        // log) the follower, then the server.
+        // log) the follower, then the server, and last the PostgreSQL log's connections.
         group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: api.application(onListening: onListening))]
+                services: (pool.map { [.init(service: $0)] } ?? [])
+                    + [.init(service: api.application(onListening: onListening))]
                     + log.map { .init(service: $0) } + [.init(service: clock), .init(service: ingest)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
     }

@@ -6,6 +6,7 @@ import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
 public import SentinelStore
+public import ServiceLifecycle
 import Synchronization
 
 /// The event log on a PostgreSQL server, shared by the replicas of a fleet: the same tables, guarantees and answers
@@ -16,24 +17,36 @@ import Synchronization
 /// id that commits later. A forwarded event's origin (site, id) is unique in the log: a message the broker delivers
 /// to a second replica after the first stored it (the first died before acknowledging) is left out, whichever
 /// replica sees it and in whatever order.
-public final class PostgresEventStore: EventLog {
+///
+/// The log is a service: its `run()` runs the connection pool (every query waits for it) and, when it stops, gives
+/// up the lead. It goes in the service group before what queries the log, so it stops after them; outside a group,
+/// run it beside the work (`async let`).
+public final class PostgresEventStore: EventLog, Service {
     public let location: String
     public var interrupted: [Data] { [] }
     public var isShared: Bool { true }
     let client: PostgresClient
-    let runner: Task<Void, Never>
     let logger: Logger
-    /// The connection of its own on which this replica holds (or tries for) the lead.
+    /// How to open a connection of its own: for migrating, and for holding (or trying for) the lead.
     let leadConnection: PostgresConnection.Configuration
-    private let lead = Mutex<(connection: PostgresConnection?, held: Bool)>((nil, false))
+    private let lead = Mutex(Lead())
+    /// Opens when `run()` starts the pool: a query waits for it there rather than lease from a pool not running.
+    private let running = Gate()
+
+    private struct Lead {
+        var connection: PostgresConnection?
+        var held = false
+        /// The log has stopped (`run()` ended): no connection is opened again.
+        var stopped = false
+    }
 
     /// Appends take this lock, migrations the next, the lead the third: numbers no other program is likely to use.
     static let appendLock: Int64 = 0x5345_4e54_0001
     static let migrationLock: Int64 = 0x5345_4e54_0002
     static let leadLock: Int64 = 0x5345_4e54_0003
 
-    /// Connects, waits for the server (at most `timeout`) and migrates the schema. A fleet's visits are its sites' to
-    /// close, so nothing is closed as interrupted here.
+    /// Waits for the server (at most `timeout`) and migrates the schema, on a connection of its own; the pool starts
+    /// with `run()`. A fleet's visits are its sites' to close, so nothing is closed as interrupted here.
     public static func open(_ server: DatabaseServer, logger: Logger, timeout: Duration = .seconds(15))
         async throws(StoreError) -> PostgresEventStore
     {
@@ -69,12 +82,7 @@ public final class PostgresEventStore: EventLog {
                 host: endpoint.host, port: endpoint.port, username: endpoint.user, password: password,
                 database: endpoint.database, tls: leadTLS),
             logger: logger)
-        do {
-            try await store.within(timeout) { try await store.migrate() }
-        } catch {
-            store.relinquish()
-            throw error
-        }
+        try await store.within(timeout) { try await store.migrate() }
         return store
     }
 
@@ -85,28 +93,30 @@ public final class PostgresEventStore: EventLog {
         self.client = client
         self.leadConnection = leadConnection
         self.logger = logger
-        // The pool's own loop: every query waits for it, so it must not queue behind ordinary work on a busy
-        // machine (at the default priority, a test run's backlog held it back past the 15 s open timeout).
-        runner = Task(priority: .high) { await client.run() }
     }
 
-    deinit { relinquish() }
-
-    /// Closes the connections, and with the lead's the lead.
-    public func relinquish() {
-        runner.cancel()
-        if let connection = lead.withLock({ state in
-            defer { state = (nil, false) }
+    /// Runs the connection pool until the service group shuts down (or the task is cancelled), then closes the
+    /// lead's connection, and with it the lead.
+    public func run() async {
+        running.open()
+        await client.run()
+        let connection = lead.withLock { state in
+            defer { state = Lead(stopped: true) }
             return state.connection
-        }) {
-            Task { try? await connection.close() }
         }
+        try? await connection?.close()
     }
+
+    /// Nothing is left to give up once `run()` has ended: the pool has stopped and the lead is closed.
+    public func relinquish() {}
 
     /// One replica leads: the one holding a session advisory lock on a connection of its own. When it dies its
     /// session ends, the server releases the lock, and the next replica to ask takes the lead.
     public func leads() async -> Bool {
-        let (held, open) = lead.withLock { ($0.held, $0.connection.map { !$0.isClosed } ?? false) }
+        let (held, open, stopped) = lead.withLock {
+            ($0.held, $0.connection.map { !$0.isClosed } ?? false, $0.stopped)
+        }
+        if stopped { return false }
         if held && open { return true }
         do {
             let connection: PostgresConnection
@@ -121,11 +131,19 @@ public final class PostgresEventStore: EventLog {
             ).decode(Bool.self) {
                 taken = value
             }
-            lead.withLock { $0 = (connection, taken) }
+            let kept = lead.withLock { state in
+                guard !state.stopped else { return false }
+                (state.connection, state.held) = (connection, taken)
+                return true
+            }
+            guard kept else {
+                try? await connection.close()
+                return false
+            }
             if taken && !held { logger.notice("this replica leads", metadata: ["database": "\(location)"]) }
             return taken
         } catch {
-            lead.withLock { $0 = (nil, false) }
+            lead.withLock { ($0.connection, $0.held) = (nil, false) }
             return false
         }
     }
@@ -149,16 +167,18 @@ public final class PostgresEventStore: EventLog {
         }
     }
 
-    /// Runs `body`, its errors said as a store's: which server, and the server's own message.
+    /// Runs `body` on the pool once it runs, its errors said as a store's: which server, and the server's own
+    /// message.
     func guarded<T>(_ body: () async throws -> T) async throws(StoreError) -> T {
+        await running.wait()
         do { return try await body() } catch { throw failure(error) }
     }
 
-    /// Runs `body`, or fails with `cannotOpen` once `timeout` has passed (the pool waits for a server that is down).
+    /// Runs `body`, or fails with `cannotOpen` once `timeout` has passed (a server that is down is asked again).
     func within(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Void)
         async throws(StoreError)
     {
-        try await guarded {
+        do {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     try await body()
@@ -177,6 +197,8 @@ public final class PostgresEventStore: EventLog {
                             + "accept this user from this host? see its log)")
                 }
             }
+        } catch {
+            throw failure(error)
         }
     }
 
@@ -206,6 +228,30 @@ public final class PostgresEventStore: EventLog {
             return StoreError(code, "database \(location): \(message) (SQLSTATE \(state))", underlying: error)
         default:
             return StoreError(.other, "database \(location): \(error)", underlying: error)
+        }
+    }
+}
+
+/// Opens once; whoever waits before then resumes when it does.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func open() {
+        let waiters = state.withLock { state in
+            defer { state = (true, []) }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        guard !state.withLock({ $0.open }) else { return }
+        await withCheckedContinuation { continuation in
+            let open = state.withLock { state in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
         }
     }
 }

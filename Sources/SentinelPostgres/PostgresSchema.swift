@@ -75,10 +75,35 @@ extension PostgresEventStore {
         ),
     ]
 
-    /// Applies the migrations this database lacks, one replica at a time (an advisory lock), in one transaction. A
-    /// database migrated by a newer Sentinel is refused rather than written with an older idea of its tables.
+    /// Applies the migrations this database lacks, one replica at a time (an advisory lock), in one transaction, on a
+    /// connection of its own (the pool has not started). A database migrated by a newer Sentinel is refused rather
+    /// than written with an older idea of its tables.
     func migrate() async throws {
-        try await client.withTransaction(logger: logger) { db in
+        let connection = try await connect()
+        do {
+            try await apply(on: connection)
+            try await connection.close()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    /// A connection of its own, once the server answers: a server that is not up yet (refused, unreachable) is
+    /// asked again every 250 ms until the caller's timeout; one that answers with an error (a wrong password) is
+    /// that error at once.
+    private func connect() async throws -> PostgresConnection {
+        while true {
+            do {
+                return try await PostgresConnection.connect(configuration: leadConnection, id: 1, logger: logger)
+            } catch let error as PSQLError where error.serverInfo == nil && !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+
+    private func apply(on connection: PostgresConnection) async throws {
+        try await connection.withTransaction(logger: logger) { db in
             try await db.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
             try await db.query(
                 "CREATE TABLE IF NOT EXISTS sentinel_migrations (name text PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())",

@@ -87,12 +87,16 @@ struct BenchFleet: AsyncParsableCommand {
         logger.logLevel = .error
         // The log as it grows: the shared PostgreSQL store, or the SQLite file read beside the fleet that owns it.
         let follow: @Sendable (Int64) async throws -> [(id: Int64, streamId: String, type: String, payload: Data)]
-        var shared: PostgresEventStore?
+        var opened: PostgresEventStore?
         if let database {
             var server = DatabaseServer(url: database.url)
             server.tls = .disable
-            let store = try await PostgresEventStore.open(server, logger: logger)
-            shared = store
+            opened = try await PostgresEventStore.open(server, logger: logger)
+        }
+        // The log's connections run beside the bench, and stop with it.
+        let shared = opened
+        async let _ = shared?.run()
+        if let store = shared {
             follow = { after in
                 try await store.events(after: after, limit: 10_000).map {
                     ($0.id, $0.streamId, $0.type.rawValue, $0.payload)
@@ -111,7 +115,6 @@ struct BenchFleet: AsyncParsableCommand {
                 }.map { ($0["id"], $0["streamId"], $0["type"], Data(($0["payload"] as String).utf8)) }
             }
         }
-        defer { shared?.relinquish() }
         // Sites share at most 100 connections (site i on connection i % 100, so each site's events stay in order):
         // libmosquitto's loop waits with select(), which cannot watch a descriptor numbered past 1,023, and a
         // connection takes three of this process's descriptors.

@@ -78,10 +78,6 @@ struct CommitTests {
         database.tls = .disable
         let mine = try await PostgresEventStore.open(database, logger: logger)
         let other = try await PostgresEventStore.open(database, logger: logger)
-        defer {
-            mine.relinquish()
-            other.relinquish()
-        }
         var policy = PrivacyPolicy()
         policy.minGroupSize = 1
         let telemetry = Telemetry()
@@ -93,9 +89,9 @@ struct CommitTests {
             store: mine, hub: hub, broadcaster: broadcaster, live: live, policy: policy, publishing: publishing,
             clientBufferEvents: 256, telemetry: telemetry, logger: logger)
         #expect(services.count == 3 && services.first is LogFollower)
-
+        // Each log's connections and this replica's services, as its service group runs them.
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services { group.addTask { try await service.run() } }
+            for service in [mine, other] + services { group.addTask { try await service.run() } }
             defer { group.cancelAll() }
             var mask = PrivacyMask(policy: policy, keys: try PseudonymKeyRing())
             func logged(_ enough: ([LoggedEvent]) -> Bool) async throws -> [LoggedEvent] {

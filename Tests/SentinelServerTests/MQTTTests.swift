@@ -978,7 +978,7 @@ struct FleetTests {
         var server = DatabaseServer(url: database.url)
         server.tls = .disable
         let log = try await PostgresEventStore.open(server, logger: logger)
-        defer { log.relinquish() }
+        async let _ = log.run()
         var visitors: [String] = []
         _ = try await Self.poll {
             visitors = try await log.events(after: 0, limit: 10_000).filter { $0.type == .visitor(.entered) }.map {

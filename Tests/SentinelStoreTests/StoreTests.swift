@@ -64,29 +64,45 @@ enum LogKind: String, CaseIterable, CustomTestStringConvertible {
 
     var testDescription: String { rawValue }
 
-    /// A new, empty log, and how to open it again (as the next process, or a second replica, would).
-    func make() async throws -> (log: any EventLog, reopen: () async throws -> any EventLog, server: PostgresServer?) {
+    /// Runs `body` with a new, empty log and a way to open it again (as the next process, or a second replica,
+    /// would). A PostgreSQL log's connections run beside the body, as a service group runs them, and stop with it.
+    func with(
+        _ body: (_ log: any EventLog, _ reopen: () async throws -> any EventLog) async throws -> Void
+    ) async throws {
         switch self {
         case .sqlite:
             let path = try temporaryDatabase()
             let log = try EventStore(path: path)
-            return (
-                log,
-                {
-                    log.relinquish()
-                    return try EventStore(path: path)
-                }, nil
-            )
+            try await body(log) {
+                log.relinquish()
+                return try EventStore(path: path)
+            }
         case .postgres:
             let server = try await PostgresServer()
+            defer { server.stop() }
+            let database = server.plain
             var logger = Logger(label: "test-postgres")
             logger.logLevel = .warning
-            let database = DatabaseServer(url: server.url)
-            var plain = database
-            plain.tls = .disable
-            let log = try await PostgresEventStore.open(plain, logger: logger)
-            return (log, { try await PostgresEventStore.open(plain, logger: logger) }, server)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                defer { group.cancelAll() }
+                let log = try await PostgresEventStore.open(database, logger: logger)
+                group.addTask { await log.run() }
+                try await body(log) {
+                    let again = try await PostgresEventStore.open(database, logger: logger)
+                    group.addTask { await again.run() }
+                    return again
+                }
+            }
         }
+    }
+}
+
+extension PostgresServer {
+    /// The server as a pipeline file names it, without TLS (the test cluster has none).
+    var plain: DatabaseServer {
+        var database = DatabaseServer(url: url)
+        database.tls = .disable
+        return database
     }
 }
 
@@ -101,109 +117,118 @@ struct StoreTests {
         "the log assigns increasing ids and gap-free sequence numbers per stream, across a reopen",
         arguments: LogKind.allCases)
     func idsAndSequences(kind: LogKind) async throws {
-        let (log, reopen, server) = try await kind.make()
-        defer { server?.stop() }
-        var visit = Visit(start: start)
-        let first = try await log.append(try visit.whole() + [.gauge(reading(at: 7))])
-        #expect(first.map(\.id) == [1, 2, 3, 4, 5])
-        #expect(first.map(\.sequenceNumber) == [1, 2, 3, 4, 1])
-        #expect(first.map(\.streamId) == ["cam", "cam", "cam", "cam", "sentiment"])
-        let again = try await reopen()
-        let second = try await again.append(try visit.whole(id: "cam#1#2", at: 10) + [.gauge(reading(at: 17))])
-        #expect(second.map(\.id) == [6, 7, 8, 9, 10])
-        #expect(second.map(\.sequenceNumber) == [5, 6, 7, 8, 2])
-        #expect(try await again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
-        #expect(try await again.events(after: 0, limit: 20) == first + second)
-        #expect(try await again.logBounds() == (floor: 0, last: 10))
+        try await kind.with { log, reopen in
+            var visit = Visit(start: start)
+            let first = try await log.append(try visit.whole() + [.gauge(reading(at: 7))])
+            #expect(first.map(\.id) == [1, 2, 3, 4, 5])
+            #expect(first.map(\.sequenceNumber) == [1, 2, 3, 4, 1])
+            #expect(first.map(\.streamId) == ["cam", "cam", "cam", "cam", "sentiment"])
+            let again = try await reopen()
+            let second = try await again.append(try visit.whole(id: "cam#1#2", at: 10) + [.gauge(reading(at: 17))])
+            #expect(second.map(\.id) == [6, 7, 8, 9, 10])
+            #expect(second.map(\.sequenceNumber) == [5, 6, 7, 8, 2])
+            #expect(try await again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
+            #expect(try await again.events(after: 0, limit: 20) == first + second)
+            #expect(try await again.logBounds() == (floor: 0, last: 10))
+        }
     }
 
     @Test("a forwarded event is logged once: its site's id again is left out", arguments: LogKind.allCases)
     func forwardedOnce(kind: LogKind) async throws {
-        let (log, reopen, server) = try await kind.make()
-        defer { server?.stop() }
-        func forwarded(_ ids: [Int64]) -> [Publication] {
-            ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
+        try await kind.with { log, reopen in
+            func forwarded(_ ids: [Int64]) -> [Publication] {
+                ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
+            }
+            let first = try await log.append(forwarded([1, 2, 3]))
+            #expect(first.map(\.streamId) == Array(repeating: "paris-1/sentiment", count: 3))
+            let second = try await reopen().append(forwarded([2, 4, 3]))
+            #expect(second.map(\.id) == [4] && second.map(\.sequenceNumber) == [4])
+            #expect(try await log.received() == ["paris-1": 4])
+            #expect(try await log.events(after: 0, limit: 10).count == 4)
         }
-        let first = try await log.append(forwarded([1, 2, 3]))
-        #expect(first.map(\.streamId) == Array(repeating: "paris-1/sentiment", count: 3))
-        let second = try await reopen().append(forwarded([2, 4, 3]))
-        #expect(second.map(\.id) == [4] && second.map(\.sequenceNumber) == [4])
-        #expect(try await log.received() == ["paris-1": 4])
-        #expect(try await log.events(after: 0, limit: 10).count == 4)
     }
 
     @Test(
         "a forwarded event deleted by retention is still known: a site sending it again (a broker replaying old messages) is not stored twice",
         arguments: LogKind.allCases)
     func forwardedOnceAfterRetention(kind: LogKind) async throws {
-        let (log, reopen, server) = try await kind.make()
-        defer { server?.stop() }
-        func forwarded(_ ids: [Int64]) -> [Publication] {
-            ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
+        try await kind.with { log, reopen in
+            func forwarded(_ ids: [Int64]) -> [Publication] {
+                ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
+            }
+            _ = try await log.append(forwarded([1, 2, 3]))
+            var retained = log as! any RetentionTarget
+            #expect(try await retained.deleteRecords(olderThan: start.addingTimeInterval(10)) > 0)
+            #expect(try await log.events(after: 0, limit: 10).isEmpty)
+            let again = try await reopen().append(forwarded([2, 3, 4]))
+            #expect(again.count == 1 && again.first?.id == 4, "\(again.map(\.id))")
         }
-        _ = try await log.append(forwarded([1, 2, 3]))
-        var retained = log as! any RetentionTarget
-        #expect(try await retained.deleteRecords(olderThan: start.addingTimeInterval(10)) > 0)
-        #expect(try await log.events(after: 0, limit: 10).isEmpty)
-        let again = try await reopen().append(forwarded([2, 3, 4]))
-        #expect(again.count == 1 && again.first?.id == 4, "\(again.map(\.id))")
     }
 
     @Test(
         "a store over privacy.retention.maxMegabytes loses its oldest records first, down to under the bound; counted apart from age",
         arguments: LogKind.allCases)
     func sizeBound(kind: LogKind) async throws {
-        let (store, _, server) = try await kind.make()
-        defer { server?.stop() }
-        var visit = Visit(start: start)
-        for n in 0..<300 {
-            _ = try await store.append(try visit.whole(id: "cam#1#\(n + 1)", at: Double(n) * 60))
+        try await kind.with { store, _ in
+            var visit = Visit(start: start)
+            for n in 0..<300 {
+                _ = try await store.append(try visit.whole(id: "cam#1#\(n + 1)", at: Double(n) * 60))
+            }
+            var target = store as! any RetentionTarget
+            let (before, events) = try await target.storedSize()
+            #expect(events == 1_200 && before > 0)
+            var policy = RetentionPolicy()
+            policy.maxBytes = Double(before) / 2
+            var job = RetentionJob(policy: policy)
+            let run = try #require(try await job.runIfDue(now: start.addingTimeInterval(300 * 60), on: &target))
+            let (after, left) = try await target.storedSize()
+            #expect(run.byAge == 0 && run.bySize > 0, "\(run)")
+            #expect(Double(after) <= policy.maxBytes, "\(after) bytes left of \(before), bound \(policy.maxBytes)")
+            // The newest kept, the oldest gone: what is left is a tail of the log.
+            let kept = try await store.events(after: 0, limit: 2_000)
+            #expect(kept.count == left && left > 0 && kept.last?.id == 1_200)
+            #expect(kept.map(\.id) == Array((1_200 - Int64(left) + 1)...1_200))
         }
-        var target = store as! any RetentionTarget
-        let (before, events) = try await target.storedSize()
-        #expect(events == 1_200 && before > 0)
-        var policy = RetentionPolicy()
-        policy.maxBytes = Double(before) / 2
-        var job = RetentionJob(policy: policy)
-        let run = try #require(try await job.runIfDue(now: start.addingTimeInterval(300 * 60), on: &target))
-        let (after, left) = try await target.storedSize()
-        #expect(run.byAge == 0 && run.bySize > 0, "\(run)")
-        #expect(Double(after) <= policy.maxBytes, "\(after) bytes left of \(before), bound \(policy.maxBytes)")
-        // The newest kept, the oldest gone: what is left is a tail of the log.
-        let kept = try await store.events(after: 0, limit: 2_000)
-        #expect(kept.count == left && left > 0 && kept.last?.id == 1_200)
-        #expect(kept.map(\.id) == Array((1_200 - Int64(left) + 1)...1_200))
     }
 
     @Test(
         "a burst that shares one second is cut by the order it was logged in, not by its time",
         arguments: LogKind.allCases)
     func sizeBoundInABurst(kind: LogKind) async throws {
-        let (store, _, server) = try await kind.make()
-        defer { server?.stop() }
-        var visit = Visit(start: start)
-        _ = try await store.append(try (1...1_000).map { try visit.publication(.entered, id: "cam#1#\($0)", at: 0) })
-        var target = store as! any RetentionTarget
-        let (before, _) = try await target.storedSize()
-        var policy = RetentionPolicy()
-        policy.maxBytes = Double(before) / 2
-        var job = RetentionJob(policy: policy)
-        let run = try #require(try await job.runIfDue(now: start.addingTimeInterval(60), on: &target))
-        let (after, left) = try await target.storedSize()
-        #expect(run.bySize > 0 && Double(after) <= policy.maxBytes, "\(run): \(after) bytes left of \(before)")
-        let kept = try await store.events(after: 0, limit: 2_000)
-        #expect(kept.map(\.id) == Array((1_000 - Int64(left) + 1)...1_000))
+        try await kind.with { store, _ in
+            var visit = Visit(start: start)
+            _ = try await store.append(
+                try (1...1_000).map { try visit.publication(.entered, id: "cam#1#\($0)", at: 0) })
+            var target = store as! any RetentionTarget
+            let (before, _) = try await target.storedSize()
+            var policy = RetentionPolicy()
+            policy.maxBytes = Double(before) / 2
+            var job = RetentionJob(policy: policy)
+            let run = try #require(try await job.runIfDue(now: start.addingTimeInterval(60), on: &target))
+            let (after, left) = try await target.storedSize()
+            #expect(run.bySize > 0 && Double(after) <= policy.maxBytes, "\(run): \(after) bytes left of \(before)")
+            let kept = try await store.events(after: 0, limit: 2_000)
+            #expect(kept.map(\.id) == Array((1_000 - Int64(left) + 1)...1_000))
+        }
     }
 
     @Test("one replica of a PostgreSQL log leads at a time; when it goes, the next to ask takes the lead")
     func oneLeader() async throws {
-        let (first, open, server) = try await LogKind.postgres.make()
-        defer { server?.stop() }
-        let second = try await open()
-        #expect(await first.leads())
-        #expect(await first.leads())
-        #expect(await !second.leads())
-        first.relinquish()
+        let server = try await PostgresServer()
+        defer { server.stop() }
+        var logger = Logger(label: "test-postgres")
+        logger.logLevel = .warning
+        let second = try await PostgresEventStore.open(server.plain, logger: logger)
+        async let _ = second.run()
+        // The first replica runs until it goes: its connections stop, and with them its lead.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let first = try await PostgresEventStore.open(server.plain, logger: logger)
+            group.addTask { await first.run() }
+            #expect(await first.leads())
+            #expect(await first.leads())
+            #expect(await !second.leads())
+            group.cancelAll()
+        }
         var taken = await second.leads()
         for _ in 0..<50 {
             if taken { break }
@@ -217,31 +242,31 @@ struct StoreTests {
 
     @Test("replicas appending to one PostgreSQL log at once: each origin once, ids and sequence numbers without gaps")
     func replicasShareTheLog() async throws {
-        let (first, open, server) = try await LogKind.postgres.make()
-        defer { server?.stop() }
-        let second = try await open()
-        // Each replica gets its share of a site's messages, and the same few (a broker delivering again what a dead
-        // replica never acknowledged) overlap: ids 1-205, 50 of them twice.
-        func batches(offset: Int64) -> [[Publication]] {
-            (0..<Int64(20)).map { (batch: Int64) -> [Publication] in
-                (Int64(1)...10).map { (i: Int64) -> Publication in
-                    let id: Int64 = batch * 10 + i + offset
-                    return Publication.gauge(reading(at: Double(id)), origin: .init(site: "lyon-2", id: id))
+        try await LogKind.postgres.with { first, open in
+            let second = try await open()
+            // Each replica gets its share of a site's messages, and the same few (a broker delivering again what a dead
+            // replica never acknowledged) overlap: ids 1-205, 50 of them twice.
+            func batches(offset: Int64) -> [[Publication]] {
+                (0..<Int64(20)).map { (batch: Int64) -> [Publication] in
+                    (Int64(1)...10).map { (i: Int64) -> Publication in
+                        let id: Int64 = batch * 10 + i + offset
+                        return Publication.gauge(reading(at: Double(id)), origin: .init(site: "lyon-2", id: id))
+                    }
                 }
             }
+            async let one: Void = { for batch in batches(offset: 0) { _ = try await first.append(batch) } }()
+            async let two: Void = { for batch in batches(offset: 5) { _ = try await second.append(batch) } }()
+            _ = try await (one, two)
+            let log = try await first.events(after: 0, limit: 1_000)
+            #expect(log.map(\.id) == Array(1...205))
+            #expect(log.map(\.sequenceNumber) == Array(1...205))
+            let decoder = JSONDecoder.sentinel()
+            let seconds = try log.map {
+                try decoder.decode(GaugeReading.self, from: $0.payload).time.timeIntervalSince(start)
+            }
+            #expect(Set(seconds) == Set((1...205).map(Double.init)))
+            #expect(try await second.received() == ["lyon-2": 205])
         }
-        async let one: Void = { for batch in batches(offset: 0) { _ = try await first.append(batch) } }()
-        async let two: Void = { for batch in batches(offset: 5) { _ = try await second.append(batch) } }()
-        _ = try await (one, two)
-        let log = try await first.events(after: 0, limit: 1_000)
-        #expect(log.map(\.id) == Array(1...205))
-        #expect(log.map(\.sequenceNumber) == Array(1...205))
-        let decoder = JSONDecoder.sentinel()
-        let seconds = try log.map {
-            try decoder.decode(GaugeReading.self, from: $0.payload).time.timeIntervalSince(start)
-        }
-        #expect(Set(seconds) == Set((1...205).map(Double.init)))
-        #expect(try await second.received() == ["lyon-2": 205])
     }
 
     @Test(
@@ -343,27 +368,27 @@ struct StoreTests {
         "visits and zone stays follow the events; the log holds exactly the published JSON", arguments: LogKind.allCases
     )
     func visitsAndStays(kind: LogKind) async throws {
-        let (store, _, server) = try await kind.make()
-        defer { server?.stop() }
-        var visit = Visit(start: start)
-        let batch = try visit.whole()
-        let logged = try await store.append(batch)
-        guard case .visitor(_, let published, _) = batch[2] else {
-            Issue.record("not a visitor event")
-            return
+        try await kind.with { store, _ in
+            var visit = Visit(start: start)
+            let batch = try visit.whole()
+            let logged = try await store.append(batch)
+            guard case .visitor(_, let published, _) = batch[2] else {
+                Issue.record("not a visitor event")
+                return
+            }
+            #expect(logged[2].payload == published.json)
+            let faceId = published.event.visitor.faceId
+            let stored = try #require(try await store.visit(faceId))
+            #expect(stored.exitReason == .lost)
+            #expect(
+                stored.stays == [
+                    .init(
+                        zone: "display", enteredAt: start.addingTimeInterval(1), exitedAt: start.addingTimeInterval(5),
+                        dwellSeconds: 4)
+                ])
+            let record = try JSONDecoder.sentinel().decode(VisitorRecord.self, from: stored.record)
+            #expect(record.state == .exited && record.faceId == faceId && record.box == nil)
         }
-        #expect(logged[2].payload == published.json)
-        let faceId = published.event.visitor.faceId
-        let stored = try #require(try await store.visit(faceId))
-        #expect(stored.exitReason == .lost)
-        #expect(
-            stored.stays == [
-                .init(
-                    zone: "display", enteredAt: start.addingTimeInterval(1), exitedAt: start.addingTimeInterval(5),
-                    dwellSeconds: 4)
-            ])
-        let record = try JSONDecoder.sentinel().decode(VisitorRecord.self, from: stored.record)
-        #expect(record.state == .exited && record.faceId == faceId && record.box == nil)
     }
 
     @Test("a visit left open by a crash is closed as interrupted when the store is opened again")
@@ -408,27 +433,27 @@ struct StoreTests {
         "retention deletes exactly the records older than the limit, and the job runs once per interval",
         arguments: LogKind.allCases)
     func retention(kind: LogKind) async throws {
-        let (store, _, server) = try await kind.make()
-        defer { server?.stop() }
-        var policy = RetentionPolicy()
-        policy.maxAgeSeconds = 30 * 86_400
-        let now = start.addingTimeInterval(40 * 86_400)
-        var visit = Visit(start: start)
-        // A visit and a reading 40 days before now (gone), and a visit that starts exactly at the limit (kept).
-        _ = try await store.append(try visit.whole(id: "cam#1#1", at: 0) + [.gauge(reading(at: 6))])
-        let limit = 10 * 86_400.0
-        _ = try await store.append(try visit.whole(id: "cam#1#2", at: limit) + [.gauge(reading(at: limit))])
-        var job = RetentionJob(policy: policy)
-        var target = store
-        // 4 events + 1 gauge event, 1 gauge row, 1 visit (its stay goes with it, not counted).
-        #expect(try await job.runIfDue(now: now, on: &target) == .init(byAge: 5 + 1 + 1))
-        #expect(try await job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
-        #expect(try await store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
-        #expect(try await store.logBounds() == (floor: 5, last: 10))
-        #expect(try await store.gaugeReadings(since: start, limit: 10).count == 1)
-        #expect(try await store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
-        let report = try await store.reportInput(from: start, to: now, source: nil)
-        #expect(report.visits.count == 1 && report.stays.count == 1 && report.moods.count == 1)
+        try await kind.with { store, _ in
+            var policy = RetentionPolicy()
+            policy.maxAgeSeconds = 30 * 86_400
+            let now = start.addingTimeInterval(40 * 86_400)
+            var visit = Visit(start: start)
+            // A visit and a reading 40 days before now (gone), and a visit that starts exactly at the limit (kept).
+            _ = try await store.append(try visit.whole(id: "cam#1#1", at: 0) + [.gauge(reading(at: 6))])
+            let limit = 10 * 86_400.0
+            _ = try await store.append(try visit.whole(id: "cam#1#2", at: limit) + [.gauge(reading(at: limit))])
+            var job = RetentionJob(policy: policy)
+            var target = store
+            // 4 events + 1 gauge event, 1 gauge row, 1 visit (its stay goes with it, not counted).
+            #expect(try await job.runIfDue(now: now, on: &target) == .init(byAge: 5 + 1 + 1))
+            #expect(try await job.runIfDue(now: now.addingTimeInterval(60), on: &target) == nil)
+            #expect(try await store.events(after: 0, limit: 100).map(\.id) == [6, 7, 8, 9, 10])
+            #expect(try await store.logBounds() == (floor: 5, last: 10))
+            #expect(try await store.gaugeReadings(since: start, limit: 10).count == 1)
+            #expect(try await store.visits(from: start, to: now, after: nil, limit: 10).records.count == 1)
+            let report = try await store.reportInput(from: start, to: now, source: nil)
+            #expect(report.visits.count == 1 && report.stays.count == 1 && report.moods.count == 1)
+        }
     }
 
     @Test("a database written by 0.4.0 is upgraded in place: its records are kept, stays now belong to visits")
@@ -493,29 +518,29 @@ struct StoreTests {
         "history pages visits overlapping a window in order of first sighting, a long visit included",
         arguments: LogKind.allCases)
     func historyPages(kind: LogKind) async throws {
-        let (store, _, server) = try await kind.make()
-        defer { server?.stop() }
-        var visit = Visit(start: start)
-        // One visit an hour for two days (the whole() visit lasts 8 s), and one that began 30 hours before the end.
-        var batch: [Publication] = []
-        for hour in 0..<48 { batch += try visit.whole(id: "cam#1#\(hour)", at: Double(hour) * 3_600) }
-        batch.append(try visit.publication(.entered, id: "cam#2#1", at: 18 * 3_600, since: 18 * 3_600))
-        batch.append(try visit.publication(.updated, id: "cam#2#1", at: 47 * 3_600 + 10, since: 18 * 3_600))
-        _ = try await store.append(batch)
-        // The last six hours: six hourly visits, and the long one (first seen before them).
-        let from = start.addingTimeInterval(42 * 3_600 - 1)
-        var seen: [Data] = []
-        var cursor: VisitCursor?
-        repeat {
-            let page = try await store.visits(from: from, to: .distantFuture, after: cursor, limit: 3)
-            seen += page.records
-            cursor = page.next
-        } while cursor != nil
-        let firstSeen = try seen.map { try JSONDecoder.sentinel().decode(VisitorRecord.self, from: $0).firstSeen! }
-        #expect(seen.count == 7)
-        #expect(firstSeen == firstSeen.sorted())
-        #expect(firstSeen.first == start.addingTimeInterval(18 * 3_600))
-        #expect(VisitCursor("garbage") == nil && VisitCursor("1.5:7")?.description == "1.5:7")
+        try await kind.with { store, _ in
+            var visit = Visit(start: start)
+            // One visit an hour for two days (the whole() visit lasts 8 s), and one that began 30 hours before the end.
+            var batch: [Publication] = []
+            for hour in 0..<48 { batch += try visit.whole(id: "cam#1#\(hour)", at: Double(hour) * 3_600) }
+            batch.append(try visit.publication(.entered, id: "cam#2#1", at: 18 * 3_600, since: 18 * 3_600))
+            batch.append(try visit.publication(.updated, id: "cam#2#1", at: 47 * 3_600 + 10, since: 18 * 3_600))
+            _ = try await store.append(batch)
+            // The last six hours: six hourly visits, and the long one (first seen before them).
+            let from = start.addingTimeInterval(42 * 3_600 - 1)
+            var seen: [Data] = []
+            var cursor: VisitCursor?
+            repeat {
+                let page = try await store.visits(from: from, to: .distantFuture, after: cursor, limit: 3)
+                seen += page.records
+                cursor = page.next
+            } while cursor != nil
+            let firstSeen = try seen.map { try JSONDecoder.sentinel().decode(VisitorRecord.self, from: $0).firstSeen! }
+            #expect(seen.count == 7)
+            #expect(firstSeen == firstSeen.sorted())
+            #expect(firstSeen.first == start.addingTimeInterval(18 * 3_600))
+            #expect(VisitCursor("garbage") == nil && VisitCursor("1.5:7")?.description == "1.5:7")
+        }
     }
 
     @Test("database failures say which file and what is wrong: full disk, locked, not a database")
