@@ -866,8 +866,17 @@ struct FleetTests {
         "two replicas in one shared-subscription group, one dies: once its session expires (broker.sessionExpiryHours) every message reaches the live one, and what the dead session held shows as missing"
     )
     func replicaDies() async throws {
-        let broker = try await MQTTBroker()
+        // The broker says every second how many sessions it keeps for clients that are away.
+        let broker = try await MQTTBroker(config: ["sys_interval 1"])
         defer { broker.stop() }
+        let watch = try MQTTClient(clientID: "sessions", cleanStart: true, sessionExpiry: 0)
+        try watch.subscribe("$SYS/broker/clients/disconnected")
+        try watch.start(MQTTEndpoint(url: broker.url)!)
+        var away: Int?
+        func sessionsAway() -> Int? {
+            for message in watch.takeMessages() { away = Int(String(decoding: message.payload, as: UTF8.self)) }
+            return away
+        }
         let folder = try Fixtures.temporaryFolder()
         // 0.001 hours: 3.6 s.
         let fleet = try await TestFleet(
@@ -894,11 +903,11 @@ struct FleetTests {
                 return try await fleet.events().filter { $0.type != .gauge }.count + taken == 6
             })
         #expect(taken > 0 && taken < 6, "the replica took \(taken) of 6")
-        // The replica dies: until its session expires, its share is queued for it.
+        // The replica dies: once the broker keeps its session, its share is queued for it until the session expires.
         replica.stop()
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.poll { sessionsAway() == 1 })
         try publish(7...12)
-        try await Task.sleep(for: .seconds(5))
+        #expect(try await Self.poll { sessionsAway() == 0 }, "the replica's session did not expire")
         try publish(13...18)
         #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 18 })
         let payloads = try await fleet.events().map { String(decoding: $0.payload, as: UTF8.self) }
@@ -915,6 +924,7 @@ struct FleetTests {
         #expect(
             health["missing"] as? Int == taken + held, "taken \(taken), held \(held), ids \(ids.sorted()), \(health)")
         lab.stop()
+        watch.stop()
         try await fleet.stop()
     }
 
