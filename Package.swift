@@ -8,6 +8,10 @@ let openCVLibraries: [LinkerSetting] = [
 ].map { .linkedLibrary($0) }
 let openCVHeaders: [CXXSetting] = [.unsafeFlags(["-I/usr/include/opencv4"])]
 
+/// The wire types (what the API, the event stream and MQTT carry), SentinelWire in the client package: one definition
+/// for the server that writes them and the apps that read them, imported where they are used.
+let wire: Target.Dependency = .product(name: "SentinelWire", package: "Client")
+
 let package = Package(
     name: "Sentinel",
     platforms: [.macOS(.v14), .iOS(.v17)],
@@ -52,6 +56,7 @@ let package = Package(
         .target(
             name: "SentinelMQTT",
             dependencies: [
+                wire,
                 "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelStore", "SentinelRuntime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -59,12 +64,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        /// Domain types shared by every layer, the wire types (SentinelWire) among them.
-        .target(name: "SentinelCore", dependencies: [.product(name: "SentinelWire", package: "Client")]),
+        /// Domain types shared by every layer beside the wire types.
+        .target(name: "SentinelCore", dependencies: [wire]),
         /// The Swift face of the bridge: images, frame sources, detectors, classifier, video writer.
         .target(
             name: "SentinelVision",
-            dependencies: ["CSentinelCV", "SentinelCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: [wire, "CSentinelCV", "SentinelCore", .product(name: "Logging", package: "swift-log")]
         ),
         /// The model manifest: where each model comes from, its checksum, and how to set it up.
         .target(
@@ -76,18 +81,18 @@ let package = Package(
             ]
         ),
         /// Reproducible sample recordings with ground truth.
-        .target(name: "SentinelSynth", dependencies: ["SentinelCore", "SentinelVision", "Yams"]),
+        .target(name: "SentinelSynth", dependencies: [wire, "SentinelCore", "SentinelVision", "Yams"]),
         /// Detections to visitors: tracker, zones, dwell, emotion smoothing, events. Pure logic, no clock or I/O.
-        .target(name: "SentinelVisitors", dependencies: ["SentinelCore"]),
+        .target(name: "SentinelVisitors", dependencies: [wire, "SentinelCore"]),
         /// The masking stage before every output: pseudonyms, field allowlists, coarse times, k-suppressed
         /// aggregates, retention. Pure logic but for the key file.
         .target(
             name: "SentinelPrivacy",
-            dependencies: ["SentinelCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [wire, "SentinelCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         /// What is computed over masked events, after the privacy stage: the sentiment gauge, occupancy (both
         /// k-suppressed, with complementary suppression) and the retention schedule.
-        .target(name: "SentinelAggregates", dependencies: ["SentinelCore", "SentinelPrivacy"]),
+        .target(name: "SentinelAggregates", dependencies: [wire, "SentinelCore", "SentinelPrivacy"]),
         /// A minimal HTTP/1.1 client over SwiftNIO, for the SSE bench and the tests (raw bytes, exact
         /// timing, streams dropped mid-way): not part of the server.
         .target(
@@ -102,6 +107,7 @@ let package = Package(
         .target(
             name: "SentinelConfig",
             dependencies: [
+                wire,
                 "SentinelCore", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "SentinelAggregates", "Yams",
             ]
         ),
@@ -109,6 +115,7 @@ let package = Package(
         .target(
             name: "SentinelPipeline",
             dependencies: [
+                wire,
                 "SentinelCore", "SentinelConfig", "SentinelVision", "SentinelVisitors", "SentinelModels",
                 "SentinelPrivacy", "SentinelAggregates", .product(name: "Logging", package: "swift-log"),
             ]
@@ -117,6 +124,7 @@ let package = Package(
         .target(
             name: "SentinelStore",
             dependencies: [
+                wire,
                 "SentinelCore", "SentinelPrivacy", "SentinelAggregates", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -125,6 +133,7 @@ let package = Package(
         .target(
             name: "SentinelRuntime",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
                 "SentinelModels", "SentinelVision",
@@ -140,6 +149,7 @@ let package = Package(
         .target(
             name: "SentinelHTTP",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
                 "SentinelRuntime",
@@ -171,6 +181,7 @@ let package = Package(
         .target(
             name: "SentinelPostgres",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelAggregates", "SentinelStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -182,6 +193,7 @@ let package = Package(
         .target(
             name: "SentinelFleet",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelPostgres",
                 "SentinelRuntime", "SentinelHTTP", "SentinelMQTT", "SentinelServer",
@@ -195,6 +207,7 @@ let package = Package(
         .target(
             name: "SentinelZoneEditor",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelModels", "SentinelPipeline", "SentinelVision",
                 "SentinelRuntime",
                 "SentinelHTTP", "SentinelServer",
@@ -207,11 +220,12 @@ let package = Package(
             ]
         ),
         /// Accuracy measurement against ground truth (pure logic).
-        .target(name: "SentinelEval", dependencies: ["SentinelCore"]),
+        .target(name: "SentinelEval", dependencies: [wire, "SentinelCore"]),
         /// Tuning on footage: search spaces, the detection cache, trials, label-free measures, the sweep and its report.
         .target(
             name: "SentinelTuning",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline",
                 "SentinelPrivacy",
                 "SentinelEval",
@@ -221,6 +235,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel-fuzz",
             dependencies: [
+                wire,
                 "SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning", "SentinelHTTP", "SentinelRuntime",
                 "SentinelVision", .product(name: "HummingbirdCore", package: "hummingbird"),
             ]
@@ -228,6 +243,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
                 "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelHTTP", "SentinelMQTT",
@@ -252,6 +268,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel-bench",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
                 "SentinelStore", "SentinelRuntime", "SentinelServer", "SentinelLoopback", "SentinelPostgres",
@@ -298,6 +315,7 @@ let package = Package(
         .testTarget(
             name: "SentinelVisionTests",
             dependencies: [
+                wire,
                 "SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -307,18 +325,21 @@ let package = Package(
             dependencies: ["SentinelModels", "SentinelTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "SentinelSynthTests",
-            dependencies: ["SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport"]
+            dependencies: [
+                wire, "SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport",
+            ]
         ),
         .testTarget(
-            name: "SentinelEvalTests", dependencies: ["SentinelEval", "SentinelCore", "SentinelTestSupport"],
+            name: "SentinelEvalTests", dependencies: [wire, "SentinelEval", "SentinelCore", "SentinelTestSupport"],
             // The reference implementations' driver (py-motmetrics, TrackEval), run by the tests.
             exclude: ["References"]),
-        .testTarget(name: "SentinelVisitorsTests", dependencies: ["SentinelVisitors", "SentinelCore"]),
+        .testTarget(name: "SentinelVisitorsTests", dependencies: [wire, "SentinelVisitors", "SentinelCore"]),
         .testTarget(
-            name: "SentinelPrivacyTests", dependencies: ["SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),
+            name: "SentinelPrivacyTests", dependencies: [wire, "SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),
         .testTarget(
             name: "SentinelStoreTests",
             dependencies: [
+                wire,
                 "SentinelStore", "SentinelPostgres", "SentinelConfig", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -328,6 +349,7 @@ let package = Package(
         .testTarget(
             name: "SentinelServerTests",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
                 "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelPostgres", "SentinelVision",
@@ -350,6 +372,7 @@ let package = Package(
         .testTarget(
             name: "SentinelPipelineTests",
             dependencies: [
+                wire,
                 "SentinelConfig", "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval",
                 "SentinelSynth", "SentinelCore", "SentinelVision", "SentinelStore",
                 "SentinelModels", "SentinelServer", "SentinelTestSupport", "SentinelTuning",

@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// Builds `Report`s from the store's visits, zone stays and gauge readings (masked records only: pseudonymous ids).
 /// Every count is over distinct visitors and published only from `minGroupSize` up.

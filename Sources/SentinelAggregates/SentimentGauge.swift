@@ -1,6 +1,7 @@
 public import Foundation
 public import SentinelCore
 public import SentinelPrivacy
+public import SentinelWire
 
 /// How the showroom's mood is summed up, from the pipeline file's `gauge:` section.
 public struct GaugeSettings: Sendable, Equatable {

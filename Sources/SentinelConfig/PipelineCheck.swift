@@ -1,6 +1,7 @@
 import Foundation
 import SentinelCore
 public import SentinelModels
+import SentinelWire
 
 extension PipelineDefinition {
     /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame.

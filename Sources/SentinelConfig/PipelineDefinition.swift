@@ -3,6 +3,7 @@ public import SentinelAggregates
 public import SentinelCore
 public import SentinelPrivacy
 public import SentinelVisitors
+public import SentinelWire
 import Yams
 
 /// A pipeline file: sources with their zones, the detector, tracker, emotion and event settings.

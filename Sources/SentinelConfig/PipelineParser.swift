@@ -3,6 +3,7 @@ import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelVisitors
+import SentinelWire
 import Yams
 
 /// Builds a definition from the YAML tree, reporting into the reader.

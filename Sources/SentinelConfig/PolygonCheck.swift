@@ -1,4 +1,5 @@
 import SentinelCore
+import SentinelWire
 
 /// Shape checks for zone polygons.
 enum PolygonCheck {

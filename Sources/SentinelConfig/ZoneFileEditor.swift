@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelWire
 import Yams
 
 /// One zone as the zone editor saves it.

@@ -1,3 +1,4 @@
+public import SentinelWire
 /// One face found in one frame.
 public struct Detection: Hashable, Sendable, Codable {
     public var box: Box

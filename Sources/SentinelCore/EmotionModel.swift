@@ -1,4 +1,5 @@
 public import Foundation
+public import SentinelWire
 
 extension Emotion {
     /// The expression a label names: Sentinel's own names and the common spellings of datasets and models (anger,

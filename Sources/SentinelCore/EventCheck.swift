@@ -1,4 +1,5 @@
 import Foundation
+public import SentinelWire
 
 /// The rule for every name other names are built from (sources, zones, sites: `source/zone` in filters, `site/source`
 /// in a fleet, MQTT topics, the store): letters, digits, `_`, `-` and `.`, starting with a letter or digit, 64 at most.

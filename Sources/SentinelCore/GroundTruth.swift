@@ -1,3 +1,4 @@
+public import SentinelWire
 /// What a sample recording really shows: written by the generator beside the video it drew.
 public struct GroundTruth: Sendable, Codable, Equatable {
     public var recording: String

@@ -1,3 +1,4 @@
+public import SentinelWire
 /// A closed polygon. Its vertices are in order; the last connects back to the first.
 public struct Polygon: Hashable, Sendable, Codable {
     public var vertices: [Point]

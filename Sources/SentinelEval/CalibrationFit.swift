@@ -1,5 +1,6 @@
 import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// Fits an `EmotionCalibration` to labelled faces: the scales and offsets by log-loss (multinomial logistic regression
 /// on the model's log-probabilities, one slope and one intercept per expression: vector scaling, Newton's method),

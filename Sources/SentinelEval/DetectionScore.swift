@@ -1,4 +1,5 @@
 public import SentinelCore
+public import SentinelWire
 
 /// Precision and recall of face detections against ground truth.
 ///

@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// Labelled photos of faces for measuring the emotion reading: a CSV of `image,emotion` rows beside a folder of
 /// photos, or a folder holding one folder per label (FER2013 and AffectNet style). Labels are read as Sentinel's seven

@@ -1,4 +1,5 @@
 public import SentinelCore
+public import SentinelWire
 
 /// How well readings of labelled faces match their labels: accuracy, recall per expression and their unweighted
 /// mean, the confusion matrix, the expected calibration error of the top probability, the mean valence published per

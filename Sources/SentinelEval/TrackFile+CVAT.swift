@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelWire
 
 /// CVAT for video 1.1 XML (and CVAT for images with track ids), read by the strict reader.
 extension TrackFile {

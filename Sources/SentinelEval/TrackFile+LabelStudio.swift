@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelWire
 
 /// Label Studio video tasks: exports, projects and the tasks Sentinel writes.
 extension TrackFile {

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelWire
 
 /// MOT Challenge text: gt.txt (ground truth) and results layouts.
 extension TrackFile {

@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+import SentinelWire
 
 /// A label file that cannot be read: which file, where in it (line, element) and why.
 public struct LabelError: SentinelError, Equatable {

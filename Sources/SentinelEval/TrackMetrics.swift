@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelWire
 
 /// The standard multi-object tracking figures of tracks against ground truth, by their published definitions and
 /// computed as the reference implementations compute them (checked in a test against both on the MOT data that

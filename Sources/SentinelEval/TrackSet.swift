@@ -1,5 +1,6 @@
 import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// Boxes with identities, frame by frame: a ground truth's or a tracker's, as every label format reads into and writes
 /// out of (`TrackFile`). Frames are 0-based; boxes are in pixels of the video.

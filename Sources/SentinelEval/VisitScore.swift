@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// What the tracking figures (`TrackMetrics`) do not say, against a recording's own ground truth: how many visits each
 /// drawn visitor became, its dwell, and where and when it was placed in zones.

@@ -10,6 +10,7 @@ import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer
 import SentinelStore
+import SentinelWire
 import ServiceLifecycle
 
 /// The fleet's source: what the sites' boxes forward by MQTT, taken from the broker through a persistent session

@@ -8,6 +8,7 @@ import SentinelCore
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore
+import SentinelWire
 import ServiceLifecycle
 
 /// The checks every REST endpoint makes of its query string, with the same messages.

@@ -8,6 +8,7 @@ import SentinelCore
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore
+import SentinelWire
 import ServiceLifecycle
 
 /// JSON responses and errors.

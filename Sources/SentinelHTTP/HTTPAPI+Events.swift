@@ -10,6 +10,7 @@ import SentinelCore
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore
+import SentinelWire
 import ServiceLifecycle
 
 extension HTTPAPI {

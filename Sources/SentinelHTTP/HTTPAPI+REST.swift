@@ -9,6 +9,7 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore
+import SentinelWire
 import ServiceLifecycle
 
 extension HTTPAPI {

@@ -7,6 +7,7 @@ package import SentinelCore
 package import SentinelPrivacy
 package import SentinelRuntime
 package import SentinelStore
+import SentinelWire
 public import ServiceLifecycle
 
 /// Forwards the event log to an MQTT broker, the log being the outbox: every event, in id order, as its SSE envelope

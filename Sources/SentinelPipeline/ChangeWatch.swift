@@ -1,5 +1,6 @@
 import SentinelCore
 public import SentinelVision
+import SentinelWire
 
 /// Under a detection cadence, what tells a frame between two detections that someone may have come in: the image
 /// changed, since the last detection, where no followed visitor explains it. Such a frame is detected at once rather

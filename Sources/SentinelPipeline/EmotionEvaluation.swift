@@ -4,6 +4,7 @@ public import SentinelCore
 public import SentinelModels
 import SentinelVision
 import SentinelVisitors
+public import SentinelWire
 
 /// Labelled photos read as the live pipeline reads a face: the pipeline's detector (its largest face at the detector's
 /// score), the emotion settings' gate (face size, detection score), then the pipeline's `EmotionReader` (crop,

@@ -1,5 +1,6 @@
 import SentinelCore
 import SentinelVision
+import SentinelWire
 
 /// Which frames are detected, and where, under `detector.maxFps`, as Frigate does it: a cheap motion pass on a small
 /// grey thumbnail of every frame decides. A frame that changed where no followed face explains it (someone coming in)

@@ -6,6 +6,7 @@ public import SentinelModels
 public import SentinelPrivacy
 public import SentinelVision
 public import SentinelVisitors
+public import SentinelWire
 
 /// One source's analysis, frame by frame: detector, then visitor stage (tracking, zones, emotion), then the privacy
 /// mask. Every entry point drives this one value through a `SourceRunner`: `sentinel run` per source, `replay`,

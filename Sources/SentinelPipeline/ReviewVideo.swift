@@ -4,6 +4,7 @@ public import SentinelCore
 public import SentinelPrivacy
 public import SentinelVision
 import SentinelVisitors
+public import SentinelWire
 
 /// How the review video and the zone editor's snapshots hide faces: a square about each face box's centre, its side
 /// the box's longer side times the mask scale (a narrow box is a face partly hidden, and the hidden part may come out

@@ -6,6 +6,7 @@ public import SentinelModels
 public import SentinelPrivacy
 public import SentinelVision
 import SentinelVisitors
+import SentinelWire
 
 /// Drives one `Pipeline` with the frames of one source, from its first frame to its end, and ends the open visits
 /// on every exit path (a stage that throws must not leave visitors present forever).

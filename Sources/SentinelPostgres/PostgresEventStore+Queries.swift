@@ -3,6 +3,7 @@ import PostgresNIO
 import SentinelAggregates
 import SentinelCore
 public import SentinelStore
+import SentinelWire
 
 /// What the API, the SSE stream and the reports read.
 extension PostgresEventStore {

@@ -3,6 +3,7 @@ import PostgresNIO
 import SentinelAggregates
 import SentinelCore
 public import SentinelStore
+import SentinelWire
 
 /// Appends (ids, sequence numbers, each origin once), the visit rows every replica updates, and retention.
 extension PostgresEventStore {

@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// An event that has passed the privacy mask for one output, and its JSON. Only the mask makes these, so an
 /// output that takes a `MaskedEvent` cannot be handed an unmasked one.

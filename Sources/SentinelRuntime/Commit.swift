@@ -5,6 +5,7 @@ import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
+import SentinelWire
 import Synchronization
 
 /// What one transaction put in the event log, typed: its rows as the log holds them (what SSE clients are sent)

@@ -4,6 +4,7 @@ import SentinelAggregates
 public import SentinelCore
 public import SentinelPrivacy
 public import SentinelStore
+public import SentinelWire
 import Synchronization
 
 /// Where the sources hand over what the mask let through, for the store writer: a bounded queue and nothing else.

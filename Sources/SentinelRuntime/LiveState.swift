@@ -3,6 +3,7 @@ public import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
 import SentinelStore
+public import SentinelWire
 import Synchronization
 
 /// What the REST API reports about now, each part written by its one owner: who is present and the latest gauge

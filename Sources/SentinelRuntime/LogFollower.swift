@@ -4,6 +4,7 @@ import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
+import SentinelWire
 import ServiceLifecycle
 import Synchronization
 

@@ -1,6 +1,7 @@
 import Foundation
 public import SentinelCore
 public import SentinelStore
+public import SentinelWire
 
 /// The wire format of `GET /events` (text/event-stream, per the WHATWG HTML spec's server-sent events).
 ///

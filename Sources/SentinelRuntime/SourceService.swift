@@ -8,6 +8,7 @@ public import SentinelModels
 import SentinelPipeline
 public import SentinelPrivacy
 public import SentinelVision
+import SentinelWire
 public import ServiceLifecycle
 
 /// One source, run on a thread of its own (OpenCV calls block; they must not hold the few threads Swift's

@@ -5,6 +5,7 @@ public import SentinelAggregates
 import SentinelCore
 public import SentinelPrivacy
 public import SentinelStore
+import SentinelWire
 public import ServiceLifecycle
 
 /// Takes what the mask let through from the hub, in order, writes it to the event log in batches (one transaction

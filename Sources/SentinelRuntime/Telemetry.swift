@@ -5,6 +5,7 @@ public import Prometheus
 import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
+public import SentinelWire
 
 /// Every metric `/metrics` shows, made through swift-metrics on a registry of this server's own (no global
 /// bootstrap, so several servers can live in one process, as in tests).

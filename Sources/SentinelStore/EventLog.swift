@@ -2,6 +2,7 @@ public import Foundation
 public import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
+public import SentinelWire
 
 /// What a service stores into and serves from: the event log, visits, zone stays and gauge readings, whatever holds
 /// them. `EventStore` is the embedded one (SQLite, a box's and a single fleet's); a fleet of replicas shares a

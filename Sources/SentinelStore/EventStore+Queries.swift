@@ -3,6 +3,7 @@ import GRDB
 public import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
+import SentinelWire
 import Synchronization
 
 extension EventStore {

@@ -3,6 +3,7 @@ import GRDB
 import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
+import SentinelWire
 import Synchronization
 
 extension EventStore {

@@ -3,6 +3,7 @@ import GRDB
 import SentinelAggregates
 public import SentinelCore
 public import SentinelPrivacy
+public import SentinelWire
 import Synchronization
 
 /// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading. Either may have

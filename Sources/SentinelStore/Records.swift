@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SentinelCore
+import SentinelWire
 
 // One Codable record type per table, with the columns as the schema has them (times in Unix seconds). Reads go
 // through these; the hot writes are cached statements over the same columns.

@@ -1,5 +1,6 @@
 import Foundation
 public import SentinelCore
+import SentinelWire
 import Yams
 
 /// A scene to render into sample recordings: a background, face photos, zones, scenery and visitors who

@@ -5,6 +5,7 @@ public import SentinelCore
 public import SentinelModels
 import SentinelPipeline
 public import SentinelVision
+public import SentinelWire
 
 /// What the detector (and the emotion model) made of every frame of a recording, once: a sweep then varies the
 /// tracker, zone, emotion and event settings over it without decoding or detecting again. Under a motion-gated cadence

@@ -5,6 +5,7 @@ public import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
 public import SentinelVisitors
+import SentinelWire
 
 /// A per-visitor timeline of a run, for finding out why a visitor was split, started late or left early: the spans in
 /// which the tracker matched its detections (and through which gate), the spans it missed them (and how far the

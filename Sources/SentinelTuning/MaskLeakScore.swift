@@ -1,6 +1,7 @@
 import Foundation
 public import SentinelCore
 public import SentinelVision
+import SentinelWire
 
 /// How well a review video hides faces: for every ground-truth face in every frame, the detail (variance of
 /// the Laplacian) left in the review video's face region, against the same region of the original footage.

@@ -1,6 +1,7 @@
 public import Foundation
 public import SentinelCore
 import SentinelEval
+public import SentinelWire
 
 /// Two runs compared visit by visit. Pseudonyms differ between runs (a new key, another day), and published records
 /// carry no boxes, so visits are matched by where and when they were: the seconds two visits spent in the same zone at

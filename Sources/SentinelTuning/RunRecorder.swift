@@ -4,6 +4,7 @@ public import SentinelEval
 public import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
+public import SentinelWire
 
 /// What a run leaves for its summary and its scoring, taken step by step from the pipeline: the store's copy of each
 /// event (exact times), each frame's tracked boxes by pseudonym, and the detections the stability measures count.

@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// A few lines on a run for the person who started it: visits, dwell per zone and the label-free measures (suspected
 /// splits first: a visitor split in two is the commonest fault, and nothing else points at it).

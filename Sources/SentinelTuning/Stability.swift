@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// Measures of a run that need no labels, for footage nobody has labelled. With the detector fixed, what varies
 /// between configurations is whether the tracker keeps a visitor whole across the frames the detector missed, or

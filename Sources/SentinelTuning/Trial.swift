@@ -7,6 +7,7 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
 public import SentinelVisitors
+import SentinelWire
 
 /// What a recording is scored against: labels in any format, and Sentinel's own truth when that is what they are
 /// (visits, zones and dwell come only from it).

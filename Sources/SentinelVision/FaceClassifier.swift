@@ -1,5 +1,6 @@
 import CSentinelCV
 public import SentinelCore
+public import SentinelWire
 
 /// Gives the emotion model's probability of each of Sentinel's seven expressions for a face, before calibration.
 public protocol FaceClassifying: AnyObject {

@@ -1,5 +1,6 @@
 import CSentinelCV
 public import SentinelCore
+public import SentinelWire
 
 /// Finds faces in a frame.
 public protocol FaceDetector: AnyObject {

@@ -1,5 +1,6 @@
 import CSentinelCV
 public import SentinelCore
+public import SentinelWire
 
 /// An 8-bit BGR image owned by the bridge.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// When a face is classified and how the readings are smoothed.
 public struct EmotionSettings: Sendable, Equatable, Codable {

@@ -1,5 +1,6 @@
 import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// How faces are followed from frame to frame.
 public struct TrackerSettings: Sendable, Equatable, Codable {

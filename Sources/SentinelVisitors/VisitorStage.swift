@@ -1,5 +1,6 @@
 public import Foundation
 public import SentinelCore
+public import SentinelWire
 
 /// Everything that turns one source's detections into visitor events.
 public struct VisitorSettings: Sendable, Equatable {

@@ -1,4 +1,5 @@
 public import SentinelCore
+public import SentinelWire
 
 /// A named area of one source's frame.
 public struct ZoneDefinition: Sendable, Equatable {

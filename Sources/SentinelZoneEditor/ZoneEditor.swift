@@ -11,6 +11,7 @@ import SentinelPipeline
 import SentinelRuntime
 import SentinelServer
 import SentinelVision
+import SentinelWire
 public import ServiceLifecycle
 import Synchronization
 import UnixSignals

@@ -9,6 +9,7 @@ import SentinelMQTT
 import SentinelPostgres
 import SentinelStore
 import SentinelVision
+import SentinelWire
 import Synchronization
 
 /// The fleet bench: simulated sites publishing realistic envelopes (a box's

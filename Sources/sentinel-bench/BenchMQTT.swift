@@ -8,6 +8,7 @@ import SentinelPrivacy
 import SentinelRuntime
 import SentinelServer
 import SentinelVision
+import SentinelWire
 import ServiceLifecycle
 
 /// The MQTT output bench: this process is the box, fed visitor events at a fixed rate through the same hub, store and

@@ -10,6 +10,7 @@ import SentinelPrivacy
 import SentinelSynth
 import SentinelTuning
 import SentinelVision
+import SentinelWire
 
 struct BenchPipeline: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -7,6 +7,7 @@ import SentinelHTTP
 import SentinelRuntime
 import SentinelTuning
 import SentinelVision
+import SentinelWire
 
 /// Every parser of outside input, as a fuzz target: bytes in, any outcome but a crash, a hang or unbounded memory.
 /// Each target names the corpus folders its seeds come from (`Tests/Corpus/...` and the shipped files); a case a

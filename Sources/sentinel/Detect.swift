@@ -4,6 +4,7 @@ import Logging
 import SentinelCommandLine
 import SentinelCore
 import SentinelVision
+import SentinelWire
 
 struct Detect: ParsableCommand {
     static let configuration = CommandConfiguration(

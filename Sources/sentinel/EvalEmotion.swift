@@ -8,6 +8,7 @@ import SentinelModels
 import SentinelPipeline
 import SentinelVision
 import SentinelVisitors
+import SentinelWire
 
 extension Eval {
     struct EmotionCommand: ParsableCommand {

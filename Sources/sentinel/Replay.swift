@@ -10,6 +10,7 @@ import SentinelPrivacy
 import SentinelStore
 import SentinelTuning
 import SentinelVision
+import SentinelWire
 
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import SentinelCore
 import SentinelEval
+import SentinelWire
 import Testing
 
 @Suite("Detection precision and recall")

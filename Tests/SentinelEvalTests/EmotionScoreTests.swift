@@ -2,6 +2,7 @@ import Foundation
 import SentinelCore
 import SentinelEval
 import SentinelTestSupport
+import SentinelWire
 import Testing
 
 @Suite("Emotion scoring: the figures, the calibration fit, the labels", .computing)

@@ -2,6 +2,7 @@ import Foundation
 import SentinelCore
 import SentinelEval
 import SentinelTestSupport
+import SentinelWire
 import Testing
 
 @Suite("Label files: MOT Challenge, CVAT for video 1.1 and Label Studio in and out, with clear refusals", .ownThread)

@@ -2,6 +2,7 @@ import Foundation
 import SentinelCore
 import SentinelEval
 import SentinelTestSupport
+import SentinelWire
 import Testing
 
 /// py-motmetrics and TrackEval from PyPI, installed by `make references` into `.build/references` (the Makefile's

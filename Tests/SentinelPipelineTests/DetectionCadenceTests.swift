@@ -1,5 +1,6 @@
 import SentinelCore
 import SentinelVision
+import SentinelWire
 import Testing
 
 @testable import SentinelPipeline

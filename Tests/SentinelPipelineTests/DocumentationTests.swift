@@ -3,6 +3,7 @@ import SentinelConfig
 import SentinelCore
 import SentinelModels
 import SentinelTestSupport
+import SentinelWire
 import Testing
 
 /// What the README and the help say, held to what the code and the Makefile do.

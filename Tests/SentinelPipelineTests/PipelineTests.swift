@@ -6,6 +6,7 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 /// The one pipeline's loop (capture edge, detector, visitor stage, mask, finish) driven by scripted frames and

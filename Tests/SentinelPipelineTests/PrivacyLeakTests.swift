@@ -4,6 +4,7 @@ import SentinelEval
 import SentinelPrivacy
 import SentinelTestSupport
 import SentinelTuning
+import SentinelWire
 import Testing
 
 @Suite("Privacy: nothing identifying leaves the box under the default policy", .ownThread)

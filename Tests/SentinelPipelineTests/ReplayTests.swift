@@ -9,6 +9,7 @@ import SentinelSynth
 import SentinelTestSupport
 import SentinelTuning
 import SentinelVision
+import SentinelWire
 import Testing
 
 /// One run of the showroom pipeline over the whole sample recording, shared by the tests that read it: the stored

@@ -1,6 +1,7 @@
 import Foundation
 import SentinelCore
 import SentinelTestSupport
+import SentinelWire
 import Testing
 
 /// The measuring half of the tuning loop, as an operator runs it: Sentinel's tracks exported to a labelling tool's

@@ -8,6 +8,7 @@ import SentinelPrivacy
 import SentinelTestSupport
 import SentinelVision
 import SentinelVisitors
+import SentinelWire
 import Testing
 
 @testable import SentinelTuning

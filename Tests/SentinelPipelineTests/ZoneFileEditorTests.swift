@@ -7,6 +7,7 @@ import SentinelServer
 import SentinelTestSupport
 import SentinelVision
 import SentinelVisitors
+import SentinelWire
 import Testing
 
 @Suite("Zone editor: zones written back into a pipeline file", .computing)

@@ -2,6 +2,7 @@ import Foundation
 import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
+import SentinelWire
 import Testing
 
 @Suite("Events from outside: one check where they enter, and arithmetic after it that cannot trap")

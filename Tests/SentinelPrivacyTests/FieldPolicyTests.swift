@@ -1,6 +1,7 @@
 import Foundation
 import SentinelAggregates
 import SentinelCore
+import SentinelWire
 import Testing
 
 @testable import SentinelPrivacy

@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelWire
 import Testing
 
 @testable import SentinelPrivacy

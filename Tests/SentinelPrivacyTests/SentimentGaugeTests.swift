@@ -2,6 +2,7 @@ import Foundation
 import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
+import SentinelWire
 import Testing
 
 @Suite("Sentiment gauge")

@@ -7,6 +7,7 @@ import SentinelPostgres
 import SentinelPrivacy
 import SentinelStore
 import SentinelTestSupport
+import SentinelWire
 import ServiceLifecycle
 import Testing
 

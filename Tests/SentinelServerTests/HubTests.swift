@@ -4,6 +4,7 @@ import Prometheus
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore
+import SentinelWire
 import Testing
 
 @testable import SentinelRuntime

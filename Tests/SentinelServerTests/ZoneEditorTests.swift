@@ -6,6 +6,7 @@ import SentinelModels
 import SentinelServer
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 /// `sentinel zones` in a real browser: Debian's headless Chromium, driven over the DevTools protocol by

@@ -7,6 +7,7 @@ import SentinelCore
 import SentinelPostgres
 import SentinelPrivacy
 import SentinelTestSupport
+import SentinelWire
 import Testing
 
 @testable import SentinelStore

@@ -3,6 +3,7 @@ import SentinelCore
 import SentinelSynth
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 @Suite("Sample recording generator", .computing)

@@ -3,6 +3,7 @@ import SentinelCore
 import SentinelModels
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 /// A model's description drives the crop: for the mini-Xception (Models/models.yml) and the two formats docs/emotion.md

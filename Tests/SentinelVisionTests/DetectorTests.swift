@@ -2,6 +2,7 @@ import Foundation
 import SentinelCore
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 @Suite("Face detectors on Debian's public-domain photos", .computing)

@@ -4,6 +4,7 @@ import SentinelCore
 import SentinelModels
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 @Suite("Bad input becomes a Swift error that names it, never a crash", .computing)

@@ -1,6 +1,7 @@
 import SentinelCore
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 @Suite("Images: masking, encoding, classification", .computing)

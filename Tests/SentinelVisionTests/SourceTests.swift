@@ -3,6 +3,7 @@ import Logging
 import SentinelCore
 import SentinelTestSupport
 import SentinelVision
+import SentinelWire
 import Testing
 
 @Suite("Frame sources", .computing)

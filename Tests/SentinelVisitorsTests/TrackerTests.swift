@@ -1,5 +1,6 @@
 import SentinelCore
 import SentinelVisitors
+import SentinelWire
 import Testing
 
 /// A face of side 60 centred at (x, y).

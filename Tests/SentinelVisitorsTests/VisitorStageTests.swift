@@ -1,6 +1,7 @@
 import Foundation
 import SentinelCore
 import SentinelVisitors
+import SentinelWire
 import Testing
 
 @Suite("Visitor stage: events, dwell and emotion")

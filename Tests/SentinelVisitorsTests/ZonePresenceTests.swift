@@ -1,5 +1,6 @@
 import SentinelCore
 import SentinelVisitors
+import SentinelWire
 import Testing
 
 @Suite("Zones with hysteresis")
