@@ -56,6 +56,7 @@ let package = Package(
         .target(
             name: "SentinelMQTT",
             dependencies: [
+                "SentinelPublishing", "SentinelHosting",
                 wire,
                 "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelStore", "SentinelRuntime",
@@ -128,11 +129,12 @@ let package = Package(
                 "SentinelCore", "SentinelPrivacy", "SentinelAggregates", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        /// What runs between the cameras and the edges: each source on its thread, the hub, the store writer, the
-        /// live state the API reads, the SSE fan-out and the metrics.
+        /// What runs between the cameras and the edges: each source on its thread, the hub, the services that keep
+        /// the event log, the live state the API reads, the SSE fan-out and the metrics.
         .target(
             name: "SentinelRuntime",
             dependencies: [
+                "SentinelPublishing",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
@@ -145,10 +147,22 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        /// Publishing: the SSE wire format and the envelope that the event stream and MQTT both carry.
+        .target(name: "SentinelPublishing", dependencies: [wire, "SentinelCore", "SentinelStore"]),
+        /// Hosting: what serving needs of the machine (tokens, the port, the store's folder and group, open files),
+        /// for `sentinel run` and `sentinel fleet` alike.
+        .target(
+            name: "SentinelHosting",
+            dependencies: [
+                "SentinelCore", "SentinelConfig",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         /// The HTTP edge: the router, access by token, SSE, REST, the dashboard and the OpenAPI document.
         .target(
             name: "SentinelHTTP",
             dependencies: [
+                "SentinelPublishing", "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
@@ -156,7 +170,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -167,6 +181,7 @@ let package = Package(
         .target(
             name: "SentinelServer",
             dependencies: [
+                "SentinelHosting",
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelModels", "SentinelVision", "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -193,6 +208,7 @@ let package = Package(
         .target(
             name: "SentinelFleet",
             dependencies: [
+                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelPostgres",
@@ -235,6 +251,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel-fuzz",
             dependencies: [
+                "SentinelPublishing",
                 wire,
                 "SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning", "SentinelHTTP", "SentinelRuntime",
                 "SentinelVision", .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -243,6 +260,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel",
             dependencies: [
+                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
                 "SentinelPrivacy",
@@ -268,6 +286,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel-bench",
             dependencies: [
+                "SentinelHosting", "SentinelPublishing",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
@@ -349,6 +368,7 @@ let package = Package(
         .testTarget(
             name: "SentinelServerTests",
             dependencies: [
+                "SentinelHosting", "SentinelPublishing",
                 wire,
                 "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",

@@ -3,6 +3,7 @@ public import Logging
 public import SentinelConfig
 import SentinelCore
 public import SentinelHTTP
+public import SentinelHosting
 import SentinelMQTT
 import SentinelPostgres
 import SentinelPrivacy
@@ -24,7 +25,7 @@ public struct FleetService: Sendable {
     public let telemetry: Telemetry
 
     public init(
-        definition: FleetDefinition, options: SentinelService.Options = .init(), logger: Logger,
+        definition: FleetDefinition, options: HostingOptions = .init(), logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let (definition, tokens) = try Self.preflight(definition: definition, options: options)
@@ -77,7 +78,7 @@ public struct FleetService: Sendable {
 
     /// Every check `sentinel fleet` makes before it serves: the broker's credentials and CA file, the tokens, the
     /// store. Returns the definition with the command line's server settings applied, and the tokens.
-    public static func preflight(definition: FleetDefinition, options: SentinelService.Options = .init())
+    public static func preflight(definition: FleetDefinition, options: HostingOptions = .init())
         throws(ConfigError) -> (FleetDefinition, AccessTokens)
     {
         var definition = definition
@@ -92,7 +93,7 @@ public struct FleetService: Sendable {
                     ConfigProblem(file: definition.file, path: "database.passwordFile", message: error.message))
             }
         }
-        let tokens = SentinelService.hostingChecks(
+        let tokens = Hosting.checks(
             file: definition.file, server: definition.server,
             database: options.databasePath ?? definition.store.path, group: definition.store.group,
             groupLocation: definition.groupLocation, problems: &problems)

@@ -2,6 +2,8 @@ import Foundation
 public import Hummingbird
 public import NIOCore
 import SentinelCore
+import SentinelHosting
+import SentinelPublishing
 import SentinelRuntime
 
 /// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only the live
@@ -28,18 +30,6 @@ public struct APIContext: RequestContext {
         coreContext = .init(source: source)
         eventLoop = source.channel.eventLoop
     }
-}
-
-/// The bearer tokens a server accepts, one per scope; with none configured (loopback only) every request has the
-/// visitor scope.
-public struct AccessTokens: Sendable {
-    public var visitors: String?
-    public var aggregates: String?
-    public init(visitors: String? = nil, aggregates: String? = nil) {
-        self.visitors = visitors
-        self.aggregates = aggregates
-    }
-    package var isEmpty: Bool { visitors == nil && aggregates == nil }
 }
 
 /// Bearer-token access: once Sentinel listens beyond localhost every endpoint but `/healthz` and Debian's web

@@ -8,6 +8,7 @@ import SentinelAggregates
 import SentinelConfig
 import SentinelCore
 import SentinelPrivacy
+import SentinelPublishing
 import SentinelRuntime
 import SentinelStore
 import SentinelWire

@@ -1,6 +1,7 @@
 import Foundation
 package import SentinelConfig
 import SentinelCore
+import SentinelHosting
 import SentinelRuntime
 
 extension MQTTConnection {

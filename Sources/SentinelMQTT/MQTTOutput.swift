@@ -5,6 +5,7 @@ import SentinelAggregates
 package import SentinelConfig
 package import SentinelCore
 package import SentinelPrivacy
+import SentinelPublishing
 package import SentinelRuntime
 package import SentinelStore
 import SentinelWire
@@ -302,8 +303,7 @@ public final class MQTTOutput: Service, Sendable {
     func envelope(_ event: LoggedEvent) throws -> String {
         var event = event
         if event.type != .gauge { event.payload = try policy.narrowed(event.payload, for: .mqtt) }
-        let data = ServerSentEvents.envelope(for: event)
-        return "{\"site\":\(ServerSentEvents.quoted(settings.site)),\(data.dropFirst())"
+        return ServerSentEvents.envelope(for: event, site: settings.site)
     }
 }
 

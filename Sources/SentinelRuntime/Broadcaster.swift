@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 public import NIOCore
 public import SentinelCore
+import SentinelPublishing
 public import SentinelStore
 import Synchronization
 

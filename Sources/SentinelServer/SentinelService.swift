@@ -7,6 +7,7 @@ import SentinelAggregates
 public import SentinelConfig
 public import SentinelCore
 public import SentinelHTTP
+public import SentinelHosting
 import SentinelMQTT
 public import SentinelModels
 import SentinelPrivacy
@@ -35,11 +36,10 @@ public struct SentinelService: Sendable {
     public struct Options {
         public var pace: Pacing?
         public var loop = false
-        public var databasePath: String?
-        public var host: String?
-        public var port: Int?
         /// Which sources to start (nil: all of them; empty: serve the store and API only).
         public var sources: Set<String>?
+        /// Where to serve and store, over the file's settings.
+        public var hosting = HostingOptions()
         public init() {}
     }
 
@@ -52,7 +52,7 @@ public struct SentinelService: Sendable {
         let definition = service.pipeline
         let server = service.server
         try server.checkListening()
-        store = try EventStore(path: options.databasePath ?? service.store.path, group: service.store.group)
+        store = try EventStore(path: options.hosting.databasePath ?? service.store.path, group: service.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
         let publishing = definition.publishing
@@ -131,8 +131,8 @@ public struct SentinelService: Sendable {
         definition service: ServiceDefinition, models: ModelStore, options: Options = Options()
     ) throws(ConfigError) -> (ServiceDefinition, AccessTokens) {
         var service = service
-        if let host = options.host { service.server.host = host }
-        if let port = options.port { service.server.port = port }
+        if let host = options.hosting.host { service.server.host = host }
+        if let port = options.hosting.port { service.server.port = port }
         let server = service.server
         let definition = service.pipeline
         var started = definition
@@ -147,78 +147,11 @@ public struct SentinelService: Sendable {
         for (path, message) in service.mqtt?.connection.problems(section: MQTTSettings.section) ?? [] {
             problem(path, message)
         }
-        let tokens = hostingChecks(
-            file: definition.file, server: server, database: options.databasePath ?? service.store.path,
+        let tokens = Hosting.checks(
+            file: definition.file, server: server, database: options.hosting.databasePath ?? service.store.path,
             group: service.store.group, groupLocation: service.groupLocation, problems: &problems)
         guard problems.isEmpty else { throw ConfigError(problems: problems) }
         return (service, tokens)
-    }
-
-    /// What serving needs of this machine, for `sentinel run` and `sentinel fleet` alike: the access tokens (required
-    /// beyond loopback, one per scope), the store's folder and group, and the open-file limit. Returns the tokens;
-    /// adds every problem found.
-    package static func hostingChecks(
-        file: String, server: ServerSettings, database: String, group: String?, groupLocation: ConfigProblem?,
-        problems: inout [ConfigProblem]
-    ) -> AccessTokens {
-        func problem(_ path: String, _ message: String) {
-            problems.append(ConfigProblem(file: file, path: path, message: message))
-        }
-        var tokens = AccessTokens()
-        do {
-            tokens.visitors = try AccessToken.load(file: server.tokenFile, environment: server.tokenEnvironment)
-        } catch { problem("server.tokenFile", error.description) }
-        do {
-            tokens.aggregates = try AccessToken.load(
-                file: server.aggregateTokenFile, environment: server.aggregateTokenEnvironment,
-                key: "server.aggregateTokenFile")
-        } catch { problem("server.aggregateTokenFile", error.description) }
-        if !server.isLoopback, tokens.isEmpty {
-            problem(
-                "server.host",
-                "\(server.host) accepts connections from other machines, so a bearer token is required: set "
-                    + "server.tokenFile or the environment variable \(server.tokenEnvironment)")
-        }
-        if tokens.visitors != nil, tokens.visitors == tokens.aggregates {
-            problem(
-                "server.aggregateTokenFile", "the visitor and aggregate tokens are the same: each scope needs its own")
-        }
-        if let group, getgrnam(group) == nil {
-            var located = groupLocation ?? ConfigProblem(file: file, path: "store.group", message: "")
-            located.message = "no such group \(group) on this machine (see getent group)"
-            problems.append(located)
-        }
-        if let folder = nearestFolder(of: database), !FileManager.default.isWritableFile(atPath: folder) {
-            problem("store.path", "cannot write the database \(database): \(folder) is not writable by this user")
-        }
-        do { try reserveDescriptors(for: server) } catch { problem("server.maxConnections", error.description) }
-        return tokens
-    }
-
-    /// The database file if it exists, else the nearest folder above it that does (where it would be made).
-    private static func nearestFolder(of path: String) -> String? {
-        var url = URL(fileURLWithPath: path)
-        while !FileManager.default.fileExists(atPath: url.path) {
-            let parent = url.deletingLastPathComponent()
-            guard parent.path != url.path else { return nil }
-            url = parent
-        }
-        return url.path
-    }
-
-    /// Raises the open-file limit (the soft limit is often 1,024) so that `server.maxConnections` connections fit
-    /// beside the store, the cameras and the models; fails, naming the setting, when the hard limit cannot.
-    static func reserveDescriptors(for server: ServerSettings) throws(ServiceError) {
-        let needed = rlim_t(server.maxConnections + 256)
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
-        guard limit.rlim_max >= needed else {
-            throw ServiceError(
-                "\(server.maxConnections) connections need \(needed) open files, but this process may open at most "
-                    + "\(limit.rlim_max) (ulimit -Hn; LimitNOFILE= under systemd): lower it or raise the limit")
-        }
-        limit.rlim_cur = needed
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     /// Builds the service, runs it in a task of its own, and returns once it listens, with the port it bound (the

@@ -4,6 +4,7 @@ import Logging
 import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
+import SentinelHosting
 import SentinelModels
 import SentinelPrivacy
 import SentinelServer
@@ -126,8 +127,8 @@ func startBenchService(in folder: URL, extra: String = "") async throws -> (
         """ + extra, file: folder.appendingPathComponent("bench.yml").path)
     var options = SentinelService.Options()
     options.sources = []
-    options.port = 0
-    options.databasePath = folder.appendingPathComponent("bench.sqlite").path
+    options.hosting.port = 0
+    options.hosting.databasePath = folder.appendingPathComponent("bench.sqlite").path
     var logger = Logger(label: "sentinel.bench")
     logger.logLevel = .warning
     let (service, port, task) = try await SentinelService.start(

@@ -6,6 +6,7 @@ import SentinelCommandLine
 import SentinelCore
 import SentinelLoopback
 import SentinelPrivacy
+import SentinelPublishing
 import SentinelRuntime
 import SentinelServer
 import SentinelStore

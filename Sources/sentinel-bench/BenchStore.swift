@@ -7,6 +7,7 @@ import SentinelClient
 import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
+import SentinelHosting
 import SentinelLoopback
 import SentinelModels
 import SentinelPrivacy
@@ -82,8 +83,8 @@ struct BenchStore: AsyncParsableCommand {
         let filled = try await fill(path, mask: &mask, policy: definition.pipeline.privacy)
         var options = SentinelService.Options()
         options.sources = []
-        options.port = 0
-        options.databasePath = path
+        options.hosting.port = 0
+        options.hosting.databasePath = path
         var logger = Logger(label: "sentinel.bench")
         logger.logLevel = .warning
         let (service, port, server) = try await SentinelService.start(

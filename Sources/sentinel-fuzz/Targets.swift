@@ -4,6 +4,7 @@ import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelHTTP
+import SentinelPublishing
 import SentinelRuntime
 import SentinelTuning
 import SentinelVision

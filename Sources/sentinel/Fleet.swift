@@ -5,6 +5,7 @@ import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
+import SentinelHosting
 import SentinelMQTT
 import SentinelServer
 
@@ -48,7 +49,7 @@ struct Fleet: AsyncParsableCommand {
             print(FleetDefinition.reference, terminator: "")
             return
         }
-        var options = SentinelService.Options()
+        var options = HostingOptions()
         options.databasePath = database
         options.host = host
         options.port = port

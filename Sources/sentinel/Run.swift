@@ -4,6 +4,7 @@ import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
+import SentinelHosting
 import SentinelPipeline
 import SentinelServer
 import SentinelVision
@@ -62,9 +63,9 @@ struct Run: AsyncParsableCommand {
         var options = SentinelService.Options()
         options.pace = pace
         options.loop = loop
-        options.databasePath = database ?? Self.installedDatabase(for: pipeline)
-        options.host = host
-        options.port = port
+        options.hosting.databasePath = database ?? Self.installedDatabase(for: pipeline)
+        options.hosting.host = host
+        options.hosting.port = port
         let host = host ?? definition.server.host
         let service: SentinelService
         do {

@@ -3,6 +3,7 @@ import NIOCore
 import Prometheus
 import SentinelCore
 import SentinelPrivacy
+import SentinelPublishing
 import SentinelStore
 import SentinelWire
 import Testing

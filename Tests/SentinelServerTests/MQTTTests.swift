@@ -7,6 +7,7 @@ import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
+import SentinelHosting
 import SentinelLoopback
 import SentinelMQTT
 import SentinelPostgres
@@ -406,7 +407,7 @@ final class TestFleet {
             privacy: { minGroupSize: \(minGroupSize) }
             """
         let definition = try FleetDefinition.parse(text, file: folder.appendingPathComponent("fleet.yml").path)
-        var options = SentinelService.Options()
+        var options = HostingOptions()
         options.port = 0
         var logger = Logger(label: "test-fleet")
         logger.logLevel = .warning

@@ -6,8 +6,10 @@ import SentinelConfig
 import SentinelCore
 import SentinelFleet
 import SentinelHTTP
+import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
+import SentinelPublishing
 import SentinelRuntime
 import SentinelServer
 import SentinelStore

@@ -5,6 +5,7 @@ import SentinelClient
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
+import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
 import SentinelRuntime
@@ -31,10 +32,10 @@ struct StillTests {
         definition.server.tokenFile = folder.appendingPathComponent("visitors").path
         definition.server.aggregateTokenFile = folder.appendingPathComponent("aggregates").path
         var options = SentinelService.Options()
-        options.port = 0
+        options.hosting.port = 0
         options.pace = .realTime
         options.loop = true
-        options.databasePath = folder.appendingPathComponent("still.sqlite").path
+        options.hosting.databasePath = folder.appendingPathComponent("still.sqlite").path
         var logger = Logger(label: "test")
         logger.logLevel = .warning
         let (service, port, task) = try await SentinelService.start(

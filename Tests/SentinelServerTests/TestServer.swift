@@ -9,6 +9,7 @@ import SentinelClient
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
+import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
 import SentinelRuntime
@@ -55,9 +56,9 @@ final class TestServer: @unchecked Sendable {
         self.definition = definition
         var options = SentinelService.Options()
         options.sources = []
-        options.port = 0
-        options.host = host
-        options.databasePath = self.folder.appendingPathComponent("test.sqlite").path
+        options.hosting.port = 0
+        options.hosting.host = host
+        options.hosting.databasePath = self.folder.appendingPathComponent("test.sqlite").path
         var logger = Logger(label: "test")
         logger.logLevel = .warning
         (service, port, task) = try await SentinelService.start(

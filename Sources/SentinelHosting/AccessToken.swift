@@ -36,3 +36,15 @@ public enum AccessToken {
         return nil
     }
 }
+
+/// The bearer tokens a server accepts, one per scope; with none configured (loopback only) every request has the
+/// visitor scope.
+public struct AccessTokens: Sendable {
+    public var visitors: String?
+    public var aggregates: String?
+    public init(visitors: String? = nil, aggregates: String? = nil) {
+        self.visitors = visitors
+        self.aggregates = aggregates
+    }
+    package var isEmpty: Bool { visitors == nil && aggregates == nil }
+}

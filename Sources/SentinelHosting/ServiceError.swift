@@ -1,6 +1,6 @@
 public import SentinelCore
 
-/// A problem that stops `sentinel run` from starting, said plainly.
+/// A problem that stops `sentinel run` or `sentinel fleet` from starting, said plainly.
 public struct ServiceError: SentinelError {
     public enum Code: String, Sendable, CustomStringConvertible {
         case cannotStart

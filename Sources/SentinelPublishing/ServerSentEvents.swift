@@ -3,7 +3,8 @@ public import SentinelCore
 public import SentinelStore
 public import SentinelWire
 
-/// The wire format of `GET /events` (text/event-stream, per the WHATWG HTML spec's server-sent events).
+/// The wire format of `GET /events` (text/event-stream, per the WHATWG HTML spec's server-sent events), and the
+/// envelope its messages carry, which MQTT carries too.
 ///
 /// Each logged event is one message: `id:` the log id, `event:` its type, `data:` one line of JSON, the envelope
 /// `{id, sequenceNumber, streamId, payloadType, payload, timestamp}`, so a native client decodes it with a plain
@@ -21,6 +22,11 @@ public enum ServerSentEvents {
             {"id":\(event.id),"payload":\(payload),"payloadType":\(quoted(event.type.rawValue)),"sequenceNumber":\(event.sequenceNumber),\
             "streamId":\(quoted(event.streamId)),"timestamp":"\(ISO8601.string(from: event.time))"}
             """
+    }
+
+    /// The envelope with the site that logged the event first: an MQTT message's body.
+    public static func envelope(for event: LoggedEvent, site: String) -> String {
+        "{\"site\":\(quoted(site)),\(envelope(for: event).dropFirst())"
     }
 
     /// A control message (`StreamNotice.resetType` or `cutoffType`), without an id.
