@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdCore
+package import HummingbirdCore
 import Logging
 import NIOCore
 import SentinelAggregates
@@ -9,15 +9,17 @@ import SentinelConfig
 import SentinelCore
 import SentinelPrivacy
 import SentinelPublishing
-import SentinelRuntime
+package import SentinelRuntime
 import SentinelStore
 import SentinelWire
 import ServiceLifecycle
 
 extension HTTPAPI {
     /// The stream's filter from the `sourceId`, `site`, `zone` and `type` query parameters, each value checked
-    /// against what this server has.
-    func eventFilter(_ query: FlatDictionary<Substring, Substring>) throws -> EventFilter {
+    /// against what this server has (`catalogue`).
+    package static func eventFilter(
+        _ query: FlatDictionary<Substring, Substring>, catalogue: LiveState.Catalogue
+    ) throws -> EventFilter {
         // A filter value that can never match is a mistake to report, not a stream that stays silent.
         func list(_ name: String, of valid: [String]) throws -> Set<String>? {
             guard let text = query[Substring(name)] else { return nil }
@@ -30,6 +32,10 @@ extension HTTPAPI {
                 )
             }
             let values = Set(pieces)
+            guard !valid.isEmpty else {
+                throw HTTPError(
+                    .badRequest, message: "\(name)=\(text) names nothing here: this server has no \(name)")
+            }
             let unknown = values.subtracting(valid)
             guard unknown.isEmpty else {
                 throw HTTPError(
@@ -40,7 +46,6 @@ extension HTTPAPI {
             }
             return values
         }
-        let catalogue = live.catalogue
         let zones = catalogue.zones
         // A zone is written `name` (that zone at every camera) or `source/name` (at one camera).
         let zoneTexts =
@@ -65,7 +70,7 @@ extension HTTPAPI {
     func events(_ request: Request, on eventLoop: any EventLoop) throws -> Response {
         let query = request.uri.queryParameters
         try APIQuery.accept(query, of: "/events")
-        let filter = try eventFilter(query)
+        let filter = try Self.eventFilter(query, catalogue: live.catalogue)
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache",
             .accelBuffering: "no",

@@ -24,7 +24,8 @@ enum FuzzTarget: String, CaseIterable {
     case emotionlabels
     /// A pipeline file, with a `--set` taken from its first line; a fleet file; a tuning space.
     case pipeline, fleet, space
-    /// A request's target (`/api/reports?from=...`) as the API reads its query: every endpoint's parameters and dates.
+    /// A request's target (`/api/reports?from=...`) as the API reads its query: every endpoint's parameters and dates,
+    /// and the event stream's filter (`/events?site=...&zone=...`), which keeps only what a fleet's catalogue has.
     case query
     /// A `Last-Event-ID` (header or `lastEventId`) echoed in the stream's reset notice, and any text the stream quotes:
     /// the message must stay one event (no line break gets through) and read back as the text sent.
@@ -92,6 +93,9 @@ enum FuzzTarget: String, CaseIterable {
             let query = URI(target).queryParameters
             for path in APIQuery.parameters.keys { try? APIQuery.accept(query, of: path) }
             for name in ["from", "to"] { _ = try? APIQuery.date(name, in: query) }
+            if let filter = try? HTTPAPI.eventFilter(query, catalogue: Self.catalogue) {
+                Self.check(filter)
+            }
         case .sse:
             let text = String(decoding: bytes, as: UTF8.self)
             let message = ServerSentEvents.control(
@@ -114,6 +118,32 @@ enum FuzzTarget: String, CaseIterable {
                     fatalError("a camera's answer reached the terminal raw: \(said.debugDescription)")
                 }
             }
+        }
+    }
+
+    /// A fleet's sources and zones (sites `lyon-2` and `paris-1`, a zone name at two cameras), as the event stream's
+    /// filter checks a query against them.
+    static let catalogue = LiveState.Catalogue(
+        sources: ["lyon-2/showroom", "lyon-2/door", "paris-1/showroom"],
+        zones: [
+            ZoneID(sourceId: "lyon-2/showroom", name: "counter"), ZoneID(sourceId: "paris-1/showroom", name: "counter"),
+            ZoneID(sourceId: "lyon-2/door", name: "entrance"),
+        ].map { LiveState.Zone(id: $0, emotion: true) })
+
+    /// A filter the stream accepted names only what the catalogue has.
+    static func check(_ filter: EventFilter) {
+        let names = Set(catalogue.zones.map(\.id.name))
+        let ids = Set(catalogue.zones.map(\.id))
+        let known = filter.zones.map { zones in
+            zones.allSatisfy { zone in
+                switch zone {
+                case .named(let name): names.contains(name)
+                case .at(let id): ids.contains(id)
+                }
+            }
+        }
+        guard filter.sources.map({ $0.isSubset(of: catalogue.sources) }) ?? true, known ?? true else {
+            fatalError("the stream accepted a filter beyond its catalogue: \(filter)")
         }
     }
 
