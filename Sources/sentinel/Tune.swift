@@ -97,19 +97,10 @@ struct Tune: ParsableCommand {
         print(
             "replay determinism: the file's settings run twice give \(baseline.deterministic ? "the same" : "DIFFERENT") visits"
         )
-        // The file's own settings are a trial too, and the one to keep unless a trial beats them by more than the
-        // sweep's noise: the objective's resolution, or what the file's settings move between two runs.
-        let noise = baseline.noise
-        let beaten =
-            baseline.objective.map { file in
-                sweep.better(leader.objective! + (space.objective.maximised ? -noise : noise), than: file)
-            } ?? true
-        // Among the trials that tie with the leader, the one nearest the file's own values.
-        let fileValues = PipelineReference.values(of: definition)
-        let nearest = valid.filter { abs($0.objective! - leader.objective!) <= noise }.min {
-            space.distance($0.settings, from: fileValues) < space.distance($1.settings, from: fileValues)
-        }!
-        let best = beaten ? nearest : nil
+        let verdict = TuneVerdict(
+            valid: valid, leader: leader, baseline: baseline, sweep: sweep,
+            fileValues: PipelineReference.values(of: definition))
+        let best = verdict.best
         if !heldOut.isEmpty, baseline.heldOutBestTrial != (best?.number ?? 0) {
             try sweep.prepare(heldOut)
             baseline.heldOutObjective = sweep.evaluate([:], number: 0, on: heldOut).objective
@@ -120,18 +111,16 @@ struct Tune: ParsableCommand {
         }
         try baseline.write(in: folder)
         let agreement = SweepReport.labelFreeAgreement(results)
-        Self.printVerdict(
-            best, nearest: nearest, leader: leader, valid: valid, baseline: baseline, space: space, sweep: sweep,
-            heldOut: heldOut.map(\.name), agreement: agreement)
+        verdict.say(baseline: baseline, heldOut: heldOut.map(\.name), agreement: agreement)
         try Self.writeReport(
-            space, results, baseline: baseline, nearest: nearest, beaten: beaten, tuned: names,
-            heldOut: heldOut.map(\.name), speedUp: speedUp, agreement: agreement, in: folder)
+            space, results, baseline: baseline, verdict: verdict, tuned: names, heldOut: heldOut.map(\.name),
+            speedUp: speedUp, agreement: agreement, in: folder)
         let bestFile = folder.appendingPathComponent("best.yml").path
         let written = try writeBest(best?.settings ?? [:], to: bestFile, store: store)
         print(
             "wrote \(csv.path), \(folder.appendingPathComponent("report.html").path), \(bestFile)"
         )
-        if apply && beaten {
+        if apply && verdict.beaten {
             do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }
             print("applied to \(pipeline)")
         } else if apply {
@@ -144,10 +133,11 @@ extension Tune {
     /// report.html in `folder`: every trial, and the file's settings beside the nearest of the best trials (the winner
     /// when it beat them by more than the noise).
     static func writeReport(
-        _ space: SearchSpace, _ results: [Sweep.Result], baseline: TuneBaseline, nearest: Sweep.Result,
-        beaten: Bool, tuned: [String], heldOut: [String], speedUp: String,
+        _ space: SearchSpace, _ results: [Sweep.Result], baseline: TuneBaseline, verdict: TuneVerdict,
+        tuned: [String], heldOut: [String], speedUp: String,
         agreement: [(measure: String, idf1: Double?, dwell: Double?)], in folder: URL
     ) throws {
+        let (nearest, beaten) = (verdict.nearest, verdict.beaten)
         let page = SweepPage.html(
             space: space, results: results, noise: baseline.noise,
             comparisons: [
@@ -197,46 +187,6 @@ extension Tune {
             )
         }
         return (tuned, heldOut)
-    }
-
-    /// What the sweep found, as `tune` prints it: the winner's settings or why the file's own stay, the held-out
-    /// figures, and how the label-free measures agreed with the labels.
-    static func printVerdict(
-        _ best: Sweep.Result?, nearest: Sweep.Result, leader: Sweep.Result, valid: [Sweep.Result],
-        baseline: TuneBaseline, space: SearchSpace, sweep: Sweep, heldOut: [String],
-        agreement: [(measure: String, idf1: Double?, dwell: Double?)]
-    ) {
-        let objectiveName = space.objective.rawValue
-        func value(_ objective: Double?) -> String { objective.map { String(format: "%.4f", $0) } ?? "–" }
-        if let best {
-            print(
-                "best: trial \(best.number), \(objectiveName) \(value(best.objective)) (the file's settings: \(value(baseline.objective)))"
-            )
-            for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
-        } else {
-            print(
-                "best: the file's settings, \(objectiveName) \(value(baseline.objective)): no trial beat them by more than \(baseline.noise) (the best, trial \(nearest.number), \(value(nearest.objective))); nothing to change"
-            )
-            let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
-            if abs(worst - leader.objective!) <= baseline.noise {
-                print(
-                    "every trial scored the same: these recordings' labels cannot tell the settings apart (label a clip where the settings matter: more visitors, crossings, someone hidden for a while, or search other settings)"
-                )
-            }
-        }
-        if !heldOut.isEmpty {
-            print(
-                "held out (\(heldOut.joined(separator: ", "))): \(objectiveName) \(value(baseline.heldOutBestObjective)) with the winner, \(value(baseline.heldOutObjective)) with the file's settings"
-            )
-        }
-        if agreement.contains(where: { $0.idf1 != nil }) {
-            print("label-free measures against the labels over these trials (Spearman's rho):")
-            for a in agreement {
-                print(
-                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error"
-                )
-            }
-        }
     }
 
     /// What the cache saved: the trials run, in how long, against decoding and detecting again for each.
@@ -440,5 +390,72 @@ struct TrialProgress {
             + String(repeating: ".", count: 30 - filled)
             + String(format: "] %3.0f%%  ETA %.0fs ", fraction * 100, eta)
         FileHandle.standardError.write(Data(line.utf8))
+    }
+}
+
+/// What a sweep found: among the valid trials, the leader and, of those tied with it (within the noise: the
+/// objective's resolution, or what the file's settings move between two runs), the one nearest the file's own
+/// values; it is the winner only if it beats the file's settings by more than the noise, else they stay.
+struct TuneVerdict {
+    let valid: [Sweep.Result]
+    let leader: Sweep.Result
+    let nearest: Sweep.Result
+    let beaten: Bool
+    let sweep: Sweep
+
+    var best: Sweep.Result? { beaten ? nearest : nil }
+    var space: SearchSpace { sweep.space }
+
+    init(
+        valid: [Sweep.Result], leader: Sweep.Result, baseline: TuneBaseline, sweep: Sweep, fileValues: [String: String]
+    ) {
+        let noise = baseline.noise
+        let space = sweep.space
+        beaten =
+            baseline.objective.map { file in
+                sweep.better(leader.objective! + (space.objective.maximised ? -noise : noise), than: file)
+            } ?? true
+        nearest = valid.filter { abs($0.objective! - leader.objective!) <= noise }.min {
+            space.distance($0.settings, from: fileValues) < space.distance($1.settings, from: fileValues)
+        }!
+        self.valid = valid
+        self.leader = leader
+        self.sweep = sweep
+    }
+
+    /// What the sweep found, as `tune` prints it: the winner's settings or why the file's own stay, the held-out
+    /// figures, and how the label-free measures agreed with the labels.
+    func say(baseline: TuneBaseline, heldOut: [String], agreement: [(measure: String, idf1: Double?, dwell: Double?)]) {
+        let objectiveName = space.objective.rawValue
+        func value(_ objective: Double?) -> String { objective.map { String(format: "%.4f", $0) } ?? "–" }
+        if let best {
+            print(
+                "best: trial \(best.number), \(objectiveName) \(value(best.objective)) (the file's settings: \(value(baseline.objective)))"
+            )
+            for key in best.settings.keys.sorted() { print("  --set \(key)=\(best.settings[key]!)") }
+        } else {
+            print(
+                "best: the file's settings, \(objectiveName) \(value(baseline.objective)): no trial beat them by more than \(baseline.noise) (the best, trial \(nearest.number), \(value(nearest.objective))); nothing to change"
+            )
+            let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
+            if abs(worst - leader.objective!) <= baseline.noise {
+                print(
+                    "every trial scored the same: these recordings' labels cannot tell the settings apart (label a clip where the settings matter: more visitors, crossings, someone hidden for a while, or search other settings)"
+                )
+            }
+        }
+        if !heldOut.isEmpty {
+            print(
+                "held out (\(heldOut.joined(separator: ", "))): \(objectiveName) \(value(baseline.heldOutBestObjective)) with the winner, \(value(baseline.heldOutObjective)) with the file's settings"
+            )
+        }
+        if agreement.contains(where: { $0.idf1 != nil }) {
+            print("label-free measures against the labels over these trials (Spearman's rho):")
+            for a in agreement {
+                print(
+                    "  \(a.measure): \(a.idf1.map { String(format: "%.2f", $0) } ?? "–") with IDF1, \(a.dwell.map { String(format: "%.2f", $0) } ?? "–") with the dwell error"
+                )
+            }
+        }
     }
 }
