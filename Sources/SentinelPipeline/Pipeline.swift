@@ -36,6 +36,9 @@ public struct Pipeline {
     private var lastTime = MediaTime.zero
     /// The opening of the source the last frame came from (`Frame.opening`).
     private var opening = 0
+    /// Every face the detector last reported, visitor or not, where it has not looked since: masked on the frames
+    /// between (carried, or detected only in squares elsewhere), as a followed visitor is masked where predicted.
+    private var reported: [(box: Box, time: MediaTime)] = []
 
     /// What one step produced: a frame analysed or carried, a tick of a silent source, or the end.
     public struct Step {
@@ -145,8 +148,18 @@ public struct Pipeline {
             let timings = StageTimings(
                 detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, regions: 0)
             return step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
-        case .whole: detections = try detected ?? detector.detect(frame.image)
-        case .regions(let regions): detections = try detector.detect(frame.image, in: regions)
+        case .whole:
+            detections = try detected ?? detector.detect(frame.image)
+            reported = []
+        case .regions(let regions):
+            detections = try detector.detect(frame.image, in: regions)
+            // A square that holds a face's centre has looked at it again.
+            reported.removeAll { face in
+                let centre = face.box.center
+                return regions.contains {
+                    centre.x >= $0.x && centre.x <= $0.maxX && centre.y >= $0.y && centre.y <= $0.maxY
+                }
+            }
         }
         let detected = clock.now
         let emotion = emotion
@@ -163,9 +176,11 @@ public struct Pipeline {
         let timings = StageTimings(
             detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count,
             regions: regions)
-        return step(
+        let step = step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
             events: try ended + masked(result.events))
+        reported += detections.map { ($0.box, frame.time) }
+        return step
     }
 
     /// A source that delivered nothing until `time` (a camera that is down): visits unseen for too long end on time.
@@ -206,8 +221,12 @@ public struct Pipeline {
             MaskedFrame.Face(label: label($0.faceId), box: $0.box, unseenSeconds: $0.unseenSeconds)
         }
         let tracked = (output.observed + output.carried).map { (label: label($0.faceId), box: $0.box) }
+        let earlier = reported.map {
+            MaskedFrame.Face(label: nil, box: $0.box, unseenSeconds: (frame.time - $0.time).seconds)
+        }
         let masked = MaskedFrame(
-            index: frame.index, time: frame.time, image: frame.image, detections: detections, faces: faces,
+            index: frame.index, time: frame.time, image: frame.image, detections: detections,
+            faces: faces + earlier,
             tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) }, timings: timings,
             analysed: analysed, capturedAt: frame.capturedAt)
         return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
@@ -222,7 +241,8 @@ public struct MaskedFrame {
     /// Every face the detector reported, down to `privacy.review.scoreRatio` of its score, visitor or not (empty on a
     /// frame between two detections).
     public var detections: [Box]
-    /// Where faces must be masked: the visitors seen, and where the tracker predicts those it did not see.
+    /// Where faces must be masked beside `detections`: the visitors seen, where the tracker predicts those it did not
+    /// see, and the faces reported earlier that no detection has looked at since.
     public var faces: [Face]
     /// Where the pipeline places each visitor in this frame: detected, or carried between two detections. This is
     /// what accuracy is scored on, every frame alike.
@@ -235,9 +255,11 @@ public struct MaskedFrame {
     /// When the capture edge received the frame.
     public var capturedAt: ContinuousClock.Instant?
 
-    /// A followed visitor: seen in this frame, or predicted after `unseenSeconds` without a detection.
+    /// A face to mask: a followed visitor, seen in this frame or predicted after `unseenSeconds` without a
+    /// detection; or, without a label, a face the detector reported `unseenSeconds` ago and has not looked at since
+    /// (no visitor, or not yet one), where it was.
     public struct Face {
-        public var label: String
+        public var label: String?
         public var box: Box
         public var unseenSeconds: Double
         public var predicted: Bool { unseenSeconds > 0 }

@@ -26,9 +26,10 @@ public struct FaceMasks: Sendable {
         for region in regions(frame) { try image.mask(region, style: settings.mask) }
     }
 
-    /// The visitors shown (predicted ones only when masks follow tracks).
+    /// The faces masked beside the frame's detections: visitors (predicted ones only when masks follow tracks), and
+    /// every face reported earlier that no detection has looked at since.
     func visible(_ frame: MaskedFrame) -> [MaskedFrame.Face] {
-        frame.faces.filter { settings.followTracks || !$0.predicted }
+        frame.faces.filter { $0.label == nil || settings.followTracks || !$0.predicted }
     }
 
     func grown(_ box: Box, unseen: Double = 0) -> Box {
@@ -88,9 +89,10 @@ public final class ReviewVideo {
         // Outlines and labels go around the masked region, not over the face; each label where it overlaps none
         // placed before it (above the region, else below, else lower down), whole and on a dark box.
         for (face, region) in zip(faces, regions) {
+            guard let name = face.label else { continue }
             let colour = face.predicted ? Color(red: 170, green: 170, blue: 170) : Color(red: 60, green: 230, blue: 60)
             try image.drawRectangle(region, color: colour, thickness: 1)
-            let text = face.predicted ? "\(face.label) (predicted)" : face.label
+            let text = face.predicted ? "\(name) (predicted)" : name
             let size = try label(text, at: .init(x: 0, y: 0), in: image)
             let box = Self.place(
                 width: size.width, height: size.height, by: region, avoiding: placed, frameWidth: Double(image.width),

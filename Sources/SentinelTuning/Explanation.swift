@@ -45,7 +45,9 @@ public struct Explanation: Sendable {
     public mutating func add(_ step: Pipeline.Step, origin: Date) {
         if let frame = step.frame {
             frameSize = (Double(frame.image.width), Double(frame.image.height))
-            for face in frame.faces where !face.predicted { lastBox[face.label] = face.box }
+            for face in frame.faces where !face.predicted {
+                if let label = face.label { lastBox[label] = face.box }
+            }
             for (label, note) in frame.notes {
                 guard let label else {
                     if note.kind == .dropped { dropped += 1 }

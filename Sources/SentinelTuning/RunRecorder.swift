@@ -34,7 +34,7 @@ public struct RunRecorder: Sendable {
         tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
         stability.add(
             frame: frame.index, analysed: frame.analysed,
-            detected: frame.faces.filter { !$0.predicted }.map { ($0.label, $0.box) })
+            detected: frame.faces.compactMap { face in face.predicted ? nil : face.label.map { ($0, face.box) } })
     }
 
     /// Each frame's tracked boxes (frames with none included), as scoring against visits reads them.

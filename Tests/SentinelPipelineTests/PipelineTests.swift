@@ -14,9 +14,9 @@ import Testing
 @Suite("Pipeline: the per-frame loop with scripted detections", .computing)
 struct PipelineTests {
     /// 10 fps, 320x240: a visitor in the left zone for the first 3 s; another on the right from 4 s to the end (6 s).
-    static func script(_ index: Int) -> [Detection] {
+    static func script(_ index: Int, firstScore: Double = 0.9) -> [Detection] {
         var faces: [Detection] = []
-        if index < 30 { faces.append(Detection(box: Box(x: 40, y: 80, width: 60, height: 60), score: 0.9)) }
+        if index < 30 { faces.append(Detection(box: Box(x: 40, y: 80, width: 60, height: 60), score: firstScore)) }
         if index >= 40 { faces.append(Detection(box: Box(x: 220, y: 80, width: 60, height: 60), score: 0.9)) }
         return faces
     }
@@ -52,12 +52,14 @@ struct PipelineTests {
         let images: [Image]
         let failAt: Int?
         let slow: Bool
+        let firstScore: Double
         private(set) var calls = 0
 
-        init(_ images: [Image], failAt: Int? = nil, slow: Bool = false) {
+        init(_ images: [Image], failAt: Int? = nil, slow: Bool = false, firstScore: Double = 0.9) {
             self.images = images
             self.failAt = failAt
             self.slow = slow
+            self.firstScore = firstScore
         }
 
         func detect(_ image: Image) throws(VisionError) -> [Detection] {
@@ -65,7 +67,7 @@ struct PipelineTests {
             let index = images.firstIndex { $0 === image }!
             if slow && index % 3 == 0 { Thread.sleep(forTimeInterval: 0.02) }
             if index == failAt { throw VisionError(.processing, "scripted failure") }
-            return PipelineTests.script(index)
+            return PipelineTests.script(index, firstScore: firstScore)
         }
     }
 
@@ -92,7 +94,8 @@ struct PipelineTests {
     /// The store's copy of every event a run of `frames` produced, and the published JSON, and the error if any.
     /// `workers` scripted detectors (slow on every third frame when more than one) detect frames ahead side by side.
     func run(
-        failAt: Int? = nil, maxFPS: Double = 0, workers: Int = 1, keys: PseudonymKeyRing? = nil, reopenAt: Int = .max
+        failAt: Int? = nil, maxFPS: Double = 0, workers: Int = 1, keys: PseudonymKeyRing? = nil, reopenAt: Int = .max,
+        firstScore: Double = 0.9
     ) throws -> (
         stored: [VisitorEvent], published: [String], steps: [Pipeline.Step], error: (any Error)?, detections: Int
     ) {
@@ -105,7 +108,9 @@ struct PipelineTests {
             }
             return image
         }
-        let detectors = (0..<workers).map { _ in ScriptedDetector(images, failAt: failAt, slow: workers > 1) }
+        let detectors = (0..<workers).map { _ in
+            ScriptedDetector(images, failAt: failAt, slow: workers > 1, firstScore: firstScore)
+        }
         var definition = try Self.definition.get().forEvaluation
         definition.detection.maxFps = maxFPS
         let pipeline = Pipeline(
@@ -204,6 +209,29 @@ struct PipelineTests {
         let exits = events.filter { $0.type == .exited }
         #expect(exits.map(\.reason) == [.lost, .endOfStream])
         #expect(events.filter { $0.type == .entered }.count == 2)
+    }
+
+    @Test(
+        "a face the detector reports that no visitor follows (under the detector's score) stays masked on the frames between two detections, where it was"
+    )
+    func unfollowedFaceMasked() throws {
+        let definition = try Self.definition.get()
+        let carried = try run(maxFPS: 5, firstScore: definition.detectorSettings.scoreThreshold * 0.9)
+        // Only the face that comes in at frame 40, on the right, is a visitor.
+        #expect(carried.stored.allSatisfy { ($0.mediaTime ?? 0) >= 4 }, "\(carried.stored)")
+        let masks = FaceMasks(settings: definition.privacy.review)
+        let frames = carried.steps.compactMap(\.frame).filter { $0.index < 30 }
+        #expect(frames.filter { !$0.analysed }.count >= 10)
+        let centre = Point(x: 70, y: 110)
+        let bare = frames.filter { frame in
+            !masks.regions(frame).contains {
+                centre.x >= $0.x && centre.x <= $0.maxX && centre.y >= $0.y && centre.y <= $0.maxY
+            }
+        }
+        #expect(bare.isEmpty, "frames showing the face unmasked: \(bare.map(\.index))")
+        // Once a detection no longer finds it (from frame 30, before the next face comes), it is no longer masked.
+        let gone = carried.steps.compactMap(\.frame).filter { $0.index >= 32 && $0.index < 40 }
+        #expect(!gone.isEmpty && gone.allSatisfy { masks.regions($0).isEmpty })
     }
 
     @Test("under a detection cadence, frames between detections are carried and the visits are the same")
