@@ -212,7 +212,7 @@ let package = Package(
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
                 "SentinelPostgres",
-                "SentinelRuntime", "SentinelHTTP", "SentinelMQTT", "SentinelServer",
+                "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

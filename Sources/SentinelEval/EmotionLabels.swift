@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelCore
+import SentinelCore
 public import SentinelWire
 
 /// Labelled photos of faces for measuring the emotion reading: a CSV of `image,emotion` rows beside a folder of

@@ -8,7 +8,6 @@ import SentinelHTTP
 import SentinelMQTT
 import SentinelPrivacy
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import SentinelWire
 import ServiceLifecycle

@@ -2,13 +2,12 @@ import Foundation
 public import Logging
 public import SentinelConfig
 import SentinelCore
-public import SentinelHTTP
+import SentinelHTTP
 public import SentinelHosting
 import SentinelMQTT
 import SentinelPostgres
 import SentinelPrivacy
 public import SentinelRuntime
-public import SentinelServer
 public import SentinelStore
 public import ServiceLifecycle
 import UnixSignals

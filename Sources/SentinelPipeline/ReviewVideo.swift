@@ -1,6 +1,6 @@
 import Foundation
 public import SentinelConfig
-public import SentinelCore
+import SentinelCore
 public import SentinelPrivacy
 public import SentinelVision
 import SentinelVisitors

@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelCore
+import SentinelCore
 public import SentinelWire
 
 /// An event that has passed the privacy mask for one output, and its JSON. Only the mask makes these, so an

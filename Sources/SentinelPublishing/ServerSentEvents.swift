@@ -1,5 +1,5 @@
 import Foundation
-public import SentinelCore
+import SentinelCore
 public import SentinelStore
 public import SentinelWire
 

@@ -1,7 +1,7 @@
 import CoreMetrics
 public import Foundation
 import SentinelAggregates
-public import SentinelCore
+import SentinelCore
 public import SentinelPrivacy
 public import SentinelStore
 public import SentinelWire

@@ -3,7 +3,7 @@ import Foundation
 import Metrics
 public import Prometheus
 import SentinelAggregates
-public import SentinelCore
+import SentinelCore
 import SentinelPrivacy
 public import SentinelWire
 

@@ -1,6 +1,6 @@
 public import Foundation
 public import SentinelAggregates
-public import SentinelCore
+import SentinelCore
 import SentinelPrivacy
 public import SentinelWire
 

@@ -1,7 +1,7 @@
 public import Foundation
 import GRDB
-public import SentinelAggregates
-public import SentinelCore
+import SentinelAggregates
+import SentinelCore
 import SentinelPrivacy
 import SentinelWire
 import Synchronization

@@ -1,6 +1,6 @@
 public import Foundation
 import GRDB
-public import SentinelAggregates
+import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import Synchronization

@@ -1,7 +1,7 @@
 public import Foundation
 import GRDB
 import SentinelAggregates
-public import SentinelCore
+import SentinelCore
 public import SentinelPrivacy
 public import SentinelWire
 import Synchronization

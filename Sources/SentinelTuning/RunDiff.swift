@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelCore
+import SentinelCore
 import SentinelEval
 public import SentinelWire
 

@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelCore
+import SentinelCore
 public import SentinelEval
 public import SentinelPipeline
 import SentinelPrivacy

@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelCore
+import SentinelCore
 public import SentinelWire
 
 /// A few lines on a run for the person who started it: visits, dwell per zone and the label-free measures (suspected

@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelCore
+import SentinelCore
 public import SentinelWire
 
 /// Measures of a run that need no labels, for footage nobody has labelled. With the detector fixed, what varies

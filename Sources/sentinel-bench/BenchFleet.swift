@@ -112,8 +112,9 @@ struct BenchFleet: AsyncParsableCommand {
                 try await file.read { db in
                     try Row.fetchAll(
                         db, sql: "SELECT id, streamId, type, payload FROM events WHERE id > ? ORDER BY id LIMIT 10000",
-                        arguments: [after])
-                }.map { ($0["id"], $0["streamId"], $0["type"], Data(($0["payload"] as String).utf8)) }
+                        arguments: [after]
+                    ).map { ($0["id"], $0["streamId"], $0["type"], Data(($0["payload"] as String).utf8)) }
+                }
             }
         }
         // Sites share at most 100 connections (site i on connection i % 100, so each site's events stay in order):
