@@ -229,13 +229,13 @@ extension PostgresEventStore {
             """
             INSERT INTO inbox (site, received, retired)
             SELECT origin_site, max(origin_id), max(origin_id) FROM events
-            WHERE \(unescaped: column) < \(try bound) AND origin_site IS NOT NULL GROUP BY origin_site
+            WHERE \(unescaped: column) < \(bound) AND origin_site IS NOT NULL GROUP BY origin_site
             ON CONFLICT (site) DO UPDATE SET retired = greatest(inbox.retired, excluded.retired)
             """, logger: logger)
         let readings = column == "id" ? "event_id" : column
         return try await deleted(
-            in: db, "DELETE FROM gauge_readings WHERE \(unescaped: readings) < \(try bound)")
-            + deleted(in: db, "DELETE FROM events WHERE \(unescaped: column) < \(try bound)")
+            in: db, "DELETE FROM gauge_readings WHERE \(unescaped: readings) < \(bound)")
+            + deleted(in: db, "DELETE FROM events WHERE \(unescaped: column) < \(bound)")
     }
 
     /// The rows a `DELETE` deleted.
