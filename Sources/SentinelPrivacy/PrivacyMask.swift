@@ -132,7 +132,7 @@ extension PrivacyPolicy {
     /// A published event read back from the event log (a replica of a fleet follows what the others logged), made
     /// published again by this policy: a row holding more than the events allowlist lets through is cut as the mask
     /// would cut it.
-    public func logged(_ json: Data) throws -> MaskedEvent {
+    package func logged(_ json: Data) throws -> MaskedEvent {
         var event = try JSONDecoder.sentinel().decode(VisitorEvent.self, from: json)
         filter(&event, for: .events)
         return MaskedEvent(output: .events, event: event, json: Masked.json(event))
