@@ -335,7 +335,7 @@ let package = Package(
             name: "SentinelVisionTests",
             dependencies: [
                 wire,
-                "SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport",
+                "SentinelVision", "SentinelModels", "SentinelCore", "SentinelTestSupport", "SentinelLoopback",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -37,12 +37,39 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// `rtsp://`, `http://`, `https://` or another URL FFmpeg reads.
     case url(String)
 
-    /// How logs and errors name the source: a URL's user and password are replaced by `***`.
+    /// How the source is named wherever people read it (logs, errors, `/healthz`, the API, `check`, the probe, the
+    /// dashboard): a URL as `LiveEndpoint.forPeople` renders it.
     public var description: String {
         switch self {
         case .device(let index, _, _): "/dev/video\(index)"
-        case .url(let url): url.replacing(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^\/@]*@/) { "\($0.1)***@" }
+        case .url(let url): Self.forPeople(url)
         }
+    }
+
+    /// A URL with its whole user and password replaced by `***`, whatever characters they hold, and the values of
+    /// query parameters that name a secret (`password=`, `token=`, ...) too. The user and password run to the URL's
+    /// last `@`: a password holding `/`, `@`, `:`, `%`, `?` or `#` is hidden whole, and a path or query holding `@`
+    /// is hidden with it (shown too little, never too much).
+    public static func forPeople(_ url: String) -> String {
+        guard let scheme = url.firstMatch(of: /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//) else { return url }
+        let rest = url[scheme.range.upperBound...]
+        var shown = String(scheme.output)
+        var query = rest[...]
+        if let at = rest.lastIndex(of: "@") {
+            shown += "***@"
+            query = rest[rest.index(after: at)...]
+        }
+        guard let mark = query.firstIndex(of: "?") else { return shown + query }
+        shown += query[...mark]
+        let fragment = query.firstIndex(of: "#") ?? query.endIndex
+        let parameters = query[query.index(after: mark)..<fragment].split(separator: "&", omittingEmptySubsequences: false)
+        shown += parameters.map { parameter in
+            guard let equals = parameter.firstIndex(of: "="),
+                parameter[..<equals].lowercased().contains(/pass|pwd|secret|token|key|auth|sig|user|login/)
+            else { return String(parameter) }
+            return parameter[...equals] + "***"
+        }.joined(separator: "&")
+        return shown + query[fragment...]
     }
 }
 

@@ -47,47 +47,91 @@ public struct StreamDiagnosis: Sendable {
     var place: String { "\(host):\(port)" }
 
     public init?(_ text: String) {
-        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host,
-            !host.isEmpty
+        // Where FFmpeg connects: the authority ends at the first `/`, `?` or `#`, its user and password at the last
+        // `@` in it (av_url_split), whatever characters they hold.
+        guard let scheme = text.firstMatch(of: /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//) else { return nil }
+        let rest = text[scheme.range.upperBound...]
+        let authority = rest[..<(rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex)]
+        let at = authority.lastIndex(of: "@")
+        let plainText = scheme.output + (at.map { rest[rest.index(after: $0)...] } ?? rest)
+        guard let url = URLComponents(string: String(plainText)), let scheme = url.scheme?.lowercased(),
+            let host = url.host, !host.isEmpty
         else { return nil }
         let ports = ["rtsp": 554, "rtsps": 322, "http": 80, "https": 443]
         guard let port = url.port ?? ports[scheme] else { return nil }
         self.scheme = scheme
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         self.port = port
-        var plain = url
-        (plain.user, plain.password) = (nil, nil)
         target =
             scheme == "rtsp"
-            ? (plain.string ?? text)
+            ? String(plainText)
             : (url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath)
                 + (url.percentEncodedQuery.map { "?\($0)" } ?? "")
-        credentials = url.user != nil
+        credentials = at != nil
     }
 
     /// The cause, in words naming the place (`described`, the URL without its password).
     func run(describing described: String) -> String {
+        switch ask() {
+        case .failure(let problem): problem.text
+        case .success(nil):
+            "\(place) accepts connections, but the stream cannot be read (FFmpeg: cannot open \(described))"
+        case .success(let answer?): explain(answer, describing: described)
+        }
+    }
+
+    /// Where the server sends a client that asks for the stream, when that is another host or port than the URL's:
+    /// a URL with a user and password is not opened there, since FFmpeg would send them on to it (an RTSP redirect
+    /// keeps the first URL's credentials). Nil when the server answers otherwise, or not at all (the open then says
+    /// why). Asked without the user and password.
+    public func redirectElsewhere() -> String? {
+        guard credentials, case .success(let answer?) = ask() else { return nil }
+        let lines = String(decoding: answer, as: UTF8.self).split(whereSeparator: \.isNewline)
+        let parts = lines.first?.split(separator: " ", maxSplits: 2) ?? []
+        guard parts.count >= 2, let code = Int(parts[1]), (300..<400).contains(code),
+            let location = lines.dropFirst().first(where: { $0.lowercased().hasPrefix("location:") })
+        else { return nil }
+        let target = location.dropFirst("location:".count).trimmingCharacters(in: .whitespaces)
+        guard let moved = StreamDiagnosis(target) else {
+            // A relative location stays on this host.
+            return target.hasPrefix("/") && !target.hasPrefix("//") ? nil : LiveEndpoint.forPeople(target)
+        }
+        return moved.host.lowercased() == host.lowercased() && moved.port == port && moved.scheme == scheme
+            ? nil : LiveEndpoint.forPeople(target)
+    }
+
+    struct Problem: Error { let text: String }
+
+    /// The server's first bytes in answer to the request for the stream (nil for a scheme not asked, HTTPS), or why
+    /// there are none.
+    private func ask() -> Result<[UInt8]?, Problem> {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(host, "\(port)", &hints, &found)
         guard resolved == 0, let first = found else {
-            return "no such host \(host) (\(String(cString: gai_strerror(resolved))))"
+            return .failure(Problem(text: "no such host \(host) (\(String(cString: gai_strerror(resolved))))"))
         }
         defer { freeaddrinfo(found) }
         let socket = Glibc.socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
-        guard socket >= 0 else { return "cannot make a socket (\(String(cString: strerror(errno))))" }
+        guard socket >= 0 else {
+            return .failure(Problem(text: "cannot make a socket (\(String(cString: strerror(errno))))"))
+        }
         defer { close(socket) }
         var wait = timeval(tv_sec: Int(Self.timeout), tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
         if connect(socket, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
             switch errno {
-            case ECONNREFUSED: return "connection refused by \(place): nothing listens on that port"
+            case ECONNREFUSED:
+                return .failure(Problem(text: "connection refused by \(place): nothing listens on that port"))
             case EINPROGRESS, EAGAIN, ETIMEDOUT:
-                return
-                    "no answer from \(place) within \(Int(Self.timeout)) s (timed out: a wrong address, or a firewall)"
-            default: return "cannot connect to \(place): \(String(cString: strerror(errno)))"
+                return .failure(
+                    Problem(
+                        text:
+                            "no answer from \(place) within \(Int(Self.timeout)) s (timed out: a wrong address, or a firewall)"
+                    ))
+            default: return .failure(Problem(text: "cannot connect to \(place): \(String(cString: strerror(errno)))"))
             }
         }
         let request: String
@@ -99,16 +143,19 @@ public struct StreamDiagnosis: Sendable {
             request =
                 "GET \(target) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: sentinel-probe\r\n\r\n"
         default:
-            return "\(place) accepts connections, but the stream cannot be read (FFmpeg: cannot open \(described))"
+            return .success(nil)
         }
         _ = request.utf8CString.withUnsafeBufferPointer { send(socket, $0.baseAddress, $0.count - 1, 0) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
+        var buffer = [UInt8](repeating: 0, count: 2048)
         let count = recv(socket, &buffer, buffer.count, 0)
         guard count > 0 else {
-            return
-                "\(place) accepted the connection but did not answer \(scheme.uppercased()) within \(Int(Self.timeout)) s"
+            return .failure(
+                Problem(
+                    text:
+                        "\(place) accepted the connection but did not answer \(scheme.uppercased()) within \(Int(Self.timeout)) s"
+                ))
         }
-        return explain(buffer[0..<count], describing: described)
+        return .success(Array(buffer[0..<count]))
     }
 
     /// What a server's first bytes say, in words: the status of its RTSP or HTTP answer (the reason phrase with its
