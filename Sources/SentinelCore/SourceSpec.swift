@@ -62,7 +62,8 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
         guard let mark = query.firstIndex(of: "?") else { return shown + query }
         shown += query[...mark]
         let fragment = query.firstIndex(of: "#") ?? query.endIndex
-        let parameters = query[query.index(after: mark)..<fragment].split(separator: "&", omittingEmptySubsequences: false)
+        let parameters = query[query.index(after: mark)..<fragment].split(
+            separator: "&", omittingEmptySubsequences: false)
         shown += parameters.map { parameter in
             guard let equals = parameter.firstIndex(of: "="),
                 parameter[..<equals].lowercased().contains(/pass|pwd|secret|token|key|auth|sig|user|login/)

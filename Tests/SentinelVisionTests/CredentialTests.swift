@@ -17,7 +17,8 @@ struct CredentialTests {
     /// A password with every character that ends a URL's parts early: `/`, `@`, `%`, `:`, `?` and `#`.
     static let password = "p@ss/w%25rd:x?y#z"
 
-    @Test("a URL is shown without its user and password, whatever characters they hold, and without secret query values")
+    @Test(
+        "a URL is shown without its user and password, whatever characters they hold, and without secret query values")
     func rendered() {
         let cases = [
             // The issue's two: a `/` printed the password whole, an `@` left its tail.
@@ -26,7 +27,10 @@ struct CredentialTests {
             ("rtsp://admin:\(Self.password)@cam.local:8554/cam", "rtsp://***@cam.local:8554/cam"),
             ("rtsp://admin:s3cret@127.0.0.1:9/stream", "rtsp://***@127.0.0.1:9/stream"),
             ("rtsp://cam.local/stream", "rtsp://cam.local/stream"),
-            ("http://cam.local/snap.cgi?User=admin&pwd=s3cret&res=1", "http://cam.local/snap.cgi?User=***&pwd=***&res=1"),
+            (
+                "http://cam.local/snap.cgi?User=admin&pwd=s3cret&res=1",
+                "http://cam.local/snap.cgi?User=***&pwd=***&res=1"
+            ),
             ("http://cam.local/x?token=abc#part", "http://cam.local/x?token=***#part"),
             // An `@` after the host hides what comes before it: too little shown, never a password.
             ("http://cam.local/x@y", "http://***@y"),
@@ -38,7 +42,9 @@ struct CredentialTests {
         let alphabet = Array("ab/@%:?#=&25")
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
-            let secret = "S" + String((0..<Int.random(in: 1...12, using: &generator)).map { _ in alphabet.randomElement()! }) + "Q"
+            let secret =
+                "S" + String((0..<Int.random(in: 1...12, using: &generator)).map { _ in alphabet.randomElement()! })
+                + "Q"
             let shown = LiveEndpoint.url("rtsp://u:\(secret)@h:554/p").description
             #expect(!shown.contains("S") && !shown.contains("Q"), "\(secret) -> \(shown)")
         }
