@@ -100,6 +100,47 @@ snl_status snl_image_difference_grid(const snl_image *a, const snl_image *b, int
     });
 }
 
+snl_status snl_image_copy_cells(snl_image *image, const snl_image *source, int32_t columns, int32_t rows,
+                                const uint8_t *which, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Mat &to = pixels(image);
+        const cv::Mat &from = pixels(source);
+        require(to.size() == from.size() && to.type() == from.type(), SNL_ERR_ARGUMENT, "images of different sizes");
+        require(columns > 0 && rows > 0 && columns <= to.cols && rows <= to.rows, SNL_ERR_ARGUMENT,
+                "a grid of no cells, or of more cells than pixels");
+        for (int y = 0; y < rows; ++y) {
+            for (int x = 0; x < columns; ++x) {
+                if (which[static_cast<size_t>(y) * columns + x] == 0) continue;
+                const int x0 = x * to.cols / columns, x1 = (x + 1) * to.cols / columns;
+                const int y0 = y * to.rows / rows, y1 = (y + 1) * to.rows / rows;
+                const cv::Rect cell(x0, y0, x1 - x0, y1 - y0);
+                from(cell).copyTo(to(cell));
+            }
+        }
+    });
+}
+
+snl_status snl_image_region_detail_correlation(const snl_image *a, const snl_image *b, snl_rect region,
+                                               double *correlation, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(pixels(a).size() == pixels(b).size(), SNL_ERR_ARGUMENT, "images of different sizes");
+        cv::Rect r = snl::clip(region, pixels(a).size());
+        require(!r.empty(), SNL_ERR_ARGUMENT, "region outside the image");
+        cv::Mat la, lb;
+        cv::Laplacian(grey(pixels(a)(r)), la, CV_64F);
+        cv::Laplacian(grey(pixels(b)(r)), lb, CV_64F);
+        cv::Scalar ma, sa, mb, sb;
+        cv::meanStdDev(la, ma, sa);
+        cv::meanStdDev(lb, mb, sb);
+        if (sa[0] <= 0 || sb[0] <= 0) {
+            *correlation = 0;
+            return;
+        }
+        const double covariance = cv::mean((la - ma[0]).mul(lb - mb[0]))[0];
+        *correlation = covariance / (sa[0] * sb[0]);
+    });
+}
+
 snl_status snl_image_region_detail(const snl_image *image, snl_rect region, double *detail, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
         cv::Rect r = snl::clip(region, pixels(image).size());

@@ -39,6 +39,9 @@ public struct Pipeline {
     /// Every face the detector last reported, visitor or not, where it has not looked since: masked on the frames
     /// between (carried, or detected only in squares elsewhere), as a followed visitor is masked where predicted.
     private var reported: [(box: Box, time: MediaTime)] = []
+    /// How faces are masked in the frames shown to people, and where beyond the faces found (`ForegroundWatch`).
+    private let masks: FaceMasks
+    private var foreground: ForegroundWatch
 
     /// What one step produced: a frame analysed or carried, a tick of a silent source, or the end.
     public struct Step {
@@ -65,6 +68,8 @@ public struct Pipeline {
         scoreThreshold = definition.detectorSettings.scoreThreshold
         gate = MotionGate(maxFPS: definition.detection.maxFps, gated: definition.detection.onChange)
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
+        masks = FaceMasks(settings: definition.privacy.review)
+        foreground = ForegroundWatch(settings: definition.privacy.review)
     }
 
     /// The pipeline a definition describes, with its OpenCV detector and emotion model from `models`. Throws a
@@ -147,7 +152,7 @@ public struct Pipeline {
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(
                 detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, regions: 0)
-            return step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
+            return try step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
         case .whole:
             detections = try detected ?? detector.detect(frame.image)
             reported = []
@@ -176,7 +181,7 @@ public struct Pipeline {
         let timings = StageTimings(
             detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count,
             regions: regions)
-        let step = step(
+        let step = try step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
             events: try ended + masked(result.events))
         reported += detections.map { ($0.box, frame.time) }
@@ -210,7 +215,7 @@ public struct Pipeline {
     private mutating func step(
         _ frame: Frame, _ output: VisitorStage.FrameOutput, detections: [Box], timings: StageTimings, analysed: Bool,
         events: [Masked]
-    ) -> Step {
+    ) throws(VisionError) -> Step {
         func label(_ faceId: String) -> String {
             // A pseudonym is an HMAC of an id the stage made: only a broken key ring fails, and masking the events
             // of the same visits would have thrown first.
@@ -224,11 +229,13 @@ public struct Pipeline {
         let earlier = reported.map {
             MaskedFrame.Face(label: nil, box: $0.box, unseenSeconds: (frame.time - $0.time).seconds)
         }
-        let masked = MaskedFrame(
+        var masked = MaskedFrame(
             index: frame.index, time: frame.time, image: frame.image, detections: detections,
-            faces: faces + earlier,
+            faces: faces + earlier, uncertain: [],
             tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) }, timings: timings,
             analysed: analysed, capturedAt: frame.capturedAt)
+        let seen = detections.map { masks.grown($0) } + output.observed.map { masks.grown($0.box) }
+        masked.uncertain = try foreground.regions(frame, seen: seen)
         return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
     }
 }
@@ -244,6 +251,9 @@ public struct MaskedFrame {
     /// Where faces must be masked beside `detections`: the visitors seen, where the tracker predicts those it did not
     /// see, and the faces reported earlier that no detection has looked at since.
     public var faces: [Face]
+    /// Where a face may be that no detection found, masked as they are (`ForegroundWatch`): what moved in at the
+    /// frame's edges, and what still differs from the empty scene under the last frame's masks.
+    public var uncertain: [Box]
     /// Where the pipeline places each visitor in this frame: detected, or carried between two detections. This is
     /// what accuracy is scored on, every frame alike.
     public var tracked: [(label: String, box: Box)]

@@ -10,15 +10,19 @@ public import SentinelWire
 /// the box's longer side times the mask scale (a narrow box is a face partly hidden, and the hidden part may come out
 /// next), over every detection, every followed visitor, and (with `followTracks`) every visitor the tracker predicts
 /// where detection missed it in this frame, a predicted face's grown by a further `growthPerSecond` sides per second
-/// unseen, as its position grows less certain. A single missed detection therefore does not show a face.
+/// unseen, as its position grows less certain. A single missed detection therefore does not show a face. Beyond the
+/// faces found, where one may be that none was found (`MaskedFrame.uncertain`): what came in at the frame's edges,
+/// and what still differs from the empty scene under the last frame's masks.
 public struct FaceMasks: Sendable {
     public let settings: ReviewSettings
 
     public init(settings: ReviewSettings) { self.settings = settings }
 
-    /// The regions hidden in a frame.
+    /// The regions hidden in a frame: the faces found, grown, and (unless `settleSeconds` is 0) where a face may be
+    /// that none was found.
     public func regions(_ frame: MaskedFrame) -> [Box] {
         frame.detections.map { grown($0) } + visible(frame).map { grown($0.box, unseen: $0.unseenSeconds) }
+            + (settings.settleSeconds > 0 ? frame.uncertain : [])
     }
 
     /// Hides every region of `frame` in `image` (the frame's picture, or a copy with drawings on it).
@@ -47,17 +51,28 @@ public final class ReviewVideo {
     private let path: String
     private let fps: Double
     private let zones: [PipelineDefinition.ZoneSpec]
+    /// False: the masked frames alone, as stills and the zone editor show them (what `sentinel eval masking` scores:
+    /// an outline drawn across a face is detail that is no face's).
+    private let drawings: Bool
     private var writer: VideoWriter?
 
-    public init(path: String, fps: Double, zones: [PipelineDefinition.ZoneSpec], settings: ReviewSettings) {
+    public init(
+        path: String, fps: Double, zones: [PipelineDefinition.ZoneSpec], settings: ReviewSettings,
+        drawings: Bool = true
+    ) {
         self.path = path
         self.fps = fps
         masks = FaceMasks(settings: settings)
         self.zones = zones
+        self.drawings = drawings
     }
 
     public func write(_ frame: MaskedFrame) throws(VisionError) {
         let image = try frame.image.clone()
+        guard drawings else {
+            try masks.hide(in: image, frame)
+            return try record(image)
+        }
         // Zones first, so that the masks also soften the zone lines crossing a face.
         let zoneColour = Color(red: 255, green: 200, blue: 0)
         let dark = Color(red: 20, green: 24, blue: 32)
@@ -100,6 +115,10 @@ public final class ReviewVideo {
             placed.append(box)
             try image.drawLabel(text, at: Point(x: box.x, y: box.y), scale: Self.scale, color: colour, background: dark)
         }
+        try record(image)
+    }
+
+    private func record(_ image: Image) throws(VisionError) {
         if writer == nil { writer = try VideoWriter(path: path, fps: fps, width: image.width, height: image.height) }
         try writer?.write(image)
     }

@@ -13,9 +13,11 @@ import SentinelVisitors
 /// `take` runs the pipeline on the source up to the moment asked for (a recording's media time; a camera's seconds after
 /// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
 /// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
-/// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the masks are
-/// the same as from the start, at any point of an hour-long file. Nothing is stored or published. Setting `stop`
-/// abandons the frame (the editor shutting down).
+/// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the faces' masks
+/// are the same as from the start, at any point of an hour-long file. What is masked beyond them (`ForegroundWatch`)
+/// learns the empty scene from the span's first frame: someone standing still there, partly in view at an edge, is
+/// masked only once they move or are found. Nothing is stored or published. Setting `stop` abandons the frame (the
+/// editor shutting down).
 public struct SourceSnapshot: Sendable {
     public var jpeg: [UInt8]
     public var width: Int

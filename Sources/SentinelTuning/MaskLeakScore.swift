@@ -3,27 +3,47 @@ public import SentinelCore
 public import SentinelVision
 import SentinelWire
 
-/// How well a review video hides faces: for every ground-truth face in every frame, the detail (variance of
-/// the Laplacian) left in the review video's face region, against the same region of the original footage.
+/// How well a review video hides faces: for every ground-truth face in view in every frame (at least `minVisible` of
+/// its box, not off the frame or behind scenery, and `minPixels` each way), whether the review video's face region
+/// kept its detail, by two measures: the detail left (variance of the Laplacian) against the original's, above
+/// `bound`; and the correlation of the two regions' high-pass detail, above `correlationBound`, which does not depend
+/// on how strong a blur is (a weak blur keeps little variance yet the same edges where they were).
 public struct MaskLeakScore: Sendable, Codable, Equatable {
-    /// Faces counted (at least `minVisible` of the face in view), summed over frames.
+    /// Faces counted, summed over frames.
     public var faceFrames = 0
-    /// Face-frames whose region kept more than `bound` of its original detail.
+    /// Face-frames that kept their detail by either measure.
     public var leaked = 0
-    /// The highest detail ratio seen.
+    /// The highest detail ratio and correlation seen.
     public var worstRatio = 0.0
+    public var worstCorrelation = 0.0
+    /// The same counts by how much of the face is in view.
+    public var bands: [Band] = Self.visibility.map { Band(from: $0.lowerBound, to: $0.upperBound) }
     /// Frame indices with a leak, with the visitor, for finding them in the video.
     public var leaks: [Leak] = []
+
+    /// Fractions of a face in view that the counts are given by.
+    public static let visibility = [0.15..<0.25, 0.25..<0.5, 0.5..<0.75, 0.75..<1.01]
+
+    public struct Band: Sendable, Codable, Equatable {
+        public var from: Double
+        public var to: Double
+        public var faceFrames = 0
+        public var leaked = 0
+    }
 
     public struct Leak: Sendable, Codable, Equatable {
         public var frame: Int
         public var visitor: String
         public var ratio: Double
+        public var correlation: Double
+        /// The fraction of the face in view.
+        public var visible: Double
     }
 
     /// Compares a review video with the footage it was made from, frame by frame.
     public static func measure(
-        original: String, review: String, truth: GroundTruth, bound: Double = 0.25, minVisible: Double = 0.5
+        original: String, review: String, truth: GroundTruth, bound: Double = 0.25, correlationBound: Double = 0.5,
+        minVisible: Double = 0.15, minPixels: Double = 16
     )
         throws(VisionError) -> MaskLeakScore
     {
@@ -36,28 +56,49 @@ public struct MaskLeakScore: Sendable, Codable, Equatable {
                 throw VisionError(.argument, "\(review) ends at frame \(frame.index), before \(original)")
             }
             for face in truthByFrame[frame.index]?.faces ?? [] where face.visible >= minVisible {
-                guard let inner = visibleRegion(of: face.box, occluders: truth.occluders ?? []) else { continue }
+                let occluders = truth.occluders ?? []
+                guard let seen = visibleRegion(of: face.box, occluders: occluders, inner: 1),
+                    seen.width >= minPixels, seen.height >= minPixels,
+                    let inner = visibleRegion(of: face.box, occluders: occluders)
+                else { continue }
                 let before = try frame.image.detail(in: inner)
                 guard before > 1 else { continue }  // nothing to hide: a flat region
                 let ratio = try reviewed.image.detail(in: inner) / before
+                let correlation = try reviewed.image.detailCorrelation(in: inner, with: frame.image)
+                let band = visibility.firstIndex { $0.contains(face.visible) } ?? visibility.count - 1
                 score.faceFrames += 1
+                score.bands[band].faceFrames += 1
                 score.worstRatio = max(score.worstRatio, ratio)
-                if ratio > bound {
+                score.worstCorrelation = max(score.worstCorrelation, correlation)
+                if ratio > bound || correlation > correlationBound {
                     score.leaked += 1
+                    score.bands[band].leaked += 1
                     score.leaks.append(
-                        Leak(frame: frame.index, visitor: face.visitor, ratio: (ratio * 1000).rounded() / 1000))
+                        Leak(
+                            frame: frame.index, visitor: face.visitor, ratio: (ratio * 1000).rounded() / 1000,
+                            correlation: (correlation * 1000).rounded() / 1000,
+                            visible: (face.visible * 1000).rounded() / 1000))
                 }
             }
         }
         return score
     }
 
-    /// The inner 80 % of a face box (outlines drawn around a mask must not count as detail), less the largest
-    /// part hidden by scenery: the detail of a pillar says nothing about a face.
-    static func visibleRegion(of face: Box, occluders: [Box]) -> Box? {
+    /// The counts by visibility, one line: `15-25 %: 0 of 31, 25-50 %: 2 of 60, ...`.
+    public var byVisibility: String {
+        bands.map {
+            "\(Int(($0.from * 100).rounded()))-\(min(100, Int(($0.to * 100).rounded()))) % in view: \($0.leaked) of \($0.faceFrames)"
+        }
+        .joined(separator: ", ")
+    }
+
+    /// The `inner` part of a face box (80 %: outlines drawn around a mask must not count as detail), less the
+    /// largest part hidden by scenery: the detail of a pillar says nothing about a face.
+    static func visibleRegion(of face: Box, occluders: [Box], inner: Double = 0.8) -> Box? {
+        let margin = (1 - inner) / 2
         var region = Box(
-            x: face.x + face.width * 0.1, y: face.y + face.height * 0.1, width: face.width * 0.8,
-            height: face.height * 0.8)
+            x: face.x + face.width * margin, y: face.y + face.height * margin, width: face.width * inner,
+            height: face.height * inner)
         for occluder in occluders {
             // Grown by the outline the renderer draws around it.
             let o = Box(x: occluder.x - 3, y: occluder.y - 3, width: occluder.width + 6, height: occluder.height + 6)

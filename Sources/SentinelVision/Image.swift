@@ -62,6 +62,23 @@ public final class Image: @unchecked Sendable {
         return cells
     }
 
+    /// Copies the cells of `source` (of this size) that `which` names, row by row, from a grid of `columns` x
+    /// `rows`: the cells of `differences(from:columns:rows:)`.
+    public func copyCells(from source: Image, columns: Int, rows: Int, which: [Bool]) throws(VisionError) {
+        let bytes = which.map { UInt8($0 ? 1 : 0) }
+        precondition(bytes.count == columns * rows, "one flag a cell")
+        try bridge { snl_image_copy_cells(handle, source.handle, Int32(columns), Int32(rows), bytes, $0) }
+    }
+
+    /// How much of the detail in `region` of `other` (of this size) is still here, where it was: the correlation of
+    /// the two regions' Laplacians (1: the same detail; about 0: none of it, blurred, pixelated or covered, whatever
+    /// the mask's strength).
+    public func detailCorrelation(in region: Box, with other: Image) throws(VisionError) -> Double {
+        var value = 0.0
+        try bridge { snl_image_region_detail_correlation(handle, other.handle, region.raw, &value, $0) }
+        return value
+    }
+
     /// Variance of the Laplacian in `region`: high where a face shows detail, low where it is masked.
     public func detail(in region: Box) throws(VisionError) -> Double {
         var value = 0.0

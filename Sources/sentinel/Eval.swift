@@ -251,11 +251,14 @@ struct Eval: ParsableCommand {
     struct Masking: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Count the face-frames a review video leaves recognisable, with and without tracker-predicted masks.",
+                "Count the face-frames a review video leaves recognisable, by how much of each face is in view.",
             discussion: """
-                Replays the recording twice through the pipeline's privacy.review settings, once masking where the \
-                tracker predicts faces and once masking detections only, and compares every drawn face's detail \
-                (variance of the Laplacian) in the review video with the original: above --bound of it is a leak.
+                Replays the recording through the pipeline's privacy.review settings, then without tracker-predicted \
+                masks, then with masks on the faces found only (no edge band, no held masks), and compares the \
+                masked frames (as stills and the zone editor show them, without the review video's drawings) with the \
+                original at every drawn face in view by at least 15 % of its box and 16 px each way: a leak keeps \
+                more than --bound of its detail (variance of the Laplacian), or detail correlated above 0.5 with the \
+                original's (whatever the blur's strength).
                 """)
 
         @Argument(help: "Recording with a .truth.json beside it.")
@@ -269,7 +272,7 @@ struct Eval: ParsableCommand {
 
         func validate() throws { try checkRange(bound, "bound", 0...100) }
 
-        @Option(help: "Keep the two review videos in this folder (default: a temporary one, removed).")
+        @Option(help: "Keep the review videos in this folder (default: a temporary one, removed).")
         var keep: String?
 
         @OptionGroup var models: ModelOptions
@@ -281,18 +284,26 @@ struct Eval: ParsableCommand {
             let folder = URL(fileURLWithPath: keep ?? NSTemporaryDirectory() + "sentinel-masking-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { if keep == nil { try? FileManager.default.removeItem(at: folder) } }
-            for follow in [true, false] {
-                var settings = definition.privacy.review
-                settings.followTracks = follow
-                let path = folder.appendingPathComponent(
-                    follow ? "review-following-tracks.avi" : "review-detections-only.avi"
-                ).path
+            let configured = definition.privacy.review
+            var unfollowed = configured
+            unfollowed.followTracks = false
+            var found = configured
+            found.settleSeconds = 0
+            let variants = [
+                ("as configured", "review-configured.avi", configured),
+                ("without masks following tracks", "review-unfollowed.avi", unfollowed),
+                ("faces found only", "review-faces-found.avi", found),
+            ]
+            for (name, file, settings) in variants {
+                var definition = definition
+                definition.privacy.review = settings
+                let path = folder.appendingPathComponent(file).path
                 let runner = try SourceRunner(
                     definition: definition, source: definition.sources[0], models: try models.store(), input: recording,
                     pace: .fastest,
                     logger: makeLogger("sentinel.eval"))
                 let review = ReviewVideo(
-                    path: path, fps: runner.nominalFPS, zones: runner.source.zones, settings: settings)
+                    path: path, fps: runner.nominalFPS, zones: runner.source.zones, settings: settings, drawings: false)
                 try runner.run { step in
                     if let frame = step.frame { try review.write(frame) }
                 }
@@ -300,12 +311,16 @@ struct Eval: ParsableCommand {
                 let score = try MaskLeakScore.measure(original: recording, review: path, truth: truth, bound: bound)
                 print(
                     String(
-                        format: "%@ %@ scale %.2f: %d of %d face-frames leaked (worst detail ratio %.3f)",
-                        follow ? "masks following tracks:" : "masks on detections only:", settings.mask.rawValue,
+                        format:
+                            "%@ %@ scale %.2f: %d of %d face-frames leaked (worst detail ratio %.3f, correlation %.3f)",
+                        "\(name):", settings.mask.rawValue,
                         settings.scale,
-                        score.leaked, score.faceFrames, score.worstRatio))
+                        score.leaked, score.faceFrames, score.worstRatio, score.worstCorrelation))
+                print("  \(score.byVisibility)")
                 for leak in score.leaks.prefix(20) {
-                    print("  frame \(leak.frame) \(leak.visitor) ratio \(leak.ratio)")
+                    print(
+                        "  frame \(leak.frame) \(leak.visitor) \(Int((leak.visible * 100).rounded())) % in view: ratio \(leak.ratio), correlation \(leak.correlation)"
+                    )
                 }
             }
         }

@@ -1,9 +1,14 @@
 import Foundation
+import Logging
+import SentinelConfig
 import SentinelCore
 import SentinelEval
+import SentinelPipeline
 import SentinelPrivacy
+import SentinelSynth
 import SentinelTestSupport
 import SentinelTuning
+import SentinelVision
 import SentinelWire
 import Testing
 
@@ -71,21 +76,120 @@ struct PrivacyLeakTests {
     }
 
     /// The recording's own faces against themselves: every face-frame counts as leaked, so the measure can fail.
-    @Test("the review video leaves no face-frame with detail when masks follow the tracker")
+    @Test(
+        "the review video leaves no face-frame with detail, faces 15 % in view at the edges included; the masks of the faces found alone leave some"
+    )
     func reviewVideoMasksEveryFace() async throws {
         let run = try await SampleRun.load()
         let truth = try #require(run.truth)
-        let following = try MaskLeakScore.measure(
-            original: run.recording, review: run.reviewFollowingTracks, truth: truth)
-        let detectionsOnly = try MaskLeakScore.measure(
-            original: run.recording, review: run.reviewDetectionsOnly, truth: truth)
+        let masked = try MaskLeakScore.measure(original: run.recording, review: run.review, truth: truth)
+        let facesFound = try MaskLeakScore.measure(original: run.recording, review: run.reviewFacesFound, truth: truth)
         print(
-            "review video leaks: following tracks \(following.leaked)/\(following.faceFrames) (worst ratio \(following.worstRatio)); detections only \(detectionsOnly.leaked)/\(detectionsOnly.faceFrames) (worst \(detectionsOnly.worstRatio))"
+            "review video leaks: \(masked.leaked)/\(masked.faceFrames) (\(masked.byVisibility)); faces found only \(facesFound.leaked)/\(facesFound.faceFrames) (\(facesFound.byVisibility))"
         )
-        #expect(following.faceFrames >= 1000)
-        #expect(following.leaked == 0, "\(following.leaks.prefix(10))")
-        #expect(detectionsOnly.leaked >= following.leaked)
+        #expect(masked.faceFrames >= 1000)
+        // Faces partly in view are counted: the sample's visitors enter and leave at the edges.
+        #expect(masked.bands[0].faceFrames + masked.bands[1].faceFrames >= 40, "\(masked.byVisibility)")
+        #expect(masked.leaked == 0, "\(masked.leaks.prefix(10))")
+        #expect(facesFound.leaked >= 5, "\(facesFound.byVisibility)")
         let unmasked = try MaskLeakScore.measure(original: run.recording, review: run.recording, truth: truth)
         #expect(unmasked.leaked == unmasked.faceFrames)
+    }
+
+    /// What the camera stills' test checks of one live frame, on every frame of the sample: the detector, at the
+    /// pipeline's own settings, finds no face in a masked frame. Under the masks of the faces found alone it found one
+    /// at frame 65, beside a blurred face (the stills' test's known issue until issue 65).
+    @Test(
+        "the detector finds no face in any masked frame of the sample; under the masks of the faces found alone, it does"
+    )
+    func noFaceInMaskedFrames() async throws {
+        let run = try await SampleRun.load()
+        let definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        let found = try await Fixtures.onOwnThread {
+            let detector = try OpenCVFaceDetector(
+                kind: definition.detection.kind, modelPath: try Fixtures.model(definition.detection.kind.defaultModel),
+                settings: definition.detectorSettings)
+            return try [run.review, run.reviewFacesFound].map { path in
+                let video = try VideoFileSource(path: path)
+                var faces: [String] = []
+                while let frame = try video.next() {
+                    faces += try detector.detect(frame.image).map {
+                        "frame \(frame.index): \($0.box) score \($0.score)"
+                    }
+                }
+                return faces
+            }
+        }
+        #expect(found[0].isEmpty, "\(found[0])")
+        #expect(!found[1].isEmpty, "the control: the masks of the faces found alone left nothing for the detector")
+    }
+
+    /// Faces coming in at each edge of the frame, and one going behind a pillar and stopping there partly in view,
+    /// drawn by the test: the detector scores a face partly in view low or not at all.
+    static let edgeScene = """
+        name: edges
+        fps: 15
+        duration: 17
+        sizes: [[640, 480]]
+        background: faces/640px-IceBlockNearJoekullsarlon.jpg
+        faces:
+          hopper: { image: faces/grace_hopper_512x512.jpg, face: [175, 109, 183, 206] }
+          astronaut: { image: faces/astronaut.png, face: [179, 58, 94, 117] }
+        zones: []
+        occluders:
+          - [0.72, 0.0, 0.12, 1.0]
+        visitors:
+          - { id: left, face: hopper, size: 0.22, color: [40, 60, 150], path: [[0, -0.12, 0.45], [3, 0.3, 0.45], [4, 0.3, 0.45], [6, -0.12, 0.45]] }
+          - { id: right, face: astronaut, mirror: true, size: 0.22, color: [160, 50, 40], path: [[3, 1.12, 0.5], [6, 0.9, 0.5], [7, 0.9, 0.5], [9, 1.12, 0.5]] }
+          - { id: top, face: hopper, size: 0.2, color: [60, 130, 60], path: [[6, 0.4, -0.15], [9, 0.4, 0.35], [10, 0.4, 0.35], [12, 0.4, -0.15]] }
+          - { id: bottom, face: astronaut, size: 0.2, color: [150, 120, 30], path: [[9, 0.2, 1.15], [12, 0.2, 0.65], [13, 0.2, 0.65], [15, 0.2, 1.15]] }
+          - { id: pillar, face: hopper, mirror: true, size: 0.2, color: [90, 40, 120], path: [[10, 0.5, 0.3], [12, 0.5, 0.3], [14, 0.745, 0.3], [17, 0.745, 0.3]] }
+        """
+
+    @Test(
+        "faces coming in at each edge and one stopping behind a pillar leave no face-frame bare that is 15 % in view, by either measure; the masks of the faces found alone leave them bare"
+    )
+    func edgesAndPillar() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let scene = folder.appendingPathComponent("edges.yml")
+        try Self.edgeScene.replacingOccurrences(of: "faces/", with: Fixtures.photos.path + "/").write(
+            to: scene, atomically: true, encoding: .utf8)
+        let video = folder.appendingPathComponent("edges.avi")
+        let truth = try await Fixtures.onOwnThread {
+            try SceneRenderer(spec: try SceneSpec.load(scene.path), folder: folder).render(
+                width: 640, height: 480, video: video)
+        }
+        // Every visitor is counted while partly in view, at each edge and at the pillar.
+        let partly = Set(truth.frames.flatMap(\.faces).filter { $0.visible >= 0.15 && $0.visible < 0.5 }.map(\.visitor))
+        #expect(partly == ["left", "right", "top", "bottom", "pillar"])
+        var definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        definition.sources[0].zones = []
+        var facesFound = definition
+        facesFound.privacy.review.settleSeconds = 0
+        let definitions = [definition, facesFound]
+        let scores = try await Fixtures.onOwnThread {
+            try definitions.enumerated().map { index, definition in
+                let review = folder.appendingPathComponent("review-\(index).avi").path
+                let runner = try SourceRunner(
+                    definition: definition, source: definition.sources[0], models: Fixtures.store, input: video.path,
+                    logger: Logger(label: "test"))
+                let writer = ReviewVideo(
+                    path: review, fps: runner.nominalFPS, zones: [], settings: definition.privacy.review,
+                    drawings: false)
+                try runner.run { step in if let frame = step.frame { try writer.write(frame) } }
+                writer.finish()
+                return try MaskLeakScore.measure(original: video.path, review: review, truth: truth)
+            }
+        }
+        let (masked, found) = (scores[0], scores[1])
+        print(
+            "edge scene leaks: \(masked.leaked)/\(masked.faceFrames) (\(masked.byVisibility)); faces found only \(found.leaked)/\(found.faceFrames) (\(found.byVisibility))"
+        )
+        #expect(masked.leaked == 0, "\(masked.leaks.prefix(20))")
+        // The control: without the edge band and the held masks, faces partly in view are left at every edge.
+        let bareVisitors = Set(found.leaks.map(\.visitor))
+        #expect(bareVisitors.count >= 3, "\(found.leaks.prefix(40))")
     }
 }

@@ -14,8 +14,8 @@ import Testing
 
 /// One run of the showroom pipeline over the whole sample recording, shared by the tests that read it: the stored
 /// events (exact times, every field) and tracked boxes for scoring, what the default privacy policy publishes, the
-/// internal ids the visitor stage gave (which nothing may publish), and two review videos, one masking where the
-/// tracker predicts faces and one masking detections only.
+/// internal ids the visitor stage gave (which nothing may publish), and two review videos, one masked as the pipeline
+/// says and one masking the faces found and followed only (no edge band, no held masks: the masks before issue 65).
 struct SampleRun: Sendable {
     /// The store's copy of every event, under `forEvaluation`.
     var events: [VisitorEvent] = []
@@ -28,8 +28,8 @@ struct SampleRun: Sendable {
     var visits = VisitScore()
     var recording = ""
     var truth: GroundTruth?
-    var reviewFollowingTracks = ""
-    var reviewDetectionsOnly = ""
+    var review = ""
+    var reviewFacesFound = ""
 
     /// The run, made once, waited for on a thread of its own: a replay takes seconds, and a test holding one of the
     /// run's few task threads that long starves the tests that keep time.
@@ -48,13 +48,13 @@ struct SampleRun: Sendable {
         var run = SampleRun(recording: recording, truth: truth)
         var recorder = RunRecorder()
         let folder = try Fixtures.temporaryFolder()
-        run.reviewFollowingTracks = folder.appendingPathComponent("tracks.avi").path
-        run.reviewDetectionsOnly = folder.appendingPathComponent("detections.avi").path
-        var detectionsOnly = definition.privacy.review
-        detectionsOnly.followTracks = false
-        let reviews = [
-            (run.reviewFollowingTracks, definition.privacy.review), (run.reviewDetectionsOnly, detectionsOnly),
-        ].map { ReviewVideo(path: $0, fps: runner.nominalFPS, zones: runner.source.zones, settings: $1) }
+        run.review = folder.appendingPathComponent("review.avi").path
+        run.reviewFacesFound = folder.appendingPathComponent("faces-found.avi").path
+        var facesFound = definition.privacy.review
+        facesFound.settleSeconds = 0
+        let reviews = [(run.review, definition.privacy.review), (run.reviewFacesFound, facesFound)].map {
+            ReviewVideo(path: $0, fps: runner.nominalFPS, zones: [], settings: $1, drawings: false)
+        }
         try runner.run { step in
             recorder.record(step)
             run.lines += step.events.map(\.published.json)

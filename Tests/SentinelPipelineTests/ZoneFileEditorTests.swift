@@ -4,6 +4,7 @@ import SentinelConfig
 import SentinelCore
 import SentinelPipeline
 import SentinelServer
+import SentinelSynth
 import SentinelTestSupport
 import SentinelVision
 import SentinelVisitors
@@ -218,7 +219,7 @@ struct SourceSnapshotTests {
     }
 
     @Test(
-        "a frame deep in a recording is reached by seeking to shortly before it: the same frame and masks as from the start"
+        "a frame deep in a recording is reached by seeking to shortly before it: the same frame as from the start, every face in it hidden either way"
     )
     func seeks() throws {
         var definition = try PipelineDefinition.load(
@@ -238,7 +239,25 @@ struct SourceSnapshotTests {
         definition.visitors.tracker.visitTimeoutSeconds = 60
         let fromStart = try snapshot()
         #expect(sought.time == fromStart.time && abs(sought.time - 30) < 0.5 / video.nominalFPS)
-        #expect(sought.masked == fromStart.masked && sought.masked > 0)
-        #expect(sought.jpeg == fromStart.jpeg)
+        #expect(sought.masked > 0 && fromStart.masked > 0)
+        // The faces' masks are the tracker's, the same either way; what is masked beyond them depends on the empty
+        // scene learned since the first frame run (ForegroundWatch), so it may differ. Every face in view is hidden
+        // either way.
+        let truth = try JSONDecoder().decode(
+            GroundTruth.self,
+            from: Data(
+                contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: definition.sources[0].resolvedInput))))
+        let faces = try #require(truth.frames.first { $0.index == first.index }?.faces.filter { $0.visible >= 0.15 })
+        #expect(!faces.isEmpty)
+        let folder = try Fixtures.temporaryFolder()
+        for (name, snapshot) in [("sought", sought), ("fromStart", fromStart)] {
+            let file = folder.appendingPathComponent("\(name).jpg")
+            try Data(snapshot.jpeg).write(to: file)
+            let shown = try Image(contentsOf: file.path)
+            for face in faces {
+                let ratio = try shown.detail(in: face.box) / max(try first.image.detail(in: face.box), 1e-9)
+                #expect(ratio < 0.25, "\(name): detail left where \(face.visitor) is: \(ratio)")
+            }
+        }
     }
 }

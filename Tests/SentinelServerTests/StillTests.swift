@@ -77,19 +77,11 @@ struct StillTests {
         func named(_ faces: [Detection]) -> String {
             "a face the detector finds in the still (\(head.header("X-Faces-Masked") ?? "?") regions masked): \(faces.map { "\($0.box) score \($0.score)" })"
         }
-        // A face as sure as the tracker needs to start a visitor (tracker.highScore 0.6) must never be left.
-        let clear = found.filter { $0.score >= 0.6 }
-        #expect(clear.isEmpty, "\(named(clear))")
-        // Known, not fixed (issue 55): one frame of the demo, whichever still the timing picks, leaves a face at
-        // (135, 171) 70x99 found at score 0.597, just over detector.score 0.5 (2 runs in 5 on 2026-11-27, 1 in 38
-        // before). Replaying the recording with every frame analysed, its review video (the same masks) shows no face
-        // there, so it comes of the live run's timing; until it is understood it is recorded, not failed.
-        withKnownIssue(
-            "a face at the detector's threshold edge left in one live still (issue 55)", isIntermittent: true
-        ) {
-            let edge = found.filter { $0.score < 0.6 }
-            #expect(edge.isEmpty, "\(named(edge))")
-        }
+        // No face at the detector's own threshold: neither one the masks left, nor one the detector would make of a
+        // mask (a blurred face beside the band it was masked in read as a face at 0.597-0.636 at frame 65 of the
+        // sample, under the masks of the faces found alone: issue 65; PrivacyLeakTests.noFaceInMaskedFrames runs the
+        // detector over every frame).
+        #expect(found.isEmpty, "\(named(found))")
 
         // The same through the Swift client: the JPEG, when it was taken, the regions masked; a wrong name refused.
         let client = SentinelClient(url: URL(string: "http://127.0.0.1:\(port)")!, token: TestServer.tokens.visitors)

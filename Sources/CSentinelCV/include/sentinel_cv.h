@@ -83,8 +83,16 @@ snl_status snl_image_region_difference(const snl_image *a, snl_rect region_a, co
 /// written row by row into `cells` (columns * rows bytes).
 snl_status snl_image_difference_grid(const snl_image *a, const snl_image *b, int32_t columns, int32_t rows,
                                      uint8_t *cells, snl_error *error);
+/// Copies, from `source` into `image` (both of one size), the cells of a grid of `columns` x `rows` whose byte in
+/// `which` (row by row, columns * rows bytes) is not 0. The cells are those of `snl_image_difference_grid`.
+snl_status snl_image_copy_cells(snl_image *image, const snl_image *source, int32_t columns, int32_t rows,
+                                const uint8_t *which, snl_error *error);
 /// Variance of the Laplacian of a region's grey pixels: how much detail it shows.
 snl_status snl_image_region_detail(const snl_image *image, snl_rect region, double *detail, snl_error *error);
+/// Correlation (-1 to 1) of the Laplacians of one region of two images of one size: how much of `a`'s detail is
+/// still where it was in `b`, whatever a mask's strength; 0 where either region is flat.
+snl_status snl_image_region_detail_correlation(const snl_image *a, const snl_image *b, snl_rect region,
+                                               double *correlation, snl_error *error);
 snl_status snl_image_write(const snl_image *image, const char *path, snl_error *error);
 /// Encodes the image in the format of `extension` (".jpg", ".png") into a buffer the caller frees with `snl_free`.
 snl_status snl_image_encode(const snl_image *image, const char *extension, uint8_t **bytes, size_t *length,
