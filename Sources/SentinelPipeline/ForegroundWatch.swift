@@ -31,7 +31,8 @@ struct ForegroundWatch {
 
     private var scene: Image?
     private var previous: Image?
-    private var stillSince: [MediaTime] = []
+    /// Media seconds since which each cell has not changed from one frame to the next.
+    private var stillSince: [Double] = []
     /// What the last frame's masks of faces covered (the edge band's are made anew each frame).
     private var held: [Box] = []
 
@@ -59,17 +60,23 @@ struct ForegroundWatch {
             // The first frame (or a new size): the empty scene as it is.
             scene = try thumbnail.clone()
             previous = thumbnail
-            stillSince = Array(repeating: frame.time, count: count)
+            stillSince = Array(repeating: frame.time.seconds, count: count)
             held = []
         }
         guard let scene, let previous else { return [] }
         let moved = try thumbnail.differences(from: previous, columns: columns, rows: rows)
         let changed = try thumbnail.differences(from: scene, columns: columns, rows: rows)
+        let now = frame.time.seconds
+        let threshold = ChangeWatch.threshold
         var follow = [Bool](repeating: false, count: count)
+        var differs = [Bool](repeating: false, count: count)
+        var anyDiffers = false
         for cell in 0..<count {
-            if moved[cell] >= ChangeWatch.threshold { stillSince[cell] = frame.time }
-            let still = (frame.time - stillSince[cell]).seconds
-            follow[cell] = still >= (changed[cell] >= ChangeWatch.threshold ? settleSeconds : Self.driftSeconds)
+            if moved[cell] >= threshold { stillSince[cell] = now }
+            let changes = changed[cell] >= threshold
+            follow[cell] = now - stillSince[cell] >= (changes ? settleSeconds : Self.driftSeconds)
+            differs[cell] = changes && !follow[cell]
+            anyDiffers = anyDiffers || differs[cell]
         }
         try scene.copyCells(from: thumbnail, columns: columns, rows: rows, which: follow)
         self.previous = thumbnail
@@ -79,69 +86,103 @@ struct ForegroundWatch {
                 x: Double(cell % columns) * cellWidth, y: Double(cell / columns) * cellHeight, width: cellWidth,
                 height: cellHeight)
         }
-        let foreground = (0..<count).filter { changed[$0] >= ChangeWatch.threshold && !follow[$0] }
-        // The band: whatever differs there, by connected part of each side, grown by a cell.
-        let side = band * min(width, height)
-        var sides: [[Int]] = [[], [], [], []]
-        for cell in foreground {
-            let b = box(cell)
-            if b.x < side {
-                sides[0].append(cell)
-            } else if b.maxX > width - side {
-                sides[1].append(cell)
-            } else if b.y < side {
-                sides[2].append(cell)
-            } else if b.maxY > height - side {
-                sides[3].append(cell)
+        guard anyDiffers else {
+            held = seen
+            return []
+        }
+        // The band: whatever differs there, by connected part of each side, grown by a cell. A cell's side: left or
+        // right for the columns within the band, else top or bottom.
+        let bandColumns = Int((band * min(width, height) / cellWidth).rounded(.up))
+        let bandRows = Int((band * min(width, height) / cellHeight).rounded(.up))
+        var sideOf = [Int](repeating: -1, count: count)
+        for cell in 0..<count where differs[cell] {
+            let (row, column) = (cell / columns, cell % columns)
+            sideOf[cell] =
+                column < bandColumns
+                ? 0 : column >= columns - bandColumns ? 1 : row < bandRows ? 2 : row >= rows - bandRows ? 3 : -1
+        }
+        let edges = Self.parts(sideOf, columns: columns).map { part in
+            Box(
+                x: Double(part.minColumn - 1) * cellWidth, y: Double(part.minRow - 1) * cellHeight,
+                width: Double(part.maxColumn - part.minColumn + 3) * cellWidth,
+                height: Double(part.maxRow - part.minRow + 3) * cellHeight)
+        }
+        /// The area that differs under `region`, and its extent there: only the grid's cells it spans are looked at.
+        func differing(in region: Box) -> (area: Double, extent: Box?) {
+            let firstColumn = max(0, Int(region.x / cellWidth))
+            let lastColumn = min(columns - 1, Int(region.maxX / cellWidth))
+            let firstRow = max(0, Int(region.y / cellHeight))
+            let lastRow = min(rows - 1, Int(region.maxY / cellHeight))
+            var area = 0.0
+            var extent: Box?
+            guard firstColumn <= lastColumn, firstRow <= lastRow else { return (0, nil) }
+            for row in firstRow...lastRow {
+                for column in firstColumn...lastColumn where differs[row * columns + column] {
+                    guard let part = box(row * columns + column).intersection(region) else { continue }
+                    area += part.area
+                    extent = extent?.union(part) ?? part
+                }
             }
+            return (area, extent)
         }
-        let edges = sides.flatMap { Self.parts(of: Set($0), columns: columns) }.map { part in
-            let boxes = part.map(box)
-            let x = boxes.map(\.x).min()! - cellWidth
-            let y = boxes.map(\.y).min()! - cellHeight
-            return Box(
-                x: x, y: y, width: boxes.map(\.maxX).max()! + cellWidth - x,
-                height: boxes.map(\.maxY).max()! + cellHeight - y)
-        }
-        // The last frame's masks of faces seen, where something still differs under them and this frame's do not
-        // cover them (a prediction's mask does not count: it ends when the track's coasting does), each stretched over what differs beside it, within a quarter of its side across and an eighth up
+        // The last frame's masks of faces seen, where something still differs under them and neither this frame's
+        // nor another held mask covers them (a prediction's mask does not count: it ends when the track's coasting
+        // does), each stretched over what differs beside it, within a quarter of its side across and an eighth up
         // and down (a face that went on moving behind a pillar faster than its track predicts; not the body below).
         // Held where they were: stretching does not carry over to the next frame.
-        let cells = foreground.map(box)
-        let kept = held.filter { region in
-            let under = cells.compactMap { region.intersection($0)?.area }.reduce(0, +)
-            return under >= Self.heldShare * region.area
-                && !seen.contains { ($0.intersection(region)?.area ?? 0) >= 0.9 * region.area }
-        }.prefix(Self.maxHeld)
+        func covered(_ region: Box, by others: [Box]) -> Bool {
+            others.contains { ($0.intersection(region)?.area ?? 0) >= 0.9 * region.area }
+        }
+        var kept: [Box] = []
+        for region in held where kept.count < Self.maxHeld {
+            guard differing(in: region).area >= Self.heldShare * region.area, !covered(region, by: seen + kept)
+            else { continue }
+            kept.append(region)
+        }
         let stretched = kept.map { region in
             let side = max(region.width, region.height)
             let reach = Box(
                 x: region.x - side / 4, y: region.y - side / 8, width: region.width + side / 2,
                 height: region.height + side / 4)
-            return cells.compactMap { $0.intersection(reach) }.reduce(region) { $0.union($1) }
+            return differing(in: reach).extent.map { region.union($0) } ?? region
         }
         held = seen + kept
         return edges + stretched
     }
 
-    /// The 4-connected parts of a set of grid cells.
-    static func parts(of cells: Set<Int>, columns: Int) -> [[Int]] {
-        var left = cells
-        var parts: [[Int]] = []
-        while let start = left.popFirst() {
-            var part = [start]
-            var stack = [start]
+    /// A connected part of the grid: the cells' bounds, in columns and rows.
+    struct Part {
+        var minColumn: Int, maxColumn: Int, minRow: Int, maxRow: Int
+    }
+
+    /// The 4-connected parts of the cells of each side (`side[cell]`: 0 to 3, -1 for none), a part never crossing
+    /// from one side to another (a ring of the four would be bounded by the whole frame).
+    static func parts(_ side: [Int], columns: Int) -> [Part] {
+        var seen = [Bool](repeating: false, count: side.count)
+        var parts: [Part] = []
+        var stack: [Int] = []
+        for start in side.indices where side[start] >= 0 && !seen[start] {
+            seen[start] = true
+            stack.append(start)
+            var part = Part(
+                minColumn: start % columns, maxColumn: start % columns, minRow: start / columns,
+                maxRow: start / columns)
             while let cell = stack.popLast() {
-                var next = [cell - columns, cell + columns]
-                if cell % columns > 0 { next.append(cell - 1) }
-                if cell % columns < columns - 1 { next.append(cell + 1) }
-                for n in next where left.remove(n) != nil {
-                    part.append(n)
-                    stack.append(n)
+                let (row, column) = (cell / columns, cell % columns)
+                part.minColumn = min(part.minColumn, column)
+                part.maxColumn = max(part.maxColumn, column)
+                part.minRow = min(part.minRow, row)
+                part.maxRow = max(part.maxRow, row)
+                for next in [
+                    cell - columns, cell + columns, column > 0 ? cell - 1 : -1, column < columns - 1 ? cell + 1 : -1,
+                ]
+                where next >= 0 && next < side.count && !seen[next] && side[next] == side[start] {
+                    seen[next] = true
+                    stack.append(next)
                 }
             }
             parts.append(part)
         }
-        return parts.sorted { $0.min()! < $1.min()! }
+        return parts
     }
 }

@@ -86,18 +86,26 @@ public struct StreamDiagnosis: Sendable {
     /// why). Asked without the user and password.
     public func redirectElsewhere() -> String? {
         guard credentials, case .success(let answer?) = ask() else { return nil }
+        return elsewhere(in: answer)
+    }
+
+    /// Where a server's answer (its first bytes) sends the client, as `LiveEndpoint.forPeople` renders it, when that
+    /// is another host, port or scheme than this URL's; nil for any other answer.
+    public func elsewhere(in answer: some Collection<UInt8>) -> String? {
         let lines = String(decoding: answer, as: UTF8.self).split(whereSeparator: \.isNewline)
         let parts = lines.first?.split(separator: " ", maxSplits: 2) ?? []
         guard parts.count >= 2, let code = Int(parts[1]), (300..<400).contains(code),
             let location = lines.dropFirst().first(where: { $0.lowercased().hasPrefix("location:") })
         else { return nil }
         let target = location.dropFirst("location:".count).trimmingCharacters(in: .whitespaces)
+        // Shown as a person reads it: without a user or password, and with its control characters written out.
+        let shown = String(LiveEndpoint.forPeople(target).prefix(200)).controlCharactersShown
         guard let moved = StreamDiagnosis(target) else {
             // A relative location stays on this host.
-            return target.hasPrefix("/") && !target.hasPrefix("//") ? nil : LiveEndpoint.forPeople(target)
+            return target.hasPrefix("/") && !target.hasPrefix("//") ? nil : shown
         }
         return moved.host.lowercased() == host.lowercased() && moved.port == port && moved.scheme == scheme
-            ? nil : LiveEndpoint.forPeople(target)
+            ? nil : shown
     }
 
     struct Problem: Error { let text: String }

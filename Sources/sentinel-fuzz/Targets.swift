@@ -113,11 +113,21 @@ enum FuzzTarget: String, CaseIterable {
             else { fatalError("quoted text does not read back: \(text.debugDescription) -> \(quoted)") }
         case .camera:
             for url in ["rtsp://127.0.0.1:8554/cam", "http://user:secret@camera.local/video.mjpg"] {
-                let said = StreamDiagnosis(url)!.explain(bytes, describing: url)
-                guard !said.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                    fatalError("a camera's answer reached the terminal raw: \(said.debugDescription)")
+                let diagnosis = StreamDiagnosis(url)!
+                // What it says of the answer, and where a redirect in it leads (an error's words).
+                for said in [diagnosis.explain(bytes, describing: url), diagnosis.elsewhere(in: bytes) ?? ""] {
+                    guard !said.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                        fatalError("a camera's answer reached the terminal raw: \(said.debugDescription)")
+                    }
                 }
             }
+            // The same bytes as a password in a URL: never shown, in any part.
+            let password = String(decoding: bytes, as: UTF8.self)
+            let shown = LiveEndpoint.url("rtsp://admin:\(password)@cam.local/x").description
+            guard shown == "rtsp://***@cam.local/x" else {
+                fatalError("a password was shown: \(password.debugDescription) -> \(shown.debugDescription)")
+            }
+            _ = StreamDiagnosis("rtsp://admin:\(password)@cam.local/x")
         }
     }
 

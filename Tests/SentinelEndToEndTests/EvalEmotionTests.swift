@@ -179,14 +179,24 @@ struct EvalEmotionTests {
         #expect(figures.meanValence["happy"]! >= 0.6, "\(output)")
         #expect(figures.calibrationError <= 0.05, "\(output)")
         #expect(figures.valenceCorrelation >= 0.70, "\(output)")
-        // Models/models.yml ships this very fit (to its four decimals).
+        // Models/models.yml ships this very fit, to what OpenCV's kernels change from one processor to another (its
+        // four decimals on the machine that fitted it; up to 0.0002 apart on another, seen 2026-11-28).
         let manifest = try String(
-            contentsOf: Fixtures.root.appendingPathComponent("Models/models.yml"), encoding: .utf8)
-        let printed = output.components(separatedBy: "\n").filter {
-            $0.hasPrefix("    temperature:") || $0.hasPrefix("    scales:") || $0.hasPrefix("    offsets:")
-                || $0.hasPrefix("    valence:")
+            contentsOf: Fixtures.root.appendingPathComponent("Models/models.yml"), encoding: .utf8
+        ).components(separatedBy: "\n")
+        let keys = ["temperature:", "scales:", "offsets:", "valence:"]
+        let printed = output.components(separatedBy: "\n").filter { line in
+            keys.contains { line.hasPrefix("    \($0)") }
         }
         #expect(printed.count == 4, "\(output)")
-        for line in printed { #expect(manifest.contains("    " + line), "models.yml lacks \(line)") }
+        func numbers(_ line: String) -> [Double] { line.matches(of: /-?\d+\.\d+/).compactMap { Double($0.output) } }
+        for line in printed {
+            let key = line.trimmingCharacters(in: .whitespaces).prefix { $0 != ":" }
+            let shipped = try #require(manifest.first { $0.hasPrefix("        \(key):") }, "models.yml lacks \(key)")
+            let (fitted, expected) = (numbers(line), numbers(shipped))
+            #expect(
+                fitted.count == expected.count && zip(fitted, expected).allSatisfy { abs($0 - $1) <= 0.001 },
+                "printed \(line), models.yml has \(shipped)")
+        }
     }
 }

@@ -4,7 +4,6 @@ import SentinelCore
 import SentinelLoopback
 import SentinelTestSupport
 import SentinelVision
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -104,8 +103,8 @@ struct CredentialTests {
         "a camera that redirects to another host is not followed with the password: FFmpeg alone sends it there, Sentinel refuses and says where it was sent"
     )
     func redirect() async throws {
-        let elsewhere = try RecordingPort()
-        let camera = try RecordingPort(answer: Self.moved(to: "rtsp://127.0.0.1:\(elsewhere.port)/cam"))
+        let elsewhere = try AnsweringPort(rounds: 4, answer: Self.challenge)
+        let camera = try AnsweringPort(rounds: 1, answer: Self.moved(to: "rtsp://127.0.0.1:\(elsewhere.port)/cam"))
         let url = "rtsp://admin:secret@127.0.0.1:\(camera.port)/cam"
 
         // The control: FFmpeg (through OpenCV, as Sentinel opens streams) follows the redirect and answers the other
@@ -128,7 +127,7 @@ struct CredentialTests {
         #expect(elsewhere.received.isEmpty, "\(elsewhere.received)")
 
         // A redirect on the same host and port is followed as before (the open then fails on this stand-in).
-        let same = try RecordingPort(answer: Self.moved(to: "/other"))
+        let same = try AnsweringPort(rounds: 1, answer: Self.moved(to: "/other"))
         #expect(StreamDiagnosis("rtsp://admin:secret@127.0.0.1:\(same.port)/cam")?.redirectElsewhere() == nil)
         withExtendedLifetime((camera, same)) {}
     }
@@ -136,70 +135,21 @@ struct CredentialTests {
 
 extension CredentialTests {
     /// An RTSP answer that moves the stream to `location`, as a camera that moved it.
-    static func moved(to location: String) -> @Sendable (String) -> String {
-        { cseq in "RTSP/1.0 302 Moved Temporarily\r\nCSeq: \(cseq)\r\nLocation: \(location)\r\n\r\n" }
+    static func moved(to location: String) -> @Sendable (String) -> Data {
+        { request in
+            Data("RTSP/1.0 302 Moved Temporarily\r\nCSeq: \(cseq(request))\r\nLocation: \(location)\r\n\r\n".utf8)
+        }
     }
 
-    /// A loopback RTSP port that records every byte it receives and answers each request with `answer` (by default a
-    /// challenge for Basic, which is how a server learns a password in base64).
-    final class RecordingPort: @unchecked Sendable {
-        let listener: Int32
-        let port: Int
-        /// What every connection sent, shared with the threads that serve them.
-        final class Received: Sendable { let bytes = Mutex(Data()) }
-        private let log = Received()
+    /// An RTSP answer asking for Basic: how a server learns a password, in base64, from a client that has one.
+    static let challenge: @Sendable (String) -> Data = { request in
+        Data(
+            "RTSP/1.0 401 Unauthorized\r\nCSeq: \(cseq(request))\r\nWWW-Authenticate: Basic realm=\"camera\"\r\n\r\n".utf8)
+    }
 
-        var received: String { log.bytes.withLock { String(decoding: $0, as: UTF8.self) } }
-        func reset() { log.bytes.withLock { $0 = Data() } }
-
-        init(
-            answer: @escaping @Sendable (String) -> String = { cseq in
-                "RTSP/1.0 401 Unauthorized\r\nCSeq: \(cseq)\r\nWWW-Authenticate: Basic realm=\"camera\"\r\n\r\n"
-            }
-        ) throws {
-            listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let listener = listener
-            port = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    _ = bind(listener, $0, length)
-                    _ = getsockname(listener, $0, &length)
-                    return Int(UInt16(bigEndian: pointer.pointee.sin_port))
-                }
-            }
-            try #require(listen(listener, 16) == 0)
-            Thread.detachNewThread { [log] in
-                while true {
-                    let client = accept(listener, nil, nil)
-                    guard client >= 0 else { return }
-                    Thread.detachNewThread {
-                        defer { close(client) }
-                        var wait = timeval(tv_sec: 5, tv_usec: 0)
-                        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-                        // A few requests on one connection: the client retries with its credentials after a 401.
-                        for _ in 0..<4 {
-                            var request = [UInt8](repeating: 0, count: 4096)
-                            let count = recv(client, &request, request.count, 0)
-                            guard count > 0 else { return }
-                            let text = String(decoding: request[0..<count], as: UTF8.self)
-                            log.bytes.withLock { $0.append(contentsOf: request[0..<count]) }
-                            let cseq =
-                                text.split(whereSeparator: \.isNewline).first { $0.lowercased().hasPrefix("cseq:") }?
-                                .dropFirst(5).trimmingCharacters(in: .whitespaces) ?? "1"
-                            let reply = Data(answer(cseq).utf8)
-                            _ = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                        }
-                    }
-                }
-            }
-        }
-
-        deinit {
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
-        }
+    /// A request's sequence number, which its answer repeats.
+    static func cseq(_ request: String) -> String {
+        request.split(whereSeparator: \.isNewline).first { $0.lowercased().hasPrefix("cseq:") }?.dropFirst(5)
+            .trimmingCharacters(in: .whitespaces) ?? "1"
     }
 }

@@ -150,49 +150,6 @@ extension LiveSourceTests {
 }
 
 extension LiveSourceTests {
-    /// A loopback port that answers every connection with `answer` once it has read the request, then hangs up: a
-    /// camera that says something unexpected.
-    final class AnsweringPort: @unchecked Sendable {
-        let listener: Int32
-        let port: Int
-
-        /// Bound to a free loopback port; listening and answering if `answer` is given.
-        init(_ answer: Data?) throws {
-            listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let listener = listener
-            port = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    _ = bind(listener, $0, length)
-                    _ = getsockname(listener, $0, &length)
-                    return Int(UInt16(bigEndian: pointer.pointee.sin_port))
-                }
-            }
-            guard let answer else { return }
-            try #require(listen(listener, 16) == 0)
-            Thread.detachNewThread {
-                while true {
-                    let client = accept(listener, nil, nil)
-                    guard client >= 0 else { return }
-                    var wait = timeval(tv_sec: 2, tv_usec: 0)
-                    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-                    var request = [UInt8](repeating: 0, count: 4096)
-                    _ = recv(client, &request, request.count, 0)
-                    _ = answer.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    close(client)
-                }
-            }
-        }
-
-        deinit {
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
-        }
-    }
-
     @Test(
         "Corpus/cameras: a camera's unexpected answers to sentinel check --probe (401 for Digest, 403, 454, escape sequences in the reason, another protocol, binary) are each said in words, none reaching the terminal raw"
     )
