@@ -144,7 +144,8 @@ extension CredentialTests {
     /// An RTSP answer asking for Basic: how a server learns a password, in base64, from a client that has one.
     static let challenge: @Sendable (String) -> Data = { request in
         Data(
-            "RTSP/1.0 401 Unauthorized\r\nCSeq: \(cseq(request))\r\nWWW-Authenticate: Basic realm=\"camera\"\r\n\r\n".utf8)
+            "RTSP/1.0 401 Unauthorized\r\nCSeq: \(cseq(request))\r\nWWW-Authenticate: Basic realm=\"camera\"\r\n\r\n"
+                .utf8)
     }
 
     /// A request's sequence number, which its answer repeats.
