@@ -127,8 +127,8 @@ struct ForegroundWatch {
         }
         // The last frame's masks of faces seen, where something still differs under them and neither this frame's
         // nor another held mask covers them (a prediction's mask does not count: it ends when the track's coasting
-        // does), each stretched over what differs beside it, within a quarter of its side across and an eighth up
-        // and down (a face that went on moving behind a pillar faster than its track predicts; not the body below).
+        // does), each stretched over what differs around it, within a quarter of its side each way (a face that went
+        // on moving behind a pillar faster than its track predicts; the chin of a face half behind a nearer one).
         // Held where they were: stretching does not carry over to the next frame.
         func covered(_ region: Box, by others: [Box]) -> Bool {
             others.contains { ($0.intersection(region)?.area ?? 0) >= 0.9 * region.area }
@@ -142,8 +142,8 @@ struct ForegroundWatch {
         let stretched = kept.map { region in
             let side = max(region.width, region.height)
             let reach = Box(
-                x: region.x - side / 4, y: region.y - side / 8, width: region.width + side / 2,
-                height: region.height + side / 4)
+                x: region.x - side / 4, y: region.y - side / 4, width: region.width + side / 2,
+                height: region.height + side / 2)
             return differing(in: reach).extent.map { region.union($0) } ?? region
         }
         held = seen + kept

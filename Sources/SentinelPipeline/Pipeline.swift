@@ -229,13 +229,12 @@ public struct Pipeline {
         let earlier = reported.map {
             MaskedFrame.Face(label: nil, box: $0.box, unseenSeconds: (frame.time - $0.time).seconds)
         }
-        var masked = MaskedFrame(
+        let seen = detections.map { masks.grown($0) } + output.observed.map { masks.grown($0.box) }
+        let masked = MaskedFrame(
             index: frame.index, time: frame.time, image: frame.image, detections: detections,
-            faces: faces + earlier, uncertain: [],
+            faces: faces + earlier, uncertain: try foreground.regions(frame, seen: seen),
             tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) }, timings: timings,
             analysed: analysed, capturedAt: frame.capturedAt)
-        let seen = detections.map { masks.grown($0) } + output.observed.map { masks.grown($0.box) }
-        masked.uncertain = try foreground.regions(frame, seen: seen)
         return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
     }
 }
@@ -252,7 +251,7 @@ public struct MaskedFrame {
     /// see, and the faces reported earlier that no detection has looked at since.
     public var faces: [Face]
     /// Where a face may be that no detection found, masked as they are (`ForegroundWatch`): what moved in at the
-    /// frame's edges, and what still differs from the empty scene under the last frame's masks.
+    /// frame's edges, and what still differs from the empty scene under the masks of faces seen a moment ago.
     public var uncertain: [Box]
     /// Where the pipeline places each visitor in this frame: detected, or carried between two detections. This is
     /// what accuracy is scored on, every frame alike.
