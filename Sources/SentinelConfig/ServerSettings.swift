@@ -27,6 +27,11 @@ public struct ServerSettings: Sendable, Equatable {
     public var retryMilliseconds = 3_000
     /// Messages queued for one SSE client; a client that falls this far behind is cut off.
     public var clientBufferEvents = 1_024
+    /// Bytes queued for one SSE client: a client that falls this far behind is cut off too.
+    public var clientBufferBytes = 4 << 20
+    /// What all SSE streams together may hold, in MiB (queued messages, writes, pages of the log for resuming
+    /// clients): beyond it, the streams holding the most are cut off first.
+    public var streamMemoryMegabytes = 256
     /// Seconds a connection may stay silent: before its request is complete (a slowloris), or between requests.
     /// Open SSE streams are not idle: they end with the client or the service.
     public var idleTimeoutSeconds = 10.0
@@ -61,6 +66,12 @@ public struct ServerSettings: Sendable, Equatable {
         .integer(
             "clientBufferEvents", \.clientBufferEvents, in: 16...1_000_000,
             "messages queued for one SSE client; one that falls this far behind is cut off"),
+        .integer(
+            "clientBufferBytes", \.clientBufferBytes, in: 65_536...1 << 30,
+            "bytes queued for one SSE client; one that falls this far behind is cut off"),
+        .integer(
+            "streamMemoryMegabytes", \.streamMemoryMegabytes, in: 16...65_536,
+            "MiB all SSE streams may hold together; beyond, those holding the most are cut off first"),
         .number(
             "idleTimeoutSeconds", \.idleTimeoutSeconds, in: 1...3_600,
             "seconds a connection may stay silent before its request is complete, or between requests"),
@@ -108,6 +119,12 @@ extension ServerSettings {
             reader.report(
                 fields["maxSubscribers"] ?? fields["maxConnections"] ?? field,
                 "\(maxSubscribers) SSE subscribers need fewer than maxConnections (\(maxConnections))")
+        }
+        if clientBufferBytes > streamMemoryMegabytes << 20 {
+            reader.report(
+                fields["clientBufferBytes"] ?? fields["streamMemoryMegabytes"] ?? field,
+                "one client's \(clientBufferBytes) bytes exceed what all streams may hold (streamMemoryMegabytes: \(streamMemoryMegabytes))"
+            )
         }
     }
 }

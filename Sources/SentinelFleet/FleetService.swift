@@ -22,6 +22,7 @@ public struct FleetService: Sendable {
     public let store: any EventLog
     public let live: LiveState
     public let telemetry: Telemetry
+    public let broadcaster: Broadcaster
 
     public init(
         definition: FleetDefinition, options: HostingOptions = .init(), logger: Logger,
@@ -44,7 +45,8 @@ public struct FleetService: Sendable {
         let live = LiveState(
             running: [], catalogue: LiveState.Catalogue(sources: [], zones: []), publishing: publishing)
         self.live = live
-        let broadcaster = Broadcaster(telemetry: telemetry)
+        let broadcaster = Broadcaster(telemetry: telemetry, memoryLimit: server.streamMemoryMegabytes << 20)
+        self.broadcaster = broadcaster
         let hub = Hub(bound: definition.store.bufferEvents, telemetry: telemetry)
         let log = StoreWriter.services(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,

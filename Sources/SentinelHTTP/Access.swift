@@ -24,11 +24,11 @@ public enum AccessScope: String, Sendable {
 public struct APIContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var scope = AccessScope.visitors
-    /// The thread that writes to this request's connection (an SSE stream runs its task there).
-    public let eventLoop: any EventLoop
+    /// The request's connection: an SSE stream runs its task on its thread, and closes it when cut off.
+    public let channel: any Channel
     public init(source: Source) {
         coreContext = .init(source: source)
-        eventLoop = source.channel.eventLoop
+        channel = source.channel
     }
 }
 

@@ -67,7 +67,7 @@ extension HTTPAPI {
             })
     }
 
-    func events(_ request: Request, on eventLoop: any EventLoop) throws -> Response {
+    func events(_ request: Request, on channel: any Channel) throws -> Response {
         let query = request.uri.queryParameters
         try APIQuery.accept(query, of: "/events")
         let filter = try Self.eventFilter(query, catalogue: live.catalogue)
@@ -81,7 +81,8 @@ extension HTTPAPI {
         // Subscribe before reading the store: whatever is committed after the read arrives through the subscription.
         guard
             let subscription = broadcaster.subscribe(
-                filter, capacity: settings.clientBufferEvents, limit: settings.maxSubscribers)
+                filter, capacity: settings.clientBufferEvents, capacityBytes: settings.clientBufferBytes,
+                limit: settings.maxSubscribers, close: { channel.close(promise: nil) })
         else {
             throw HTTPError(
                 .serviceUnavailable, headers: [.retryAfter: "\((settings.retryMilliseconds + 999) / 1_000)"],
@@ -98,12 +99,12 @@ extension HTTPAPI {
             // The stream's task runs on its connection's event loop: a write is then made there and then, where
             // from Swift's pool each write would hop to that thread (measured, `sentinel-bench sse` at 1,000
             // subscribers x 50 events/s: 0.72x nchan's deliveries, p99 3.9 s, from the pool).
-            try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop)) {
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(channel.eventLoop)) {
                 // A client that goes away ends its stream at once, not at the next write.
                 try await request.body.consumeWithInboundCloseHandler { _ in
                     try await Self.stream(
-                        subscription, resume: resume, filter: filter, store: store, settings: settings,
-                        logger: logger, to: &writer)
+                        subscription, of: broadcaster, resume: resume, filter: filter, store: store,
+                        settings: settings, logger: logger, to: &writer)
                 } onInboundClosed: {
                     subscription.finish()
                 }
@@ -114,10 +115,15 @@ extension HTTPAPI {
     }
 
     /// Writes the retry hint, what the client missed (from the store), then live events and heartbeats until the
-    /// subscription ends; a client cut off for being slow gets a last `stream.cutoff` message saying why.
+    /// subscription ends; a client cut off (for being slow, or holding the most when the server's streams reach their
+    /// limit) gets a last `stream.cutoff` message saying why.
+    ///
+    /// What the stream holds is counted against the server's limit: a page read from the store, what it took from its
+    /// queue, and the last write until the next one is taken (the connection may still buffer it: a write is taken
+    /// only once the connection has room).
     static func stream(
-        _ subscription: Broadcaster.Subscription, resume: String?, filter: EventFilter, store: any EventLog,
-        settings: ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
+        _ subscription: Broadcaster.Subscription, of broadcaster: Broadcaster, resume: String?, filter: EventFilter,
+        store: any EventLog, settings: ServerSettings, logger: Logger, to writer: inout any ResponseBodyWriter
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -128,6 +134,11 @@ extension HTTPAPI {
             }
             defer { group.cancelAll() }
             var lastSent: Int64 = 0
+            var lastWrite = 0
+            func written(_ bytes: Int) {
+                broadcaster.release(lastWrite, for: subscription)
+                lastWrite = bytes
+            }
             // The first bytes (the head and the retry hint) go before anything waits on the store: a client never
             // waits for the store's readers to learn that its stream is open.
             try await writer.write(ByteBuffer(string: ServerSentEvents.retry(milliseconds: settings.retryMilliseconds)))
@@ -135,15 +146,19 @@ extension HTTPAPI {
             if let resume {
                 let (notice, start) = try await resumePoint(resume, store: store)
                 if let notice { try await writer.write(ByteBuffer(string: notice)) }
-                lastSent = try await replay(after: start, filter: filter, store: store, writer: &writer)
+                lastSent = try await replay(
+                    after: start, filter: filter, store: store,
+                    hold: { broadcaster.hold($0, for: subscription) }, written: written, writer: &writer)
             }
             defer { logger.debug("SSE stream ended", metadata: ["lastEventId": "\(lastSent)"]) }
             // Whatever the client has queued goes in one write, each commit's buffer as the broadcaster made it.
             while let items = await subscription.next() {
                 var buffers: [ByteBuffer] = []
+                var taken = 0
                 for item in items {
                     switch item {
                     case .messages(let messages):
+                        taken += messages.text.readableBytes
                         if messages.events[0].id > lastSent {
                             buffers.append(messages.text)
                         } else {
@@ -159,16 +174,15 @@ extension HTTPAPI {
                     }
                 }
                 if !buffers.isEmpty { try await writer.write(contentsOf: buffers) }
+                written(taken)
             }
-            if subscription.droppedMessages > 0 {
-                logger.warning("SSE client cut off: too slow", metadata: ["lastEventId": "\(lastSent)"])
+            if let reason = subscription.cutOff {
+                logger.warning(
+                    "SSE client cut off", metadata: ["lastEventId": "\(lastSent)", "reason": "\(reason)"])
                 try await writer.write(
                     ByteBuffer(
                         string: ServerSentEvents.control(
-                            StreamNotice.cutoffType,
-                            StreamNotice(
-                                reason: "slow consumer: more than \(settings.clientBufferEvents) messages queued",
-                                lastEventId: lastSent))))
+                            StreamNotice.cutoffType, StreamNotice(reason: reason, lastEventId: lastSent))))
             }
         }
     }
@@ -190,29 +204,38 @@ extension HTTPAPI {
         return (notice, start)
     }
 
-    /// Sends the logged events after `id` that match `filter`; returns the last id read.
-    static func replay(after id: Int64, filter: EventFilter, store: any EventLog, writer: inout any ResponseBodyWriter)
-        async throws -> Int64
-    {
+    /// The most a replay page holds (and at least one event): a resuming client is sent the log a page at a time.
+    package static let replayPageBytes = 256 << 10
+
+    /// Sends the logged events after `id` that match `filter`, a page at a time, each page counted with `hold` while
+    /// it is read and written (twice its payloads: the events, then their messages); returns the last id sent, early
+    /// when `hold` refuses a page (the client is cut off).
+    static func replay(
+        after id: Int64, filter: EventFilter, store: any EventLog, hold: @escaping @Sendable (Int) -> Bool,
+        written: (Int) -> Void, writer: inout any ResponseBodyWriter
+    ) async throws -> Int64 {
         // The next page is read while this one is written.
-        let size = 1_000
-        var cursor = id
-        var page = try await store.events(after: id, limit: size)
-        while true {
-            cursor = page.last?.id ?? cursor
-            guard page.count == size else {
-                try await write(page)
-                return cursor
+        @Sendable func page(after id: Int64) async throws -> (events: [LoggedEvent], bytes: Int)? {
+            let events = try await store.events(after: id, limit: 1_000, bytes: replayPageBytes)
+            let bytes = 2 * events.reduce(0) { $0 + $1.payload.count }
+            return hold(bytes) ? (events, bytes) : nil
+        }
+        var sent = id
+        guard var current = try await page(after: id) else { return sent }
+        while !current.events.isEmpty {
+            let last = current.events[current.events.count - 1].id
+            async let next = page(after: last)
+            var text = ByteBuffer()
+            for event in current.events where filter.matches(event) {
+                text.writeString(ServerSentEvents.message(for: event))
             }
-            let after = cursor
-            async let next = store.events(after: after, limit: size)
-            try await write(page)
-            page = try await next
+            if text.readableBytes > 0 { try await writer.write(text) }
+            written(current.bytes)
+            sent = last
+            guard let following = try await next else { return sent }
+            current = following
         }
-        func write(_ page: [LoggedEvent]) async throws {
-            let text = page.filter(filter.matches).map(ServerSentEvents.message).joined()
-            if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
-        }
+        return sent
     }
 }
 

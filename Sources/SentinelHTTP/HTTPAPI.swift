@@ -68,7 +68,7 @@ public struct HTTPAPI: Sendable {
         router.add(middleware: SameSiteOnly(origins: Set(settings.corsOrigins)))
         router.add(middleware: ReadOnlyRequests())
         router.add(middleware: BearerAuthentication(tokens: tokens))
-        router.get("/events") { request, context in try events(request, on: context.eventLoop) }
+        router.get("/events") { request, context in try events(request, on: context.channel) }
         router.get("/api/visitors") { request, _ in try await visitors(request) }
         router.get("/api/visitors/{faceId}") { _, context in try await visitor(context.parameters.require("faceId")) }
         router.get("/api/sentiment") { request, _ in try await sentiment(request) }

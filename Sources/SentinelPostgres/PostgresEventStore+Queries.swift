@@ -7,11 +7,14 @@ import SentinelWire
 
 /// What the API, the SSE stream and the reports read.
 extension PostgresEventStore {
-    public func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent] {
+    public func events(after id: Int64, limit: Int, bytes: Int) async throws(StoreError) -> [LoggedEvent] {
+        // The rows whose predecessors' payloads come to less than `bytes`: sized by the server, only those are sent.
         try await rows(
             """
-            SELECT id, sequence_number, stream_id, type, time, zone, payload FROM events
-            WHERE id > \(id) ORDER BY id LIMIT \(limit)
+            SELECT e.id, e.sequence_number, e.stream_id, e.type, e.time, e.zone, e.payload FROM events e
+            JOIN (SELECT id, sum(octet_length(payload)) OVER (ORDER BY id) - octet_length(payload) AS before
+                  FROM events WHERE id > \(id) ORDER BY id LIMIT \(limit)) page ON page.id = e.id
+            WHERE page.before < \(Int64(clamping: bytes)) ORDER BY e.id
             """
         ) { cells in
             let row = try cells.decode((Int64, Int64, String, String, Double, String?, String).self)

@@ -69,7 +69,7 @@ public struct SentinelService: Sendable {
                 }), publishing: publishing, stills: definition.privacy.review.stills)
         self.telemetry = telemetry
         self.live = live
-        broadcaster = Broadcaster(telemetry: telemetry)
+        broadcaster = Broadcaster(telemetry: telemetry, memoryLimit: server.streamMemoryMegabytes << 20)
         let hub = Hub(bound: service.store.bufferEvents, telemetry: telemetry)
         self.hub = hub
         let log = StoreWriter.services(

@@ -23,8 +23,9 @@ public protocol EventLog: RetentionTarget, Sendable {
     /// Writes a batch in one transaction and returns its log rows, ids assigned. A forwarded publication whose
     /// origin is logged already is left out (and not returned).
     func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent]
-    /// Log rows after `id`, oldest first.
-    func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent]
+    /// Log rows after `id`, oldest first: at most `limit`, and no more after the one whose payloads bring the page to
+    /// `bytes` (a page holds at least one row).
+    func events(after id: Int64, limit: Int, bytes: Int) async throws(StoreError) -> [LoggedEvent]
     /// What a resuming client can be given: ids after `floor` are all in the log (ids at or below it were deleted by
     /// retention), and `last` is the newest id ever assigned.
     func logBounds() async throws(StoreError) -> (floor: Int64, last: Int64)
@@ -49,6 +50,13 @@ public protocol EventLog: RetentionTarget, Sendable {
     func leads() async -> Bool
     /// Gives up this process's claim on the log, once its service has stopped.
     func relinquish()
+}
+
+extension EventLog {
+    /// Log rows after `id`, oldest first, at most `limit`.
+    public func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent] {
+        try await events(after: id, limit: limit, bytes: .max)
+    }
 }
 
 /// A visit as published, with its zone stays.

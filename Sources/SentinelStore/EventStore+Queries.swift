@@ -14,9 +14,17 @@ extension EventStore {
         }
     }
 
-    public func events(after id: Int64, limit: Int) async throws(StoreError) -> [LoggedEvent] {
+    public func events(after id: Int64, limit: Int, bytes: Int) async throws(StoreError) -> [LoggedEvent] {
         try await read { db in
-            try EventRow.filter(Column("id") > id).order(Column("id")).limit(limit).fetchAll(db).map(\.logged)
+            // Row by row: a page sized in bytes never reads the rows beyond it.
+            let rows = try EventRow.filter(Column("id") > id).order(Column("id")).limit(limit).fetchCursor(db)
+            var page: [LoggedEvent] = []
+            var size = 0
+            while size < bytes, let row = try rows.next() {
+                page.append(row.logged)
+                size += row.payload.utf8.count
+            }
+            return page
         }
     }
 

@@ -6,6 +6,7 @@ import SentinelPrivacy
 import SentinelPublishing
 import SentinelStore
 import SentinelWire
+import Synchronization
 import Testing
 
 @testable import SentinelRuntime
@@ -76,7 +77,7 @@ struct FanOutTests {
     }
 
     @Test(
-        "what a client has queued is taken in one go (one write), in log order; beyond its bound it is cut off, gets what was queued, then the end"
+        "what a client has queued is taken in one go (one write), in log order; beyond its bound it is cut off: what was queued is dropped, then the end"
     )
     func coalesced() async throws {
         let broadcaster = Broadcaster(telemetry: Telemetry())
@@ -100,13 +101,14 @@ struct FanOutTests {
         subscription.heartbeat()
         let beat = try #require(await subscription.next())
         #expect(beat.count == 1 && { if case .heartbeat = beat[0] { true } else { false } }())
-        // Nine fit; two more do not: cut off, after what was queued.
+        // Nine fit; two more do not: cut off, and what was queued is dropped with them (the client resumes from the
+        // log), so that a client that does not read holds nothing.
         broadcaster.publish(events(7...15))
+        #expect(broadcaster.holding > 0)
         broadcaster.publish(events(16...17))
-        #expect(subscription.droppedMessages == 2)
-        #expect(
-            try #require(await subscription.next()).map { if case .messages(let m) = $0 { m.events.count } else { 0 } }
-                == [9])
+        #expect(subscription.droppedMessages == 11)
+        #expect(subscription.cutOff == "slow consumer: more than 10 messages queued")
+        #expect(broadcaster.holding == 0)
         #expect(await subscription.next() == nil)
         // A reader waiting when a commit lands is woken with it.
         let other = try #require(broadcaster.subscribe(EventFilter(), capacity: 10))
@@ -126,5 +128,74 @@ struct FanOutTests {
         #expect(
             share.map { if case .messages(let m) = $0 { String(buffer: m.text) } else { "" } }
                 == [ServerSentEvents.message(for: mixed[1])])
+    }
+
+    func events(_ ids: ClosedRange<Int64>, bytes: Int) -> [LoggedEvent] {
+        events(ids).map {
+            var event = $0
+            event.payload = Data("{\"pad\":\"\(String(repeating: "x", count: bytes))\"}".utf8)
+            return event
+        }
+    }
+
+    @Test(
+        "a client is cut off beyond its bytes too; the streams together hold at most the server's limit: beyond it the slowest stream (its last write longest ago) is cut off first, queue and pages alike, and its connection closed if it has not ended"
+    )
+    func bytesBound() async throws {
+        let closed = Mutex<[Int]>([])
+        let broadcaster = Broadcaster(telemetry: Telemetry(), memoryLimit: 100_000, closeAfter: .milliseconds(50))
+        func subscribe(bytes: Int = .max) throws -> Broadcaster.Subscription {
+            let holder = Mutex(0)
+            let subscription = try #require(
+                broadcaster.subscribe(EventFilter(), capacity: 1_000, capacityBytes: bytes) {
+                    closed.withLock { $0.append(holder.withLock { $0 }) }
+                })
+            holder.withLock { $0 = subscription.id }
+            return subscription
+        }
+        // A client bounded at 30 KB: two commits of about 12 KB fit, a third does not.
+        let small = try subscribe(bytes: 30_000)
+        broadcaster.publish(events(1...1, bytes: 12_000))
+        broadcaster.publish(events(2...2, bytes: 12_000))
+        #expect(small.cutOff == nil)
+        broadcaster.publish(events(3...3, bytes: 12_000))
+        #expect(small.cutOff == "slow consumer: more than 30000 bytes queued")
+        #expect(small.droppedMessages == 3 && broadcaster.holding == 0)
+        #expect(await small.next() == nil)
+        broadcaster.unsubscribe(small)
+
+        // Three clients: one reads and writes what it took (and holds it until its next write), one holds a page of
+        // the log it is replaying, one reads nothing. None has finished a write before the reader takes its queue.
+        let reader = try subscribe()
+        let replaying = try subscribe()
+        let idle = try subscribe()
+        broadcaster.publish(events(4...4, bytes: 20_000))
+        let taken = try #require(await reader.next())
+        #expect(taken.count == 1)
+        #expect(broadcaster.hold(30_000, for: replaying))
+        // Held: 20 KB taken by the reader, 20 KB queued for the replaying client and 20 KB for the idle one, plus the
+        // page: 90 KB of 100 KB.
+        #expect(abs(broadcaster.holding - 90_000) < 1_000)
+        broadcaster.publish(events(5...5, bytes: 20_000))
+        // 60 KB more would make 150 KB: the replaying client, subscribed before the idle one, is the slowest and is cut
+        // off, whichever client was offered the commit first; the others then hold 80 KB.
+        #expect(replaying.cutOff?.contains("slowest") == true)
+        #expect(reader.cutOff == nil && idle.cutOff == nil)
+        #expect(abs(broadcaster.holding - 80_000) < 1_000)
+        // A page refused once cut off; its release counts nothing.
+        #expect(!broadcaster.hold(10_000, for: replaying))
+        broadcaster.release(30_000, for: replaying)
+        #expect(abs(broadcaster.holding - 80_000) < 1_000)
+        broadcaster.unsubscribe(replaying)
+        // 30 KB more for both, at 40 KB each: the idle client has taken nothing since it came, the reader took its
+        // queue: the idle one goes.
+        broadcaster.publish(events(6...6, bytes: 30_000))
+        #expect(idle.cutOff != nil && reader.cutOff == nil)
+        #expect(broadcaster.holding <= 100_000)
+        // A cut stream that has not ended is closed after closeAfter; one that ended (the replaying one) is not.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(closed.withLock { $0 } == [idle.id])
+        for subscription in [reader, idle] { broadcaster.unsubscribe(subscription) }
+        #expect(broadcaster.holding == 0)
     }
 }

@@ -17,6 +17,7 @@ import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// A consumer at the broker: a persistent session (the broker queues for it while it is away), collecting every
@@ -398,13 +399,14 @@ final class TestFleet {
 
     init(
         _ broker: MQTTBroker, folder: URL, minGroupSize: Int = 4, sites: String = "{ allow: [a, b] }",
-        clientId: String = "test-fleet", brokerExtra: String = ""
+        clientId: String = "test-fleet", brokerExtra: String = "", extra: String = ""
     ) async throws {
         let text = """
             version: 1
             broker: { url: "\(broker.url)", clientId: \(clientId), group: test\(brokerExtra) }
             sites: \(sites)
             privacy: { minGroupSize: \(minGroupSize) }
+            \(extra)
             """
         let definition = try FleetDefinition.parse(text, file: folder.appendingPathComponent("fleet.yml").path)
         var options = HostingOptions()
@@ -830,6 +832,120 @@ struct FleetTests {
         #expect(try await Self.poll { anonymous.state.failures > 0 })
         #expect(!anonymous.state.connected)
         for client in [lab, ghost, anonymous] { client.stop() }
+        try await fleet.stop()
+    }
+
+    /// The shipped broker configuration and ACL (docs/mosquitto), with the fleet's login and a site's.
+    static func shippedBroker() async throws -> MQTTBroker {
+        try await MQTTBroker(
+            users: [("sentinel-fleet", "fleet-secret"), ("lab", "lab-secret")],
+            acl: Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path, shipped: true)
+    }
+
+    @Test(
+        "a site's backlog of 5,000 events, published at QoS 1 at once while the fleet is away, reaches the fleet whole through the shipped broker configuration: every event stored, none missing, nothing dropped by the broker"
+    )
+    func backlogThroughShippedConf() async throws {
+        let broker = try await Self.shippedBroker()
+        defer { broker.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        let login = try Self.fleetLogin(in: folder)
+        // The fleet's session, then the fleet away: the broker holds the whole backlog for it.
+        var fleet = try await TestFleet(broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: login)
+        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        try await fleet.stop()
+        let total: Int64 = 5_000
+        let lab = try await Self.site(broker, "lab", password: "lab-secret")
+        let now = Date()
+        for id in 1...total {
+            try lab.publish(
+                topic: "sentinel/lab/showroom/visitor.entered", payload: Self.goodEvent(site: "lab", id: id, at: now))
+        }
+        // Every publish acknowledged by the broker, and accepted, before the fleet comes back.
+        var acks: [MQTTClient.Ack] = []
+        #expect(
+            try await Self.poll {
+                acks += lab.takeAcks()
+                return acks.count == Int(total)
+            }, "\(acks.count) acknowledged")
+        #expect(acks.allSatisfy { $0.accepted })
+        fleet = try await TestFleet(broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: login)
+        let current = fleet
+        var health: [String: Any] = [:]
+        var whole = false
+        for _ in 0..<900 where !whole {
+            try await Task.sleep(for: .milliseconds(100))
+            health = try await Self.siteHealth(current, "lab")
+            whole = try await current.service.store.received()["lab"] == total
+        }
+        #expect(whole, "\(health)")
+        #expect(try await fleet.events().filter { $0.type != .gauge }.count == Int(total))
+        health = try await Self.siteHealth(fleet, "lab")
+        #expect(health["missing"] as? Int == 0, "\(health)")
+        #expect(
+            !broker.log.contains("dropped"),
+            "\(broker.log.split(separator: "\n").filter { $0.contains("dropped") }.prefix(3))")
+        lab.stop()
+        try await fleet.stop()
+    }
+
+    @Test(
+        "dashboards that resume from a log of large events and never read: the fleet's streams hold at most streamMemoryMegabytes, the slowest are cut off and closed, and a reading client gets every event (shipped broker configuration)"
+    )
+    func idleDashboards() async throws {
+        let broker = try await Self.shippedBroker()
+        defer { broker.stop() }
+        let folder = try Fixtures.temporaryFolder()
+        let fleet = try await TestFleet(
+            broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: try Self.fleetLogin(in: folder),
+            extra: "server: { streamMemoryMegabytes: 16, clientBufferBytes: 1048576 }")
+        let lab = try await Self.site(broker, "lab", password: "lab-secret")
+        // 300 events of about 56 KB (under the fleet's 64 KiB): a stay in the same zone, 1,400 times.
+        let total: Int64 = 300
+        let stays = Array(repeating: "{\"dwellSeconds\": 0, \"zone\": \"display\"}", count: 1_400).joined(
+            separator: ", ")
+        let now = Date()
+        for id in 1...total {
+            let event = String(decoding: try Self.goodEvent(site: "lab", id: id, at: now), as: UTF8.self)
+                .replacingOccurrences(of: "\"zones\": [", with: "\"zones\": [\(stays), ")
+            try lab.publish(topic: "sentinel/lab/showroom/visitor.entered", payload: Data(event.utf8))
+        }
+        var health: [String: Any] = [:]
+        var whole = false
+        for _ in 0..<600 where !whole {
+            try await Task.sleep(for: .milliseconds(100))
+            health = try await Self.siteHealth(fleet, "lab")
+            whole = try await fleet.service.store.received()["lab"] == total
+        }
+        #expect(whole, "\(health)")
+        let broadcaster = fleet.service.broadcaster
+        let peak = Mutex(0)
+        let sampler = Task {
+            while !Task.isCancelled {
+                let holding = broadcaster.holding
+                peak.withLock { $0 = max($0, holding) }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+        }
+        var idle = try (0..<20).map { _ in try RawConnection(port: fleet.port) }
+        for connection in idle { connection.send("GET /events?lastEventId=1 HTTP/1.1\r\nHost: localhost\r\n\r\n") }
+        #expect(try await Self.poll { broadcaster.subscriberCount == 20 })
+        // The slowest cut off, and closed 10 s later as they do not read.
+        var fewer = false
+        for _ in 0..<600 where !fewer {
+            try await Task.sleep(for: .milliseconds(100))
+            fewer = broadcaster.subscriberCount < 20
+        }
+        #expect(fewer)
+        let messages = try await TestServer.stream(port: fleet.port, "/events?lastEventId=0", timeout: .seconds(60)) {
+            $0.filter { $0.event == "visitor.entered" }.count == Int(total) || $0.last?.event == "stream.cutoff"
+        }
+        #expect(messages.filter { $0.event == "visitor.entered" }.count == Int(total), "\(messages.suffix(1))")
+        sampler.cancel()
+        #expect(peak.withLock { $0 } <= (16 << 20) + 2 * HTTPAPI.replayPageBytes, "peak \(peak.withLock { $0 })")
+        idle.removeAll()
+        #expect(try await Self.poll { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
+        lab.stop()
         try await fleet.stop()
     }
 

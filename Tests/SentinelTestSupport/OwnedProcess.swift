@@ -128,28 +128,41 @@ public final class MQTTBroker: @unchecked Sendable {
     public let folder: URL
     private let users: [(name: String, password: String)]
     private let acl: String?
+    private let shipped: Bool
     private let config: [String]
     private var server: OwnedProcess?
 
     public static let script = Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/mqtt_broker.py").path
 
-    /// A broker that takes anyone, or only `users`, holding them to the ACL file `acl` if given; `config` adds
-    /// lines to its configuration (a bridge, say).
-    public init(users: [(name: String, password: String)] = [], acl: String? = nil, config: [String] = []) async throws
-    {
+    /// A broker that takes anyone, or only `users`, holding them to the ACL file `acl` if given; `shipped` adds the
+    /// settings of docs/mosquitto/sentinel.conf, `config` further lines (a bridge, say).
+    public init(
+        users: [(name: String, password: String)] = [], acl: String? = nil, shipped: Bool = false,
+        config: [String] = []
+    ) async throws {
         folder = try Fixtures.temporaryFolder()
         self.users = users
         self.acl = acl
+        self.shipped = shipped
         self.config = config
         try await start()
     }
 
+    private var logFile: URL { folder.appendingPathComponent("mosquitto.log") }
+
+    /// The broker's log so far.
+    public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
     /// Starts the broker, on the port it had before if it ran already.
     public func start() async throws {
-        (server, port) = try await OwnedProcess.server(
-            Self.script,
-            ["--port", "\(port)", "--folder", folder.path] + users.flatMap { ["--user", "\($0.name):\($0.password)"] }
-                + (acl.map { ["--acl", $0] } ?? []) + config.flatMap { ["--config", $0] })
+        var arguments = ["--port", "\(port)", "--folder", folder.path, "--log", logFile.path]
+        arguments += users.flatMap { ["--user", "\($0.name):\($0.password)"] }
+        if let acl { arguments += ["--acl", acl] }
+        if shipped {
+            arguments += ["--shipped", Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.conf").path]
+        }
+        arguments += config.flatMap { ["--config", $0] }
+        (server, port) = try await OwnedProcess.server(Self.script, arguments)
     }
 
     /// Stops the broker as an administrator would: it saves its sessions first.

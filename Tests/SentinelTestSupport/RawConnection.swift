@@ -41,19 +41,23 @@ public final class RawConnection: Sendable {
     @discardableResult
     public func send(_ text: String) -> Bool { send(Data(text.utf8)) }
 
-    /// `receive(seconds:)` on a thread of its own, so waiting never holds one of the test run's few task threads.
-    public func received(seconds: Double) async -> (data: Data, closed: Bool) {
-        await Fixtures.onOwnThread { self.receive(seconds: seconds) }
+    /// `receive(seconds:until:)` on a thread of its own, so waiting never holds one of the test run's few task
+    /// threads.
+    public func received(seconds: Double, until enough: @escaping @Sendable (Data) -> Bool = { _ in false }) async -> (
+        data: Data, closed: Bool
+    ) {
+        await Fixtures.onOwnThread { self.receive(seconds: seconds, until: enough) }
     }
 
-    /// Reads until the server closes the connection or `seconds` pass; `closed` says which.
-    public func receive(seconds: Double) -> (data: Data, closed: Bool) {
+    /// Reads until the server closes the connection, `seconds` pass, or what was read is `enough`; `closed` says
+    /// whether the server closed it.
+    public func receive(seconds: Double, until enough: (Data) -> Bool = { _ in false }) -> (data: Data, closed: Bool) {
         var data = Data()
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let left = deadline.timeIntervalSinceNow
-            guard left > 0 else { return (data, false) }
+            guard left > 0, !enough(data) else { return (data, false) }
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, Int32(left * 1_000) + 1) > 0 else { continue }
             let count = recv(descriptor, &buffer, buffer.count, 0)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Debian's mosquitto broker, owned by a test: started on a loopback port (a free one, or --port), with persistence in
 --folder so that sessions survive a restart, and optionally a password file (--user NAME:PASSWORD) and an ACL
-file (--acl PATH), and any further configuration lines (--config LINE, e.g. a bridge's). Prints
+file (--acl PATH), the settings of a shipped configuration (--shipped PATH: every line but those naming the files
+above, which are the test's), any further configuration lines (--config LINE, e.g. a bridge's), and its log in a file
+(--log PATH). Prints
 "PORT <n>" once the broker accepts connections. Ends the broker gracefully (SIGTERM, so it saves its sessions) when
 standard input closes or on SIGTERM; the broker dies with this process in any case (PR_SET_PDEATHSIG), so none is
 ever left running."""
@@ -19,7 +21,9 @@ parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--folder", required=True)
 parser.add_argument("--user", action="append", default=[])
 parser.add_argument("--acl")
+parser.add_argument("--shipped")
 parser.add_argument("--config", action="append", default=[])
+parser.add_argument("--log")
 args = parser.parse_args()
 
 port = args.port
@@ -33,7 +37,7 @@ lines = [
     f"listener {port} 127.0.0.1",
     "persistence true",
     f"persistence_location {args.folder}/",
-    "log_dest none",
+    f"log_dest file {args.log}" if args.log else "log_dest none",
     # Run as root (a test), mosquitto would otherwise switch to its own user, who cannot read the test folder.
     "user root" if os.geteuid() == 0 else "",
 ]
@@ -49,6 +53,11 @@ if args.acl:
     lines.append(f"acl_file {args.acl}")
 else:
     lines.append("allow_anonymous true")
+if args.shipped:
+    for line in open(args.shipped):
+        setting = line.split("#", 1)[0].strip()
+        if setting and setting.split()[0] not in ("password_file", "acl_file", "allow_anonymous"):
+            lines.append(setting)
 lines += args.config
 with open(config, "w") as f:
     f.write("\n".join(lines) + "\n")
