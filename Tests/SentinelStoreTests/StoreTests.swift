@@ -131,6 +131,13 @@ struct StoreTests {
             #expect(try await again.events(after: 3, limit: 4).map(\.id) == [4, 5, 6, 7])
             #expect(try await again.events(after: 0, limit: 20) == first + second)
             #expect(try await again.logBounds() == (floor: 0, last: 10))
+            // A page sized in bytes ends with the row that brings it to the size; it holds one row at least.
+            let sizes = (first + second).map(\.payload.count)
+            let threeRows = sizes[3] + sizes[4] + sizes[5]
+            #expect(try await again.events(after: 3, limit: 20, bytes: threeRows).map(\.id) == [4, 5, 6])
+            #expect(try await again.events(after: 3, limit: 20, bytes: threeRows + 1).map(\.id) == [4, 5, 6, 7])
+            #expect(try await again.events(after: 3, limit: 2, bytes: threeRows).map(\.id) == [4, 5])
+            #expect(try await again.events(after: 3, limit: 20, bytes: 1).map(\.id) == [4])
         }
     }
 
