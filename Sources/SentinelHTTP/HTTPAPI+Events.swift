@@ -204,37 +204,37 @@ extension HTTPAPI {
         return (notice, start)
     }
 
-    /// The most a replay page holds (and at least one event): a resuming client is sent the log a page at a time.
-    package static let replayPageBytes = 256 << 10
+    /// The most a replay page reads (and at least one event): a resuming client is sent the log a page at a time.
+    package static let replayPageBytes = 64 << 10
 
-    /// Sends the logged events after `id` that match `filter`, a page at a time, each page counted with `hold` while
-    /// it is read and written (twice its payloads: the events, then their messages); returns the last id sent, early
-    /// when `hold` refuses a page (the client is cut off).
+    /// Sends the logged events after `id` that match `filter`, a page at a time, each page's messages counted with
+    /// `hold` from when they are made until the next write is taken; returns the last id sent, early when `hold`
+    /// refuses a page (the client is cut off).
     static func replay(
         after id: Int64, filter: EventFilter, store: any EventLog, hold: @escaping @Sendable (Int) -> Bool,
         written: (Int) -> Void, writer: inout any ResponseBodyWriter
     ) async throws -> Int64 {
-        // The next page is read while this one is written.
-        @Sendable func page(after id: Int64) async throws -> (events: [LoggedEvent], bytes: Int)? {
+        /// A page's messages, the last id it read (nil at the end of the log) and the bytes counted for it.
+        typealias Page = (text: ByteBuffer, last: Int64?, bytes: Int)
+        // The next page is read while this one is written. Its events are let go once their messages are made.
+        @Sendable func page(after id: Int64) async throws -> Page? {
             let events = try await store.events(after: id, limit: 1_000, bytes: replayPageBytes)
-            let bytes = 2 * events.reduce(0) { $0 + $1.payload.count }
-            return hold(bytes) ? (events, bytes) : nil
+            var text = ByteBuffer()
+            text.reserveCapacity(events.reduce(0) { $0 + $1.payload.count + 256 })
+            for event in events where filter.matches(event) { text.writeString(ServerSentEvents.message(for: event)) }
+            return hold(text.capacity) ? (text, events.last?.id, text.capacity) : nil
         }
         var sent = id
         guard var current = try await page(after: id) else { return sent }
-        while !current.events.isEmpty {
-            let last = current.events[current.events.count - 1].id
+        while let last = current.last {
             async let next = page(after: last)
-            var text = ByteBuffer()
-            for event in current.events where filter.matches(event) {
-                text.writeString(ServerSentEvents.message(for: event))
-            }
-            if text.readableBytes > 0 { try await writer.write(text) }
+            if current.text.readableBytes > 0 { try await writer.write(current.text) }
             written(current.bytes)
             sent = last
             guard let following = try await next else { return sent }
             current = following
         }
+        written(current.bytes)
         return sent
     }
 }

@@ -927,14 +927,14 @@ struct FleetTests {
                 try await Task.sleep(for: .milliseconds(2))
             }
         }
-        var idle = try (0..<20).map { _ in try RawConnection(port: fleet.port) }
+        var idle = try (0..<80).map { _ in try RawConnection(port: fleet.port) }
         for connection in idle { connection.send("GET /events?lastEventId=1 HTTP/1.1\r\nHost: localhost\r\n\r\n") }
-        #expect(try await Self.poll { broadcaster.subscriberCount == 20 })
+        #expect(try await Self.poll { broadcaster.subscriberCount == 80 })
         // The slowest cut off, and closed 10 s later as they do not read.
         var fewer = false
         for _ in 0..<600 where !fewer {
             try await Task.sleep(for: .milliseconds(100))
-            fewer = broadcaster.subscriberCount < 20
+            fewer = broadcaster.subscriberCount < 80
         }
         #expect(fewer)
         let messages = try await TestServer.stream(port: fleet.port, "/events?lastEventId=0", timeout: .seconds(60)) {
@@ -942,7 +942,8 @@ struct FleetTests {
         }
         #expect(messages.filter { $0.event == "visitor.entered" }.count == Int(total), "\(messages.suffix(1))")
         sampler.cancel()
-        #expect(peak.withLock { $0 } <= (16 << 20) + 2 * HTTPAPI.replayPageBytes, "peak \(peak.withLock { $0 })")
+        // What streams charge at the same moment passes the limit until the slowest are cut off (see idleResumers).
+        #expect(peak.withLock { $0 } <= (16 << 20) + 4 * (4 * HTTPAPI.replayPageBytes), "peak \(peak.withLock { $0 })")
         idle.removeAll()
         #expect(try await Self.poll { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
         lab.stop()
