@@ -53,15 +53,19 @@ public final class MQTTOutput: Service, Sendable {
     struct Progress {
         /// Every id up to this one is acknowledged (and stored as such).
         var acknowledged: Int64
-        /// Sent and waiting for PUBACK, in id order.
-        var inFlight: [(id: Int64, mid: Int32)] = []
+        /// Sent and waiting for PUBACK, in id order, with their topics.
+        var inFlight: [(id: Int64, mid: Int32, topic: String)] = []
         var acked: Set<Int32> = []
-        /// Messages besides the log (availability, the retained gauge): their PUBACKs are not the log's.
-        var untracked: Set<Int32> = []
+        /// Messages besides the log (availability, discovery, the retained gauge), by message id: their PUBACKs are
+        /// not the log's.
+        var untracked: [Int32: String] = [:]
         var connects = 0
         /// Failed attempts already logged.
         var failures = 0
+        /// Messages the broker refused, and the topics refused (the first 20).
         var rejected = 0
+        var rejectedTopics: [String] = []
+        var refusedTopics: Set<String> = []
         /// The occupancy and the gauge reading last published (retained), to retain only changes.
         var occupancy: Data?
         var gauge: GaugeReading?
@@ -109,8 +113,7 @@ public final class MQTTOutput: Service, Sendable {
             try? await Task.sleep(for: .milliseconds(50))
         }
         if client.state.connected {
-            progress.untracked.insert(
-                try client.publish(topic: settings.availabilityTopic, payload: Data("offline".utf8), retain: true))
+            try publish(client, settings.availabilityTopic, Data("offline".utf8), &progress)
             try? await Task.sleep(for: .milliseconds(200))
         }
     }
@@ -145,12 +148,9 @@ public final class MQTTOutput: Service, Sendable {
         progress.failures = state.failures
         if state.connected, state.connects != progress.connects {
             progress.connects = state.connects
-            progress.untracked.insert(
-                try client.publish(topic: settings.availabilityTopic, payload: Data("online".utf8), retain: true))
+            try publish(client, settings.availabilityTopic, Data("online".utf8), &progress)
             if settings.homeAssistant {
-                for (topic, config) in discovery() {
-                    progress.untracked.insert(try client.publish(topic: topic, payload: config, retain: true))
-                }
+                for (topic, config) in discovery() { try publish(client, topic, config, &progress) }
             }
             progress.occupancy = nil
             logger.notice("connected to the MQTT broker", metadata: ["broker": "\(settings.connection.url)"])
@@ -162,25 +162,35 @@ public final class MQTTOutput: Service, Sendable {
                     visitors: snapshot.visitors,
                     zones: Dictionary(uniqueKeysWithValues: snapshot.zones.map { ($0.key.description, $0.value) })))
             if occupancy != progress.occupancy {
-                progress.untracked.insert(
-                    try client.publish(topic: settings.occupancyTopic, payload: occupancy, retain: true))
+                try publish(client, settings.occupancyTopic, occupancy, &progress)
                 progress.occupancy = occupancy
             }
         }
     }
 
+    /// Publishes a retained message besides the log.
+    private func publish(_ client: MQTTClient, _ topic: String, _ payload: Data, _ progress: inout Progress) throws {
+        progress.untracked[try client.publish(topic: topic, payload: payload, retain: true)] = topic
+    }
+
     /// Takes the broker's acknowledgements: the log's acknowledged id moves on over every message acknowledged in
-    /// order, and is stored.
+    /// order, and is stored. A message the broker refused (MQTT 5 reason 0x80 or above: 0x87, not authorised for its
+    /// topic, say) is counted and logged with its topic, the log's and the others alike: sending it again cannot help.
     private func settle(_ client: MQTTClient, _ progress: inout Progress) async throws {
-        for ack in client.takeAcks() where progress.untracked.remove(ack.mid) == nil {
+        for ack in client.takeAcks() {
+            let untracked = progress.untracked.removeValue(forKey: ack.mid)
             if !ack.accepted {
-                // Refused for good (not authorised for the topic, say): sending it again cannot help.
+                let topic = untracked ?? progress.inFlight.first { $0.mid == ack.mid }?.topic ?? "?"
                 progress.rejected += 1
-                logger.error(
-                    "the MQTT broker refused a message",
-                    metadata: ["mid": "\(ack.mid)", "reason": "\(String(ack.reason, radix: 16))"])
+                // Logged once a topic (every event on it would be refused alike), shown for the first 20.
+                if progress.refusedTopics.insert(topic).inserted {
+                    if progress.rejectedTopics.count < 20 { progress.rejectedTopics.append(topic) }
+                    logger.error(
+                        "the MQTT broker refused a message; others on its topic are counted, not logged",
+                        metadata: ["topic": "\(topic)", "reason": "0x\(String(ack.reason, radix: 16))"])
+                }
             }
-            progress.acked.insert(ack.mid)
+            if untracked == nil { progress.acked.insert(ack.mid) }
         }
         var advanced = false
         while let first = progress.inFlight.first, progress.acked.remove(first.mid) != nil {
@@ -199,11 +209,11 @@ public final class MQTTOutput: Service, Sendable {
         for event in try await store.events(
             after: progress.sent, limit: settings.inFlight - progress.inFlight.count)
         {
+            let topic = "\(settings.topicPrefix)/\(settings.site)/\(event.streamId)/\(event.type)"
             let mid = try client.publish(
-                topic: "\(settings.topicPrefix)/\(settings.site)/\(event.streamId)/\(event.type)",
-                payload: Data(try envelope(event).utf8),
+                topic: topic, payload: Data(try envelope(event).utf8),
                 properties: [("id", "\(event.id)"), ("site", settings.site)])
-            progress.inFlight.append((event.id, mid))
+            progress.inFlight.append((event.id, mid, topic))
             published.increment()
             // The retained reading changes only when its figures do: a reading sent again at the gauge's steady
             // interval is in the log (and on its topic), not retained again for every subscriber to re-record.
@@ -212,8 +222,7 @@ public final class MQTTOutput: Service, Sendable {
                 progress.gauge.map({ !reading.sameFigures(as: $0) }) ?? true
             {
                 progress.gauge = reading
-                progress.untracked.insert(
-                    try client.publish(topic: settings.gaugeTopic, payload: event.payload, retain: true))
+                try publish(client, settings.gaugeTopic, event.payload, &progress)
             }
         }
     }
@@ -229,7 +238,7 @@ public final class MQTTOutput: Service, Sendable {
                 failedAttempts: state.failures, acknowledged: progress.acknowledged,
                 backlog: Int(last - progress.acknowledged),
                 oldestUnacknowledgedSeconds: oldest.map { max(0, Date().timeIntervalSince($0.time)).wholeMilliseconds },
-                rejected: progress.rejected))
+                rejected: progress.rejected, rejectedTopics: progress.rejectedTopics))
     }
 
     /// Who is present, as the retained occupancy topic carries it: the total and each zone (`source/zone`), each
@@ -246,8 +255,10 @@ public final class MQTTOutput: Service, Sendable {
     /// it the mood was kept as text). The label is an `enum` sensor with its five options. A suppressed figure has no
     /// value, which Home Assistant shows as unknown.
     func discovery() -> [(topic: String, config: Data)] {
-        let node = "sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
-        let nodeID = String(node)
+        let nodeID = String("sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        // The topic's node keeps the site's hyphens (Home Assistant allows them there, not in entity ids), so that the
+        // broker's ACL can hold a site to its own discovery topics: `homeassistant/+/sentinel_%u/#`.
+        let topicNode = String("sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" })
         func sensor(_ object: String, _ name: String, _ topic: String, _ template: String, extra: [String: Any])
             -> (String, Data)
         {
@@ -267,7 +278,7 @@ public final class MQTTOutput: Service, Sendable {
             let data =
                 (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes]))
                 ?? Data()
-            return ("\(settings.discoveryPrefix)/sensor/\(nodeID)/\(object)/config", data)
+            return ("\(settings.discoveryPrefix)/sensor/\(topicNode)/\(object)/config", data)
         }
         let count: [String: Any] = [
             "state_class": "measurement", "unit_of_measurement": "visitors", "suggested_display_precision": 0,

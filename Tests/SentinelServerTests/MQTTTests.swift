@@ -26,8 +26,12 @@ final class Subscriber {
     let client: MQTTClient
     private(set) var messages: [MQTTClient.Message] = []
 
-    init(_ broker: MQTTBroker, id: String = "test-consumer", topics: [String] = ["sentinel/#"]) throws {
+    init(
+        _ broker: MQTTBroker, id: String = "test-consumer", topics: [String] = ["sentinel/#"],
+        login: (user: String, password: String)? = nil
+    ) throws {
         client = try MQTTClient(clientID: id, cleanStart: false, sessionExpiry: 600)
+        if let login { try client.credentials(username: login.user, password: login.password) }
         for topic in topics { try client.subscribe(topic) }
         try client.start(MQTTEndpoint(url: broker.url)!)
     }
@@ -207,13 +211,19 @@ struct MQTTOutputTests {
     }
 
     @Test(
-        "retained topics: availability, occupancy by zone (k-suppressed) and the gauge; Home Assistant discovery announces them in the shape it expects"
+        "retained topics: availability, occupancy by zone (k-suppressed) and the gauge; Home Assistant discovery announces them in the shape it expects, through the shipped broker configuration and ACL, none refused"
     )
     func retainedAndDiscovery() async throws {
-        let broker = try await MQTTBroker()
+        let home = (user: "homeassistant", password: "home-secret")
+        let broker = try await MQTTBroker(
+            users: [("lab", "lab-secret"), home],
+            acl: Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path, shipped: true)
         defer { broker.stop() }
-        let early = try Subscriber(broker, id: "gauge-consumer", topics: ["sentinel/lab/gauge"])
-        let server = try await server(broker, ", homeAssistant: true")
+        let early = try Subscriber(broker, id: "gauge-consumer", topics: ["sentinel/lab/gauge"], login: home)
+        let credentials = try Fixtures.temporaryFolder().appendingPathComponent("lab-credentials")
+        try "lab:lab-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o600)
+        let server = try await server(broker, ", homeAssistant: true, credentialsFile: \(credentials.path)")
         try server.publish(6, visitors: 3)
         server.service.hub.tick(time: server.origin.addingTimeInterval(6))
         #expect(try await server.wait { try await server.service.store.logBounds().last >= 7 })
@@ -221,7 +231,8 @@ struct MQTTOutputTests {
         server.service.hub.tick(time: server.origin.addingTimeInterval(40))
         #expect(try await server.wait { try await server.service.store.logBounds().last >= 8 })
         // A consumer that arrives afterwards gets the retained state at once.
-        let late = try Subscriber(broker, id: "late-consumer", topics: ["sentinel/lab/+", "homeassistant/#"])
+        let late = try Subscriber(
+            broker, id: "late-consumer", topics: ["sentinel/lab/+", "homeassistant/#"], login: home)
         func latest(_ topic: String) -> [String: Any]? {
             _ = late.events
             return late.messages.last { $0.topic == topic }.flatMap {
@@ -281,13 +292,15 @@ struct MQTTOutputTests {
         for message in late.messages { retained[message.topic] = String(decoding: message.payload, as: UTF8.self) }
         let file = try Fixtures.temporaryFolder().appendingPathComponent("retained.json")
         try JSONSerialization.data(withJSONObject: retained).write(to: file)
-        let home = try await Fixtures.run(
+        let peer = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [Fixtures.root.appendingPathComponent("Tests/Peers/homeassistant_discovery.py").path, file.path],
             timeout: 60)
-        #expect(home.status == 0 && home.output.contains("0 problems"), "\(home.output)\n\(home.errors)")
-        #expect(home.output.contains("sensor.sentinel_lab_visitors = 3 visitors (measurement)"), "\(home.output)")
-        #expect(home.output.contains("sensor.sentinel_lab_mood = "), "\(home.output)")
+        #expect(peer.status == 0 && peer.output.contains("0 problems"), "\(peer.output)\n\(peer.errors)")
+        #expect(peer.output.contains("sensor.sentinel_lab_visitors = 3 visitors (measurement)"), "\(peer.output)")
+        #expect(peer.output.contains("sensor.sentinel_lab_mood = "), "\(peer.output)")
+        // Nothing the box sent was refused.
+        #expect(server.service.live.mqttHealth?.rejected == 0)
         // Retained only when the figures change, proved with a barrier, not a pause: a fourth visitor changes the
         // figures (published at the gauge's next interval), and the box publishes on one connection in order, so once
         // that reading arrives every reading sent before it has arrived too.
@@ -302,6 +315,33 @@ struct MQTTOutputTests {
                 }
             })
         #expect(early.messages.count == changes + 1, "retained only when the figures change")
+        try await server.stop()
+    }
+
+    @Test(
+        "a publish the broker refuses (MQTT 5 PUBACK 0x87, not authorised) is counted in /healthz with its topic: Home Assistant's discovery of a site whose ACL does not allow it"
+    )
+    func refusedPublish() async throws {
+        // The shipped ACL, but the box logs in as another site's user: its discovery topics are not that user's.
+        let broker = try await MQTTBroker(
+            users: [("paris", "paris-secret")],
+            acl: Fixtures.root.appendingPathComponent("docs/mosquitto/sentinel.acl").path, shipped: true)
+        defer { broker.stop() }
+        let credentials = try Fixtures.temporaryFolder().appendingPathComponent("paris-credentials")
+        try "paris:paris-secret\n".write(to: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials.path, 0o600)
+        let server = try await server(broker, ", homeAssistant: true, credentialsFile: \(credentials.path)")
+        var health: [String: Any] = [:]
+        #expect(
+            try await server.wait {
+                let body = try await server.get("/healthz").1
+                health =
+                    (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["mqtt"] as? [String: Any] ?? [:]
+                return (health["rejected"] as? Int ?? 0) >= 5
+                    && (health["rejectedTopics"] as? [String] ?? []).contains(
+                        "homeassistant/sensor/sentinel_lab/mood/config")
+            }, "\(health)")
+
         try await server.stop()
     }
 

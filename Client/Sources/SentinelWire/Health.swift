@@ -118,12 +118,14 @@ public struct MQTTHealth: Sendable, Codable, Equatable {
     /// Log events not acknowledged yet, and how old the oldest is.
     public var backlog: Int
     public var oldestUnacknowledgedSeconds: Double?
-    /// Messages the broker refused for good since start.
+    /// Messages the broker refused for good since start (not authorised for their topic, say), and the topics it
+    /// refused (the first 20).
     public var rejected: Int
+    public var rejectedTopics: [String]
 
     public init(
         connected: Bool, message: String? = nil, failedAttempts: Int, acknowledged: Int64, backlog: Int,
-        oldestUnacknowledgedSeconds: Double? = nil, rejected: Int
+        oldestUnacknowledgedSeconds: Double? = nil, rejected: Int, rejectedTopics: [String] = []
     ) {
         self.connected = connected
         self.message = message
@@ -132,6 +134,7 @@ public struct MQTTHealth: Sendable, Codable, Equatable {
         self.backlog = backlog
         self.oldestUnacknowledgedSeconds = oldestUnacknowledgedSeconds
         self.rejected = rejected
+        self.rejectedTopics = rejectedTopics
     }
 }
 
