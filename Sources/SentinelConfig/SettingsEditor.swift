@@ -11,16 +11,17 @@ public enum SettingsEditor {
         throws(ConfigError) -> String
     {
         var text = text
+        var root = try compose(text, file)
         for (key, value) in settings {
             guard let steps = ConfigOverride.steps(of: key) else {
                 throw problem(file, key, "not a key path")
             }
-            for path in try expand(steps, in: compose(text, file)) {
-                text = try write(value, at: path, key: key, in: text, file: file)
+            for path in try expand(steps, in: root) {
+                text = try write(value, at: path, key: key, in: text, root: root, file: file)
+                root = try compose(text, file, written: key)
             }
         }
         // What was written reads back as written.
-        let root = try compose(text, file)
         for (key, value) in settings {
             for path in try expand(ConfigOverride.steps(of: key)!, in: root) {
                 let wanted = (try? Yams.compose(yaml: value)) ?? nil
@@ -54,14 +55,19 @@ public enum SettingsEditor {
         ConfigError(problems: [ConfigProblem(file: file, path: key, message: message)])
     }
 
-    static func compose(_ text: String, _ file: String) throws(ConfigError) -> Node {
+    /// The file's text parsed; `written`: the key just written into it, which the text no longer parses after (an
+    /// edit this editor cannot make there), not a file that was not YAML.
+    static func compose(_ text: String, _ file: String, written: String? = nil) throws(ConfigError) -> Node {
         do {
             guard let root = try Yams.compose(yaml: text) else { throw problem(file, "", "the file is empty") }
             return root
         } catch let error as ConfigError {
             throw error
         } catch {
-            throw problem(file, "", "not YAML")
+            guard let written else { throw problem(file, "", "not YAML: \(error)") }
+            throw problem(
+                file, written,
+                "cannot be written into this file as it is laid out: add it by hand (the edit gave \(error))")
         }
     }
 
@@ -94,11 +100,10 @@ public enum SettingsEditor {
     }
 
     private static func write(
-        _ value: String, at path: [ConfigOverride.Step], key: String, in text: String, file: String
+        _ value: String, at path: [ConfigOverride.Step], key: String, in text: String, root: Node, file: String
     )
         throws(ConfigError) -> String
     {
-        let root = try compose(text, file)
         let newline = try PipelineFile.lineEnding(of: text, file: file)
         var lines = text.components(separatedBy: newline)
         // The deepest node the file has on the path.
@@ -148,14 +153,35 @@ public enum SettingsEditor {
                 return lines.joined(separator: newline)
             }
             if depth > 0 {
-                // A block mapping: a new first key, lined up with the others; the mappings it lacks under it in block
-                // style too, one key a line.
+                // A block mapping: a new key lined up with the others, the mappings it lacks under it in block style
+                // too, one key a line. It goes first, unless the mapping is a list element whose first key follows
+                // the `- ` on its line (a zone's `- name: door`): then second, after the first key's line.
                 let indent = String(repeating: " ", count: mark.column - 1)
                 let block = remainder.enumerated().map { level, name in
                     indent + String(repeating: "  ", count: level) + name + ":"
                         + (level == remainder.count - 1 ? " " + value : "")
                 }
-                lines.insert(contentsOf: block, at: mark.line - 1)
+                let before = String(line[..<start]).trimmingCharacters(in: .whitespaces)
+                guard before.hasSuffix("-") else {
+                    lines.insert(contentsOf: block, at: mark.line - 1)
+                    return lines.joined(separator: newline)
+                }
+                let keys = node.mapping.map { Array($0) } ?? []
+                let firstValueLine = keys.first?.value.mark?.line ?? mark.line
+                if keys.count > 1, let second = keys[1].key.mark, second.line > mark.line {
+                    lines.insert(contentsOf: block, at: second.line - 1)
+                } else if keys.count == 1, firstValueLine == mark.line,
+                    keys[0].value.scalar != nil
+                        || ((keys[0].value.mapping != nil || keys[0].value.sequence != nil)
+                            && lines[mark.line - 1].contains(where: { $0 == "[" || $0 == "{" }))
+                {
+                    lines.insert(contentsOf: block, at: mark.line)
+                } else {
+                    throw problem(
+                        file, key,
+                        "cannot be added to this list element as written; add \(remainder.joined(separator: ".")) to the file first"
+                    )
+                }
                 return lines.joined(separator: newline)
             }
         }

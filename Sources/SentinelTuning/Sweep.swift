@@ -92,16 +92,21 @@ public final class Sweep: Sendable {
         return try PipelineDefinition.load(pipeline, overrides: base + overrides)
     }
 
-    /// Every value of the space written alone over the pipeline and read as the pipeline is, before anything is
-    /// decoded: a key the pipeline lacks or a value it refuses is reported at its line in the space file, once for
-    /// all the values it concerns.
+    /// Every value of the space written alone over the pipeline and read as the pipeline is, and into the pipeline's
+    /// text as a winner would be (`--apply`, best.yml), before anything is decoded: a key the pipeline lacks, a value it
+    /// refuses or a key its text cannot take is reported at its line in the space file, once for all the values it
+    /// concerns.
     public func checkSpace() throws(ConfigError) {
         var problems: [ConfigProblem] = []
+        let text = try? String(contentsOfFile: pipeline, encoding: .utf8)
         for dimension in space.dimensions {
             var found: [(message: String, values: [String])] = []
             let values = dimension.extremes
             for value in values {
-                do { _ = try definition([dimension.key: value]) } catch let error as ConfigError {
+                do {
+                    _ = try definition([dimension.key: value])
+                    if let text { _ = try SettingsEditor.apply([(dimension.key, value)], to: text, file: pipeline) }
+                } catch let error as ConfigError {
                     for problem in error.problems {
                         let message = problem.path == dimension.key ? problem.message : problem.description
                         if let i = found.firstIndex(where: { $0.message == message }) {

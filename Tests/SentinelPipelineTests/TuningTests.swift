@@ -107,6 +107,60 @@ struct TuningTests {
         }
     }
 
+    /// The docs' own pair: README's "A first camera" pipeline (its zones have no `grace:`) and every setting
+    /// docs/tuning.md's space tunes, each value of its list written as a winner would be. Its zones are list elements
+    /// whose first key follows the `- `: a new first key was written above the dash, and the file no longer parsed
+    /// ("not YAML", after every trial had run).
+    @Test(
+        "the winner for README's first camera and docs/tuning.md's space is written into the file as an editor adds it, for keys the file does not spell yet"
+    )
+    func documentedPair() throws {
+        func block(_ page: String, holding marker: String) throws -> String {
+            let text = try String(contentsOf: Fixtures.root.appendingPathComponent(page), encoding: .utf8)
+            let blocks = text.components(separatedBy: "```yaml\n").dropFirst().map {
+                $0.components(separatedBy: "```")[0]
+            }
+            return try #require(blocks.first { $0.contains(marker) }, "\(page) has a yaml block holding \(marker)")
+        }
+        let pipeline = try block("README.md", holding: "  - id: entrance")
+        let space = try block("docs/tuning.md", holding: "search: adaptive")
+        // The space's settings, each given a value from its list or range as a winner would have.
+        let keys = space.components(separatedBy: "\n").drop {
+            !$0.trimmingCharacters(in: .whitespaces).hasPrefix("settings:")
+        }.dropFirst()
+            .compactMap { $0.split(separator: ":").first?.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        let values = [
+            "tracker.minIoU": "0.35", "tracker.visitTimeoutSeconds": "4", "tracker.confirmFrames": "3",
+            "sources[0].zones[*].grace.seconds": "0.5", "events.referencePoint": "bottom",
+        ]
+        #expect(Set(keys) == Set(values.keys), "docs/tuning.md's space: \(keys)")
+        let winner = keys.map { ($0, values[$0] ?? "") }
+        let written = try SettingsEditor.apply(winner, to: pipeline, file: "my.yml")
+        let definition = try PipelineDefinition.parse(written, file: "my.yml")
+        #expect(definition.sources[0].zones.map(\.grace) == [.seconds(0.5), .seconds(0.5)])
+        #expect(
+            definition.sources[1].zones[0].grace
+                == (try PipelineDefinition.parse(pipeline, file: "my.yml")).sources[1].zones[0].grace)
+        #expect(definition.visitors.tracker.minIoU == 0.35 && definition.visitors.tracker.confirmFrames == 3)
+        // Each grace under its zone's name, lined up with its keys; nothing else of the file changed.
+        #expect(
+            written.contains("      - name: door\n        grace:\n          seconds: 0.5\n        polygon:"),
+            "\(written)")
+        let kept = written.components(separatedBy: "\n").filter { line in
+            !["grace:", "seconds: 0.5"].contains(line.trimmingCharacters(in: .whitespaces))
+        }
+        #expect(pipeline.components(separatedBy: "\n").allSatisfy { kept.contains($0) })
+        // A list element whose one key's value spans lines cannot take a key after it: refused with the reason.
+        let blockValue =
+            "version: 1\nsources:\n  - id: a\n    input: a.mp4\n    zones:\n      - polygon:\n          - [0, 0]\n"
+        #expect {
+            try SettingsEditor.apply([("sources[0].zones[0].grace.seconds", "1")], to: blockValue, file: "b.yml")
+        } throws: { error in
+            (error as? ConfigError)?.problems.first?.message.contains("add grace.seconds to the file first") == true
+        }
+    }
+
     @Test(
         "a trial on the detection cache gives a replay's results: with every frame detected the same figures and events, under a motion-gated cadence the same visits within a frame or two",
         arguments: [0.0, 5.0])
