@@ -59,7 +59,26 @@ struct Eval: ParsableCommand {
             var definition = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
             let store = try models.store()
             var sequences: [String: Labels.Sequence] = [:]
-            for recording in try Labels.videos(recordings) {
+            // A recording that cannot be scored (its labels refused, its video unreadable) does not end the others:
+            // it is said at once, listed at the end with its reason, and the command then fails.
+            var unscored: [(recording: String, reason: String)] = []
+            let videos = try Labels.videos(recordings)
+            for recording in videos {
+                do {
+                    try score(recording)
+                } catch {
+                    unscored.append((recording, "\(error)"))
+                    FileHandle.standardError.write(Data("\(recording): not scored: \(error)\n".utf8))
+                }
+            }
+            if !sequences.isEmpty { try Labels.report(sequences, json: json) }
+            guard unscored.isEmpty else {
+                throw CommandError(
+                    "\(unscored.count) of \(videos.count) recordings could not be scored:\n"
+                        + unscored.map { "  \($0.recording): \($0.reason)" }.joined(separator: "\n"))
+            }
+
+            func score(_ recording: String) throws {
                 let labels = try Labels.read(
                     for: recording, named: truth, definition: definition, logger: makeLogger("sentinel.eval"))
                 for kind in detectors.isEmpty ? [definition.detection.kind] : detectors {
@@ -80,7 +99,6 @@ struct Eval: ParsableCommand {
                     sequences[name] = sequence
                 }
             }
-            try Labels.report(sequences, json: json)
         }
 
         static func print(_ name: String, _ sequence: Labels.Sequence) {

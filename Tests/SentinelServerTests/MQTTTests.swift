@@ -17,7 +17,6 @@ import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// A consumer at the broker: a persistent session (the broker queues for it while it is away), collecting every
@@ -925,67 +924,6 @@ struct FleetTests {
         #expect(
             !broker.log.contains("dropped"),
             "\(broker.log.split(separator: "\n").filter { $0.contains("dropped") }.prefix(3))")
-        lab.stop()
-        try await fleet.stop()
-    }
-
-    @Test(
-        "dashboards that resume from a log of large events and never read: the fleet's streams hold at most streamMemoryMegabytes, the slowest are cut off and closed, and a reading client gets every event (shipped broker configuration)"
-    )
-    func idleDashboards() async throws {
-        let broker = try await Self.shippedBroker()
-        defer { broker.stop() }
-        let folder = try Fixtures.temporaryFolder()
-        let fleet = try await TestFleet(
-            broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: try Self.fleetLogin(in: folder),
-            extra: "server: { streamMemoryMegabytes: 16, clientBufferBytes: 1048576 }")
-        let lab = try await Self.site(broker, "lab", password: "lab-secret")
-        // 300 events of about 56 KB (under the fleet's 64 KiB): a stay in the same zone, 1,400 times.
-        let total: Int64 = 300
-        let stays = Array(repeating: "{\"dwellSeconds\": 0, \"zone\": \"display\"}", count: 1_400).joined(
-            separator: ", ")
-        let now = Date()
-        for id in 1...total {
-            let event = String(decoding: try Self.goodEvent(site: "lab", id: id, at: now), as: UTF8.self)
-                .replacingOccurrences(of: "\"zones\": [", with: "\"zones\": [\(stays), ")
-            try lab.publish(topic: "sentinel/lab/showroom/visitor.entered", payload: Data(event.utf8))
-        }
-        var health: [String: Any] = [:]
-        var whole = false
-        for _ in 0..<600 where !whole {
-            try await Task.sleep(for: .milliseconds(100))
-            health = try await Self.siteHealth(fleet, "lab")
-            whole = try await fleet.service.store.received()["lab"] == total
-        }
-        #expect(whole, "\(health)")
-        let broadcaster = fleet.service.broadcaster
-        let peak = Mutex(0)
-        let sampler = Task {
-            while !Task.isCancelled {
-                let holding = broadcaster.holding
-                peak.withLock { $0 = max($0, holding) }
-                try await Task.sleep(for: .milliseconds(2))
-            }
-        }
-        var idle = try (0..<80).map { _ in try RawConnection(port: fleet.port) }
-        for connection in idle { connection.send("GET /events?lastEventId=1 HTTP/1.1\r\nHost: localhost\r\n\r\n") }
-        #expect(try await Self.poll { broadcaster.subscriberCount == 80 })
-        // The slowest cut off, and closed 10 s later as they do not read.
-        var fewer = false
-        for _ in 0..<600 where !fewer {
-            try await Task.sleep(for: .milliseconds(100))
-            fewer = broadcaster.subscriberCount < 80
-        }
-        #expect(fewer)
-        let messages = try await TestServer.stream(port: fleet.port, "/events?lastEventId=0", timeout: .seconds(60)) {
-            $0.filter { $0.event == "visitor.entered" }.count == Int(total) || $0.last?.event == "stream.cutoff"
-        }
-        #expect(messages.filter { $0.event == "visitor.entered" }.count == Int(total), "\(messages.suffix(1))")
-        sampler.cancel()
-        // What streams charge at the same moment passes the limit until the slowest are cut off (see idleResumers).
-        #expect(peak.withLock { $0 } <= (16 << 20) + 4 * (4 * HTTPAPI.replayPageBytes), "peak \(peak.withLock { $0 })")
-        idle.removeAll()
-        #expect(try await Self.poll { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
         lab.stop()
         try await fleet.stop()
     }
