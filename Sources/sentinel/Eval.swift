@@ -67,8 +67,11 @@ struct Eval: ParsableCommand {
                 do {
                     try score(recording)
                 } catch {
-                    unscored.append((recording, "\(error)"))
-                    FileHandle.standardError.write(Data("\(recording): not scored: \(error)\n".utf8))
+                    // The reason without the recording's name where it begins with it.
+                    let text = "\(error)"
+                    let reason = text.hasPrefix("\(recording): ") ? String(text.dropFirst(recording.count + 2)) : text
+                    unscored.append((recording, reason))
+                    FileHandle.standardError.write(Data("\(recording): not scored: \(reason)\n".utf8))
                 }
             }
             if !sequences.isEmpty { try Labels.report(sequences, json: json) }

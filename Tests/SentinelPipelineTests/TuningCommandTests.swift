@@ -101,6 +101,19 @@ struct TuningCommandTests {
             Fixtures.sentinel, ["eval", "tracking", clip], timeout: 300, in: Fixtures.root)
         #expect(reviewed.status == 0, "\(reviewed.errors)")
         #expect(reviewed.output.contains("\(clip): scored against \(labels)\n"), "\(reviewed.output)")
+
+        // The folder, with a clip that has no labels beside it: the other is scored all the same, the one without is
+        // listed with its reason, and the command fails at the end.
+        let other = folder.appendingPathComponent("other.mp4").path
+        try FileManager.default.createSymbolicLink(atPath: other, withDestinationPath: Fixtures.recording())
+        let both = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "tracking", folder.path], timeout: 300, in: Fixtures.root)
+        #expect(both.status == 1, "\(both.errors)")
+        #expect(both.output.contains("\(clip): scored against \(labels)\n"), "\(both.output)")
+        #expect(both.output.contains("IDF1 1.000"), "\(both.output)")
+        #expect(
+            both.errors.contains("1 of 2 recordings could not be scored:\n  \(other): no labels beside it"),
+            "\(both.errors)")
     }
 
     /// A copy of the demo pipeline in `folder`, its recordings named where the tests made them; and its text.
