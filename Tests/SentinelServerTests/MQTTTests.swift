@@ -812,9 +812,10 @@ struct FleetTests {
         return client
     }
 
-    /// Whether `condition` holds within 10 s, asking every 20 ms.
-    static func poll(_ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<500 {
+    /// Whether `condition` holds within `seconds`, asking every 20 ms.
+    static func poll(seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -911,13 +912,11 @@ struct FleetTests {
         fleet = try await TestFleet(broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: login)
         let current = fleet
         var health: [String: Any] = [:]
-        var whole = false
-        for _ in 0..<900 where !whole {
-            try await Task.sleep(for: .milliseconds(100))
-            health = try await Self.siteHealth(current, "lab")
-            whole = try await current.service.store.received()["lab"] == total
-        }
-        #expect(whole, "\(health)")
+        #expect(
+            try await Self.poll(seconds: 90) {
+                health = try await Self.siteHealth(current, "lab")
+                return try await current.service.store.received()["lab"] == total
+            }, "\(health)")
         #expect(try await fleet.events().filter { $0.type != .gauge }.count == Int(total))
         health = try await Self.siteHealth(fleet, "lab")
         #expect(health["missing"] as? Int == 0, "\(health)")

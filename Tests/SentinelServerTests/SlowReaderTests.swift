@@ -30,30 +30,13 @@ struct SlowReaderTests {
         // About 50 KB each: 20 MB, more than the limit and than the sockets take of a client that does not read.
         try server.publish(total, padding: 50_000)
         #expect(try await server.wait(seconds: 60) { try await server.service.store.logBounds().last == Int64(total) })
-        let broadcaster = server.service.broadcaster
-        let peak = Mutex(0)
-        let sampler = Task {
-            while !Task.isCancelled {
-                let holding = broadcaster.holding
-                peak.withLock { $0 = max($0, holding) }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-        }
-        var idle = try (0..<80).map { _ in try RawConnection(port: server.port) }
-        for connection in idle { connection.send("GET /events?lastEventId=0 HTTP/1.1\r\nHost: localhost\r\n\r\n") }
-        #expect(try await server.wait(seconds: 30) { broadcaster.subscriberCount == 80 })
-        // Some are cut off, and closed once they have not ended within 10 s: fewer streams remain.
-        #expect(try await server.wait(seconds: 60) { broadcaster.subscriberCount < 80 })
+        let idle = try await IdleClients(
+            80, port: server.port, path: "/events?lastEventId=0", of: server.service.broadcaster)
         let messages = try await server.stream("/events?lastEventId=0", timeout: .seconds(90)) {
             $0.last?.id == "\(total)" || $0.last?.event == "stream.cutoff"
         }
         #expect(messages.ids == Array(1...Int64(total)), "\(messages.ids.count) events, then \(messages.suffix(1))")
-        sampler.cancel()
-        // The count passes the limit only by what streams charge at the same moment, before the slowest are cut off:
-        // a page's messages each (a page reads one event beyond 64 KiB at most, in a buffer of up to 256 KiB).
-        #expect(peak.withLock { $0 } <= limit + 4 * (4 * HTTPAPI.replayPageBytes), "peak \(peak.withLock { $0 })")
-        idle.removeAll()
-        #expect(try await server.wait(seconds: 30) { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
+        try await idle.end(limit: limit)
         try await server.stop()
     }
 
@@ -79,42 +62,60 @@ struct SlowReaderTests {
             try lab.publish(topic: "sentinel/lab/showroom/visitor.entered", payload: Data(event.utf8))
         }
         var health: [String: Any] = [:]
-        var whole = false
-        for _ in 0..<600 where !whole {
-            try await Task.sleep(for: .milliseconds(100))
-            health = try await FleetTests.siteHealth(fleet, "lab")
-            whole = try await fleet.service.store.received()["lab"] == total
-        }
-        #expect(whole, "\(health)")
-        let broadcaster = fleet.service.broadcaster
-        let peak = Mutex(0)
-        let sampler = Task {
-            while !Task.isCancelled {
-                let holding = broadcaster.holding
-                peak.withLock { $0 = max($0, holding) }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-        }
-        var idle = try (0..<80).map { _ in try RawConnection(port: fleet.port) }
-        for connection in idle { connection.send("GET /events?lastEventId=1 HTTP/1.1\r\nHost: localhost\r\n\r\n") }
-        #expect(try await FleetTests.poll { broadcaster.subscriberCount == 80 })
-        // The slowest cut off, and closed 10 s later as they do not read.
-        var fewer = false
-        for _ in 0..<600 where !fewer {
-            try await Task.sleep(for: .milliseconds(100))
-            fewer = broadcaster.subscriberCount < 80
-        }
-        #expect(fewer)
+        #expect(
+            try await FleetTests.poll(seconds: 60) {
+                health = try await FleetTests.siteHealth(fleet, "lab")
+                return try await fleet.service.store.received()["lab"] == total
+            }, "\(health)")
+        let idle = try await IdleClients(
+            80, port: fleet.port, path: "/events?lastEventId=1", of: fleet.service.broadcaster)
         let messages = try await TestServer.stream(port: fleet.port, "/events?lastEventId=0", timeout: .seconds(60)) {
             $0.filter { $0.event == "visitor.entered" }.count == Int(total) || $0.last?.event == "stream.cutoff"
         }
         #expect(messages.filter { $0.event == "visitor.entered" }.count == Int(total), "\(messages.suffix(1))")
-        sampler.cancel()
-        // What streams charge at the same moment passes the limit until the slowest are cut off (see idleResumers).
-        #expect(peak.withLock { $0 } <= (16 << 20) + 4 * (4 * HTTPAPI.replayPageBytes), "peak \(peak.withLock { $0 })")
-        idle.removeAll()
-        #expect(try await FleetTests.poll { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
+        try await idle.end(limit: 16 << 20)
         lab.stop()
         try await fleet.stop()
+    }
+}
+
+/// Clients that ask for the event stream and never read a byte, and the most the server's streams held meanwhile.
+final class IdleClients: Sendable {
+    private let connections: Mutex<[RawConnection]>
+    private let broadcaster: Broadcaster
+    /// The most the streams held, sampled every 10 ms.
+    private let peak = SharedCount()
+    private let sampler: Task<Void, any Error>
+
+    /// Opens `count` of them on `path`, and waits until the server has subscribed every one, then until the slowest
+    /// have been cut off and, as they do not read, closed (10 s later): fewer remain.
+    init(_ count: Int, port: Int, path: String, of broadcaster: Broadcaster) async throws {
+        self.broadcaster = broadcaster
+        sampler = Task { [peak] in
+            while !Task.isCancelled {
+                let holding = broadcaster.holding
+                peak.count.withLock { $0 = max($0, holding) }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        let opened = try (0..<count).map { _ in try RawConnection(port: port) }
+        for connection in opened { connection.send("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n") }
+        connections = Mutex(opened)
+        #expect(try await FleetTests.poll(seconds: 30) { broadcaster.subscriberCount == count })
+        #expect(
+            try await FleetTests.poll(seconds: 60) { broadcaster.subscriberCount < count }, "none cut off and closed")
+    }
+
+    /// Checks the most the streams held against `limit`, closes the clients, and waits until nothing is held.
+    func end(limit: Int) async throws {
+        sampler.cancel()
+        // The count passes the limit only by what streams charge at the same moment, before the slowest are cut off:
+        // a page's messages each (a page reads one event beyond 64 KiB at most, in a buffer of up to 256 KiB).
+        let most = peak.count.withLock { $0 }
+        #expect(most <= limit + 4 * (4 * HTTPAPI.replayPageBytes), "the streams held \(most) bytes")
+        connections.withLock { $0.removeAll() }
+        let broadcaster = broadcaster
+        #expect(
+            try await FleetTests.poll(seconds: 30) { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
     }
 }

@@ -11,8 +11,8 @@ import Testing
 /// own. A resuming client's first bytes were written only after the store told where to resume, and the store's
 /// reads wait for one of its few readers (on threads the whole process shares): when they were all busy, the stream
 /// was open but silent. The first bytes now go before anything waits on the store.
-/// How many readers the test holds.
-final class Held: Sendable {
+/// A number tasks of a test share (how many store readers it holds, the most the streams held).
+final class SharedCount: Sendable {
     let count = Mutex(0)
 }
 
@@ -27,7 +27,7 @@ struct StreamFirstByteTests {
         #expect(try await server.wait { try await server.service.store.logBounds().last == 3 })
         let store = server.service.store
         let readers = store.pool.configuration.maximumReaderCount
-        let held = Held()
+        let held = SharedCount()
         let release = DispatchSemaphore(value: 0)
         let holders = (0..<readers).map { _ in
             Task.detached {
