@@ -30,7 +30,7 @@ public struct ServerSettings: Sendable, Equatable {
     /// Bytes queued for one SSE client: a client that falls this far behind is cut off too.
     public var clientBufferBytes = 4 << 20
     /// What all SSE streams together may hold, in MiB (queued messages, writes, pages of the log for resuming
-    /// clients): beyond it, the streams holding the most are cut off first.
+    /// clients): beyond it, the slowest are cut off first.
     public var streamMemoryMegabytes = 256
     /// Seconds a connection may stay silent: before its request is complete (a slowloris), or between requests.
     /// Open SSE streams are not idle: they end with the client or the service.
@@ -71,7 +71,7 @@ public struct ServerSettings: Sendable, Equatable {
             "bytes queued for one SSE client; one that falls this far behind is cut off"),
         .integer(
             "streamMemoryMegabytes", \.streamMemoryMegabytes, in: 16...65_536,
-            "MiB all SSE streams may hold together; beyond, those holding the most are cut off first"),
+            "MiB all SSE streams may hold together; beyond, the slowest clients are cut off first"),
         .number(
             "idleTimeoutSeconds", \.idleTimeoutSeconds, in: 1...3_600,
             "seconds a connection may stay silent before its request is complete, or between requests"),

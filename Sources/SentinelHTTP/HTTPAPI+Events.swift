@@ -115,7 +115,7 @@ extension HTTPAPI {
     }
 
     /// Writes the retry hint, what the client missed (from the store), then live events and heartbeats until the
-    /// subscription ends; a client cut off (for being slow, or holding the most when the server's streams reach their
+    /// subscription ends; a client cut off (its queue full, or the slowest when the server's streams reach their
     /// limit) gets a last `stream.cutoff` message saying why.
     ///
     /// What the stream holds is counted against the server's limit: a page read from the store, what it took from its
