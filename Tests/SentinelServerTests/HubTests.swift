@@ -194,9 +194,12 @@ struct FanOutTests {
         #expect(broadcaster.holding <= 100_000)
         // A cut stream that has not ended is closed after closeAfter; one that ended (the replaying one) is not.
         // The replaying client was cut first, so its timer ran before the idle one's: once a close is seen, it is all.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while closed.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
+        // Up to 1,000 naps of 20 ms, not a time on the clock: a run that starves this process for longer than the
+        // timer's 50 ms (CI under the full suite, 2026-11-28) must not have the wait end before the timer has run.
+        var naps = 0
+        while closed.withLock({ $0.isEmpty }), naps < 1_000 {
             try await Task.sleep(for: .milliseconds(20))
+            naps += 1
         }
         #expect(closed.withLock { $0 } == [idle.id])
         for subscription in [reader, idle] { broadcaster.unsubscribe(subscription) }
