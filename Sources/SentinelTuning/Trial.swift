@@ -44,52 +44,68 @@ public struct RecordingLabels: Sendable {
 
     /// What deriving visits from boxes needs.
     public struct Derivation: Sendable {
-        /// For `recording` under `definition` (its first source's zones): the video's rate and size, read from its
-        /// first frame.
+        /// For `recording` under `definition` (its first source's zones): every frame's time and the frame size, read
+        /// as the pipeline reads the recording. Every frame is decoded: a phone's clip has no one frame rate, so a label
+        /// frame's time is the time the decoder gives that frame, and the recording's length is the frames the decoder
+        /// gives, not the count its container states (an estimate for some).
         public static func of(_ recording: String, _ definition: PipelineDefinition, logger: Logger) throws
             -> Derivation
         {
             let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
-            let file = source.unpaced as? VideoFileSource
-            guard let frame = try source.next() else { throw TuneError("\(recording): no frame to read") }
-            var derivation = Derivation(
-                fps: file?.nominalFPS ?? 15, frames: file?.declaredFrameCount ?? .max, width: frame.image.width,
-                height: frame.image.height, zones: definition.sources[0].zones, settings: definition.visitors)
-            derivation.name = URL(fileURLWithPath: recording).lastPathComponent
-            return derivation
+            var times: [MediaTime] = []
+            var size: (width: Int, height: Int)?
+            while let frame = try source.next() {
+                if size == nil { size = (frame.image.width, frame.image.height) }
+                times.append(frame.time)
+            }
+            guard let size else { throw TuneError("\(recording): no frame to read") }
+            return Derivation(
+                times: times, width: size.width, height: size.height, zones: definition.sources[0].zones,
+                settings: definition.visitors, name: URL(fileURLWithPath: recording).lastPathComponent)
         }
 
         /// What bounds the recording's labels.
         public var bounds: VideoBounds {
-            VideoBounds(frames: frames, width: width, height: height, name: name)
+            VideoBounds(frames: times.count, width: width, height: height, name: name)
         }
 
         /// The recording's file name.
         public var name: String?
-        public var fps: Double
-        /// The recording's length, which no label may go beyond.
-        public var frames: Int
+        /// Each frame's media time, in decoding order: the recording's length is their count.
+        public var times: [MediaTime]
         public var width: Int
         public var height: Int
         public var zones: [PipelineDefinition.ZoneSpec]
         public var settings: VisitorSettings
         public init(
-            fps: Double, frames: Int, width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec],
-            settings: VisitorSettings
+            times: [MediaTime], width: Int, height: Int, zones: [PipelineDefinition.ZoneSpec],
+            settings: VisitorSettings, name: String? = nil
         ) {
-            self.fps = fps
-            self.frames = frames
+            self.times = times
             self.width = width
             self.height = height
             self.zones = zones
             self.settings = settings
+            self.name = name
+        }
+
+        /// The mean frame rate over the recording (15 for a single frame): what a truth file records as its rate.
+        var meanFPS: Double {
+            guard let first = times.first, let last = times.last, last > first else { return 15 }
+            return Double(times.count - 1) / (last - first).seconds
+        }
+
+        /// The time of a label's frame: the decoder's for a frame it gives; one a label tool's rounding puts past the
+        /// end (`bounds` allows a frame or two) follows the last at the mean rate.
+        func time(_ frame: Int) -> MediaTime {
+            if frame < times.count { return times[max(frame, 0)] }
+            return (times.last ?? .zero) + MediaTime(seconds: Double(frame - times.count + 1) / meanFPS)
         }
 
         /// Each labelled id as one visit from its first to its last box, its stays as the pipeline's zones (polygon,
-        /// reference point, inertia and grace) decide them from its boxes; frame times at the recording's rate.
+        /// reference point, inertia and grace) decide them from its boxes; each frame at the time the decoder gives it.
         func truth(from tracks: TrackSet, recording: String) -> GroundTruth {
             let zones = self.zones.map { $0.definition(width: width, height: height) }
-            func time(_ frame: Int) -> MediaTime { MediaTime(seconds: Double(frame) / fps) }
             let frames = (0..<(tracks.frameCount ?? ((tracks.entries.map(\.frame).max() ?? -1) + 1))).map { index in
                 GroundTruth.Frame(index: index, time: time(index), faces: [])
             }
@@ -115,8 +131,8 @@ public struct RecordingLabels: Sendable {
                     stays: stays.sorted { $0.entered < $1.entered })
             }
             return GroundTruth(
-                recording: URL(fileURLWithPath: recording).lastPathComponent, width: width, height: height, fps: fps,
-                zones: [], frames: withFaces, visitors: visitors)
+                recording: URL(fileURLWithPath: recording).lastPathComponent, width: width, height: height,
+                fps: meanFPS, zones: [], frames: withFaces, visitors: visitors)
         }
     }
 }

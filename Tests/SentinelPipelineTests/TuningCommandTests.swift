@@ -1,5 +1,6 @@
 import Foundation
 import SentinelCore
+import SentinelEval
 import SentinelTestSupport
 import SentinelWire
 import Testing
@@ -114,6 +115,82 @@ struct TuningCommandTests {
         #expect(
             both.errors.contains("1 of 2 recordings could not be scored:\n  \(other): no labels beside it"),
             "\(both.errors)")
+    }
+
+    @Test(
+        "a phone's clip (variable frame rate, made here by GStreamer's qtmux): label frames are the times the decoder gives them (true dwell exact, measured within the two confirming frames); a file whose container states more frames than it holds is bounded by the frames decoded"
+    )
+    func phoneClip() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let clip = folder.appendingPathComponent("phone.mov").path
+        // 75 frames at 25 fps, then 75 at 8.3: at the nominal rate (150 frames in 12 s) a frame of the first half
+        // would be placed twice as late as it is, one of the second two thirds as late.
+        let durations = Array(repeating: "40", count: 75) + Array(repeating: "120", count: 75)
+        let made = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/vfr_clip.py").path,
+                Fixtures.recording(), clip, durations.joined(separator: ","), "--frames", "150",
+            ])
+        #expect(made.status == 0, "\(made.errors)")
+        let milliseconds = made.output.split(separator: "\n").compactMap { Int($0) }
+        #expect(milliseconds.count == 150 && milliseconds.last == 75 * 40 + 74 * 120)
+        let times = milliseconds.map { Double($0) / 1000 }
+
+        let labels = folder.appendingPathComponent("phone.xml").path
+        let replay = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", clip, "--pace", "fastest", "-o", "/dev/null", "--tracks", labels])
+        #expect(replay.status == 0, "\(replay.errors)")
+        let tracks = try TrackFile.read(labels)
+        #expect(tracks.frameCount == 150 && !tracks.ids.isEmpty)
+        let scored = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "tracking", clip, "--truth", labels], timeout: 300, in: Fixtures.root)
+        #expect(scored.status == 0, "\(scored.errors)")
+        // Each visitor's true dwell is the decoder's time from its first box to its last. What the pipeline measures
+        // is longer by at most the two frames that confirmed the face (the visit counts from them, the tracks file
+        // holds confirmed boxes only): 0.08 s, where these frames are 40 ms apart.
+        for id in tracks.ids {
+            let frames = tracks.entries.filter { $0.id == id }.map(\.frame)
+            let dwell = String(format: "%.2f", times[frames.max()!] - times[frames.min()!])
+            let error = scored.output.firstMatch(of: try Regex("\n  \(id)  dwell true \(dwell) s  .*  error (\\S+) s"))
+            #expect(
+                (error.flatMap { Double($0.output[1].substring ?? "") } ?? 1) <= 0.08,
+                "\(id): \(dwell) s expected in\n\(scored.output)")
+        }
+
+        // The first 100 frames as Motion JPEG in an AVI whose header says 100, cut to 70 % of its bytes: the decoder
+        // gives fewer. The tracks file says the frames decoded, and eval bounds the labels by them too.
+        let cut = folder.appendingPathComponent("cut.avi").path
+        let truncated = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                """
+                import cv2, os, sys
+                source = cv2.VideoCapture(sys.argv[1])
+                writer = cv2.VideoWriter(sys.argv[2], cv2.VideoWriter_fourcc(*"MJPG"), 15, (640, 480))
+                for _ in range(100):
+                    writer.write(source.read()[1])
+                writer.release()
+                os.truncate(sys.argv[2], os.path.getsize(sys.argv[2]) * 7 // 10)
+                video = cv2.VideoCapture(sys.argv[2])
+                read = 0
+                while video.read()[0]:
+                    read += 1
+                print(int(video.get(cv2.CAP_PROP_FRAME_COUNT)), read)
+                """,
+                Fixtures.recording(), cut,
+            ])
+        let counts = truncated.output.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        #expect(counts.count == 2 && counts[0] == 100 && counts[1] < 90, "\(truncated.output) \(truncated.errors)")
+        let cutLabels = folder.appendingPathComponent("cut.xml").path
+        let cutReplay = try await Fixtures.run(
+            Fixtures.sentinel, ["replay", cut, "--pace", "fastest", "-o", "/dev/null", "--tracks", cutLabels])
+        #expect(cutReplay.status == 0, "\(cutReplay.errors)")
+        #expect(try TrackFile.read(cutLabels).frameCount == counts.last)
+        let cutScored = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "tracking", cut, "--truth", cutLabels], timeout: 300, in: Fixtures.root)
+        #expect(cutScored.status == 0 && cutScored.output.contains("IDF1 1.000"), "\(cutScored.errors)")
     }
 
     /// A copy of the demo pipeline in `folder`, its recordings named where the tests made them; and its text.
