@@ -17,14 +17,30 @@ public struct SourceProbe: Sendable {
     public var firstFrame: Double?
     /// The frame count a recording's container states.
     public var declaredFrames: Int?
-    /// Frames read, and the seconds between the first and the last.
+    /// Frames read, and when each arrived (seconds after the first).
     public var frames = 0
-    public var span = 0.0
+    var arrivals: [Double] = []
     /// Why the source delivers nothing: the exact cause where one can be found (refused, 401, no such device).
     public var problem: String?
 
-    /// Frames per second as they arrived, from the second frame on.
-    public var measuredFPS: Double? { frames > 1 && span > 0 ? Double(frames - 1) / span : nil }
+    /// The frames a stream's decoder hands over at once when it opens (an H.264 stream: what it read while opening),
+    /// before frames come at the camera's pace: the leading frames that came within a quarter of the median interval
+    /// of the one before. The rate is measured after them.
+    public var burst: Int {
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+        guard gaps.count > 2 else { return 0 }
+        let median = gaps.sorted()[gaps.count / 2]
+        return gaps.prefix { $0 < median / 4 }.count
+    }
+
+    /// Seconds over which the rate is measured: from the last frame of the opening burst to the last frame.
+    public var span: Double { arrivals.count > burst ? arrivals[arrivals.count - 1] - arrivals[burst] : 0 }
+
+    /// Frames per second as they arrived, after the opening burst.
+    public var measuredFPS: Double? {
+        let intervals = arrivals.count - 1 - burst
+        return intervals > 0 && span > 0 ? Double(intervals) / span : nil
+    }
 
     /// Opens `spec`, reads it for `seconds` (a recording or a folder: its first frame), and says what came.
     public static func run(_ spec: SourceSpec, seconds: Double) -> SourceProbe {
@@ -82,7 +98,7 @@ public struct SourceProbe: Sendable {
                 (width, height) = (frame.width, frame.height)
             }
             frames += 1
-            span = now - (firstFrame ?? now)
+            arrivals.append(now - (firstFrame ?? now))
         }
         if frames == 0 { problem = "opened, but no frame came within \(String(format: "%.1f", since())) s" }
     }
@@ -95,13 +111,17 @@ public struct SourceProbe: Sendable {
 }
 
 extension SourceProbe: CustomStringConvertible {
-    /// One line: `source: 640x480, 25 fps stated, 24.9 measured over 2.9 s, codec mp4v, first frame after 0.42 s`.
+    /// One line: `source: 640x480, 25 fps stated, 24.9 fps measured over 2.9 s (73 frames), codec mp4v, first frame after
+    /// 0.42 s`; a stream that opened with a burst: `15.1 fps measured over 1.4 s (22 frames), after 31 frames at once on
+    /// opening`.
     public var description: String {
         if let problem { return "\(source): \(problem)" }
         var parts = ["\(width)x\(height)"]
         if let statedFPS { parts.append(String(format: "%g fps stated", (statedFPS * 100).rounded() / 100)) }
         if let measuredFPS {
-            parts.append(String(format: "%.1f fps measured over %.1f s (%d frames)", measuredFPS, span, frames))
+            parts.append(
+                String(format: "%.1f fps measured over %.1f s (%d frames)", measuredFPS, span, arrivals.count - burst)
+                    + (burst > 0 ? ", after \(burst + 1) frames at once on opening" : ""))
         }
         if let declaredFrames {
             parts.append(

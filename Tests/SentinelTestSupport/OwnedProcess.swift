@@ -73,6 +73,7 @@ public final class RTSPCamera: @unchecked Sendable {
     public private(set) var port = 0
     private let mounts: [(name: String, file: String)]
     private let h264: Bool
+    private let loop: Bool
     private let user: String?
     private var server: OwnedProcess?
 
@@ -92,11 +93,14 @@ public final class RTSPCamera: @unchecked Sendable {
         return check.terminationStatus == 0
     }()
 
-    /// With `h264`, the recordings are sent as most cameras send, encoded to H.264; with `user` ("name:password"),
-    /// every mount asks for it (Basic).
-    public init(_ mounts: [(name: String, file: String)], h264: Bool = false, user: String? = nil) async throws {
+    /// With `h264`, the recordings are sent as most cameras send, encoded to H.264; with `loop`, each plays again when
+    /// it ends, its stream never ending; with `user` ("name:password"), every mount asks for it (Basic).
+    public init(
+        _ mounts: [(name: String, file: String)], h264: Bool = false, loop: Bool = false, user: String? = nil
+    ) async throws {
         self.mounts = mounts
         self.h264 = h264
+        self.loop = loop
         self.user = user
         try await start()
     }
@@ -105,7 +109,8 @@ public final class RTSPCamera: @unchecked Sendable {
     public func start() async throws {
         (server, port) = try await OwnedProcess.server(
             Self.script,
-            ["--port", "\(port)", "--exit-with-stdin"] + (h264 ? ["--h264"] : []) + (user.map { ["--user", $0] } ?? [])
+            ["--port", "\(port)", "--exit-with-stdin"] + (h264 ? ["--h264"] : []) + (loop ? ["--loop"] : [])
+                + (user.map { ["--user", $0] } ?? [])
                 + mounts.map { "\($0.name)=\($0.file)" })
     }
 

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """A camera stand-in for tests: Debian's GStreamer RTSP server playing recordings in real time, as a camera sends.
 
-Usage: rtsp_camera.py [--port N] [--h264] [--user NAME:PASSWORD] [--exit-with-stdin] MOUNT=FILE [MOUNT=FILE ...]
+Usage: rtsp_camera.py [--port N] [--h264] [--loop] [--user NAME:PASSWORD] [--exit-with-stdin] MOUNT=FILE [MOUNT=FILE ...]
 
 Each MOUNT (for example cam1) serves FILE at rtsp://127.0.0.1:PORT/MOUNT, demuxed and sent without re-encoding
 (MPEG-4 part 2 in .mp4, Motion JPEG in .avi), paced by the pipeline clock, with RTP timestamps from the file. With
 --h264 it is sent as most cameras send, H.264 (decoded by gstreamer1.0-libav, encoded by OpenH264 at 2 Mbit/s with a
-keyframe every second). With --user, every mount asks for that user and password (Basic), as a camera does.
+keyframe every second). A camera's stream does not end: with --loop, each recording plays again from its start when
+it ends, its timestamps running on (decoded by python3-opencv and encoded again: H.264, else Motion JPEG); without, the stream ends with the file. With --user, every mount asks for that user and password (Basic), as a camera does.
 Prints "PORT n" once listening. Runs until SIGTERM or SIGINT, as a camera runs (also in the background of a script,
 whose standard input is closed); with --exit-with-stdin it also ends when its standard input closes, so a test that
 dies takes it along.
@@ -18,6 +19,7 @@ import signal
 import sys
 import threading
 
+import cv2
 import gi
 
 gi.require_version("Gst", "1.0")
@@ -32,11 +34,48 @@ PAYLOADERS = {
 H264 = ("decodebin ! videoconvert ! openh264enc bitrate=2000000 gop-size=15 ! h264parse "
         "! rtph264pay name=pay0 pt=96 config-interval=1")
 
+# What a looped recording's decoded frames are sent as: H.264, or Motion JPEG.
+LOOPED_H264 = "openh264enc bitrate=2000000 gop-size=15 ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=1"
+LOOPED_MJPEG = "jpegenc ! rtpjpegpay name=pay0 pt=26"
+
+
+def looped(path, encoder):
+    """A launch line that sends `path`'s frames over and over, and the function that feeds them once the media is
+    made: each frame is pushed with its time in the endless stream, and the sink's clock paces the pushes."""
+    video = cv2.VideoCapture(path)
+    fps = video.get(cv2.CAP_PROP_FPS)
+    width, height = int(video.get(cv2.CAP_PROP_FRAME_WIDTH)), int(video.get(cv2.CAP_PROP_FRAME_HEIGHT))
+    video.release()
+    if not (fps > 0 and width > 0 and height > 0):
+        sys.exit(f"rtsp_camera: {path}: OpenCV cannot read its rate and size")
+    caps = f"video/x-raw,format=BGR,width={width},height={height},framerate={round(fps * 1000)}/1000"
+    launch = (f"( appsrc name=frames format=time block=true max-bytes={width * height * 3 * 4} caps={caps} "
+              f"! videoconvert ! video/x-raw,format=I420 ! {encoder} )")
+
+    def feed(source):
+        number = 0
+        while True:
+            video = cv2.VideoCapture(path)
+            while True:
+                ok, frame = video.read()
+                if not ok:
+                    break
+                buffer = Gst.Buffer.new_wrapped(frame.tobytes())
+                buffer.pts = int(number * Gst.SECOND / fps)
+                buffer.duration = int(Gst.SECOND / fps)
+                number += 1
+                if source.emit("push-buffer", buffer) != Gst.FlowReturn.OK:
+                    return  # the media was torn down
+            video.release()
+
+    return launch, feed
+
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--h264", action="store_true")
+    parser.add_argument("--loop", action="store_true")
     parser.add_argument("--user", metavar="NAME:PASSWORD")
     parser.add_argument("--exit-with-stdin", action="store_true")
     parser.add_argument("mounts", nargs="+", metavar="MOUNT=FILE")
@@ -58,7 +97,14 @@ def main():
         if not os.path.isfile(path) or extension not in PAYLOADERS:
             sys.exit(f"rtsp_camera: {path}: not a readable .mp4 or .avi file")
         factory = GstRtspServer.RTSPMediaFactory()
-        if args.h264:
+        if args.loop:
+            launch, feed = looped(path, LOOPED_H264 if args.h264 else LOOPED_MJPEG)
+            factory.set_launch(launch)
+            factory.connect(
+                "media-configure",
+                lambda _, media, feed=feed: threading.Thread(
+                    target=feed, args=(media.get_element().get_by_name("frames"),), daemon=True).start())
+        elif args.h264:
             factory.set_launch(f'( filesrc location="{path}" ! {H264} )')
         else:
             factory.set_launch(f'( filesrc location="{path}" ! {PAYLOADERS[extension]} )')

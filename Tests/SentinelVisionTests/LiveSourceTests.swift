@@ -94,6 +94,25 @@ extension LiveSourceTests {
         defer { h264.stop() }
         let guarded = try await RTSPCamera([("cam", Fixtures.recording())], user: "admin:secret")
         defer { guarded.stop() }
+        // A second of the sample (15 frames), played over and over: a stream that does not end with its file.
+        let second = try Fixtures.temporaryFolder().appendingPathComponent("second.mp4").path
+        let cut = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                """
+                import cv2, sys
+                source = cv2.VideoCapture(sys.argv[1])
+                writer = cv2.VideoWriter(sys.argv[2], cv2.VideoWriter_fourcc(*"mp4v"), 15, (640, 480))
+                for _ in range(15):
+                    writer.write(source.read()[1])
+                writer.release()
+                """,
+                Fixtures.recording(), second,
+            ])
+        #expect(cut.status == 0, "\(cut.errors)")
+        let looped = try await RTSPCamera([("cam", second)], loop: true)
+        defer { looped.stop() }
         // A loopback port nothing listens on: bound, then let go.
         let closedPort = try AnsweringPort(nil).port
         let sources = [
@@ -102,7 +121,7 @@ extension LiveSourceTests {
             ("unknown", "rtsp://no-such-camera.invalid/live"), ("device", "/dev/video63"),
             ("password", guarded.url("cam", user: "admin:secret")), ("noPassword", guarded.url("cam")),
             ("wrongPassword", guarded.url("cam", user: "admin:guess")),
-            ("recording", Fixtures.recording()),
+            ("recording", Fixtures.recording()), ("looped", looped.url("cam")),
         ]
         let pipeline = try Fixtures.temporaryFolder().appendingPathComponent("cameras.yml")
         try Data(
@@ -127,6 +146,14 @@ extension LiveSourceTests {
         #expect(
             encoded.contains(" 640x480, ") && encoded.contains("codec h264") && encoded.contains("fps measured"),
             "\(encoded)")
+        // FFmpeg hands over what it read while opening the H.264 stream at once: said apart, and the rate measured
+        // after it is the camera's (it was 23.5 with the burst counted in).
+        let rate = try #require(encoded.firstMatch(of: #/ (\d+\.\d) fps measured/#).flatMap { Double($0.1) })
+        #expect(rate >= 12 && rate <= 18 && encoded.contains(" frames at once on opening"), "\(encoded)")
+        // The looped second, read for 2 s: more frames than it holds, at its rate.
+        let again = try #require(lines["looped"])
+        let counted = try #require(again.firstMatch(of: #/fps measured over .* \((\d+) frames\)/#).flatMap { Int($0.1) })
+        #expect(counted > 20, "\(again)")
         #expect(
             lines["refused"]?.contains("connection refused by 127.0.0.1:\(closedPort)") == true, "\(outcome.output)")
         #expect(lines["lacking"]?.contains("404 Not Found") == true, "\(outcome.output)")
