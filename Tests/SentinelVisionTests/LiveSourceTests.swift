@@ -152,7 +152,8 @@ extension LiveSourceTests {
         #expect(rate >= 12 && rate <= 18 && encoded.contains(" frames at once on opening"), "\(encoded)")
         // The looped second, read for 2 s: more frames than it holds, at its rate.
         let again = try #require(lines["looped"])
-        let counted = try #require(again.firstMatch(of: #/fps measured over .* \((\d+) frames\)/#).flatMap { Int($0.1) })
+        let counted = try #require(
+            again.firstMatch(of: #/fps measured over .* \((\d+) frames\)/#).flatMap { Int($0.1) })
         #expect(counted > 20, "\(again)")
         #expect(
             lines["refused"]?.contains("connection refused by 127.0.0.1:\(closedPort)") == true, "\(outcome.output)")
