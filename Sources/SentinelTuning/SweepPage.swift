@@ -70,7 +70,7 @@ public enum SweepPage {
             <p>Each trial by its objective and the frames a second it would analyse at (detection's measured cost per detected frame, plus tracking). The line joins the Pareto front: no trial is better and faster than one on it by more than the sweep can tell apart (\(written(noise)) in \(name), 5 % in speed).</p>
             <div class="chart"><canvas id="pareto"></canvas></div>
             <h2>Each setting's effect</h2>
-            <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range).</p>
+            <p>The mean objective over the trials that gave the setting each value (or a value in each fifth of its range). The axes start at zero: a difference of 0.001 looks as small as it is.</p>
             <div class="effects">\(effects)</div>
             <h2>Without labels</h2>
             <p>Spearman's ρ between each label-free measure and the labelled figures over these trials (1: the same order; see docs/tuning.md). A dash: the measure took one value over every trial, or fewer than three trials had it, so there is no order to compare.</p>
@@ -87,7 +87,7 @@ public enum SweepPage {
               for (const canvas of document.querySelectorAll('canvas[data-labels]')) {
                 new Chart(canvas, { type: 'bar', data: { labels: JSON.parse(canvas.dataset.labels),
                   datasets: [{ label: 'mean \(name)', data: JSON.parse(canvas.dataset.means), backgroundColor: '#5b7db1' }] },
-                  options: { maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: false } }, plugins: { legend: { display: false } } } });
+                  options: { maintainAspectRatio: false, animation: false, scales: { y: { beginAtZero: true } }, plugins: { legend: { display: false } } } });
               }
             }
             </script>

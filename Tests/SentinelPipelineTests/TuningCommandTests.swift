@@ -243,6 +243,16 @@ struct TuningCommandTests {
         #expect(rows.dropFirst().allSatisfy { $0.split(separator: ",")[1] == "ok" })
         let page = try String(contentsOfFile: out + "/report.html", encoding: .utf8)
         #expect(page.contains("Pareto front") && page.contains("held out") && page.contains("new Chart("))
+        // Each setting's effect, as the browser draws it: the axis from zero (a truncated one made 0.001 look large).
+        let axes = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                Fixtures.root.appendingPathComponent("Tests/SentinelTestSupport/page_values.py").path,
+                "file://" + out + "/report.html",
+                "(() => { const charts = [...document.querySelectorAll('canvas[data-labels]')].map(c => Chart.getChart(c));"
+                    + " return charts.length && charts.every(c => c) ? charts.map(c => c.scales.y.min) : null; })()",
+            ], timeout: 120)
+        #expect(axes.output.trimmingCharacters(in: .whitespacesAndNewlines) == "[0, 0]", "\(axes.output)\(axes.errors)")
         let best = try String(contentsOfFile: out + "/best.yml", encoding: .utf8)
         #expect(best.contains("input: \"\(clip)\""), "\(best)")
         let check = try await Fixtures.run(Fixtures.sentinel, ["check", out + "/best.yml"])
