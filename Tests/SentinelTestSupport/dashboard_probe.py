@@ -8,7 +8,7 @@ visitor, a mood gauge, its three charts drawn, a camera with its still and a zon
 zones), and with "mood" until the overall mood shows a number (for the README's picture), or SECONDS pass. With the
 visitor token it then clicks the first visitor (the visit's zones must show) and widens the date range to yesterday
 and today (the visits chart must be redrawn per hour). It saves a screenshot and prints one line of JSON: what the
-page displays (text of the gauges, visitor rows, the visit, camera rows and stills, status, charts drawn, the page's requests the server refused for access: 401, 403). The Swift test judges
+page displays (text of the gauges, visitor rows, the cards cut at six widths from 1,024 to 1,920 px, the visit, camera rows and stills, status, charts drawn, the page's requests the server refused for access: 401, 403). The Swift test judges
 it. Chromium is killed on every exit path.
 """
 import json
@@ -16,6 +16,7 @@ import sys
 import time
 
 from chromium import Chromium
+from stamp_png import stamp
 
 CLICK_VISITOR = """(() => {
   const row = [...document.querySelectorAll('#visitors tr')].find(r => r.cells[2].innerText !== '\u2013');
@@ -31,6 +32,10 @@ WIDEN_RANGE = """(() => {
   return from.value;
 })()"""
 
+# Cards whose content is wider than they are: cut off at the edge, or only seen by scrolling.
+CLIPPED = """JSON.stringify([...document.querySelectorAll('section')].filter(s => s.scrollWidth > s.clientWidth + 1)
+  .map(s => s.querySelector('h2').innerText))"""
+
 STATE = """(() => { try {
   const text = sel => [...document.querySelectorAll(sel)].map(e => e.innerText.replace(/\\s+/g, ' ').trim());
   return JSON.stringify({
@@ -45,9 +50,6 @@ STATE = """(() => { try {
     cameras: text('#cameras tr'),
     charts: [...document.querySelectorAll('canvas[data-drawn]')].map(e => e.id + ': ' + e.getAttribute('aria-label')),
     chartStarts: Object.fromEntries([...document.querySelectorAll('canvas[data-drawn]')].map(e => [e.id, e.dataset.first])),
-    // Cards whose content is wider than they are: cut off at the edge, or only seen by scrolling.
-    clipped: [...document.querySelectorAll('section')].filter(s => s.scrollWidth > s.clientWidth + 1)
-      .map(s => s.querySelector('h2').innerText),
     visit: document.getElementById('visit').innerText,
     stays: text('#visit-stays tr'),
     rangeBucket: document.getElementById('range-bucket').innerText,
@@ -67,6 +69,31 @@ STATE = """(() => { try {
 } catch (error) {
   return JSON.stringify({error: String(error), body: document.body ? document.body.innerText : ''});
 } })()"""
+
+
+def describe(shown):
+    """The page as the screenshot shows it, in one sentence of plain ASCII (a PNG's tEXt is Latin-1)."""
+    def plural(n, word):
+        return f"{n} {word}{'' if n == 1 else 's'}"
+    # A gauge's label is "title: reading"; the zone gauges' titles are "camera \u00b7 zone".
+    dot = " \u00b7 "
+    moods = [label.replace(": ", " ", 1).split(dot)[-1] for label in shown["gauges"]]
+    parts = ["The dashboard on the demo recording: mood " + ", ".join(moods)]
+    if shown.get("scope") == "visitors":
+        parts.append(plural(len(shown["visitors"]), "visitor") + " here now")
+        if shown.get("stays"):
+            parts.append("one visit opened, its " + plural(len(shown["stays"]), "zone") + " timed")
+    parts += [f"camera {row.split()[0]} {row.split()[1]} at {row.split()[2]} fps" for row in shown["cameras"]]
+    parts += [f"its still ({still['caption'].split(dot)[-1]}, zones drawn)" for still in shown["stills"]]
+    notes = shown.get("chartNotes") or []
+    charts = len(shown["charts"])
+    if not notes:
+        parts.append(f"{charts} charts drawn")
+    else:
+        why = "until their first whole bucket ends" if all("Only whole" in n for n in notes) else "(figures withheld)"
+        drawn = charts - len(notes)
+        parts.append(f"the {charts} charts empty {why}" if drawn == 0 else f"{drawn} of {charts} charts drawn, the others empty {why}")
+    return ("; ".join(parts) + ".").encode("ascii", "replace").decode()
 
 
 def main():
@@ -115,7 +142,21 @@ def main():
                 time.sleep(0.5)
                 state = {**json.loads(browser.evaluate(STATE)), "clicked": state["clicked"]}
             state["visitors"] = visitors
-        browser.screenshot(screenshot)
+        # Every card at a window's usual widths, and where the grid has three columns at their narrowest (from 1,420
+        # px, cut there before), with what the page shows by then; 1,280 last, for the screenshot.
+        state["clipped"] = {}
+        for width in (1920, 1500, 1440, 1400, 1024, 1280):
+            browser.call("Emulation.setDeviceMetricsOverride", width=width, height=1400, deviceScaleFactor=1, mobile=False)
+            time.sleep(0.5)
+            state["clipped"][str(width)] = json.loads(browser.evaluate(CLIPPED))
+        # What the picture shows, in words: the alt text the docs must give it (DocumentationTests). The page keeps
+        # changing (the stream, the still's time): taken again until it says the same before and after the picture.
+        for _ in range(10):
+            before = describe(json.loads(browser.evaluate(STATE)))
+            browser.screenshot(screenshot)
+            if describe(json.loads(browser.evaluate(STATE))) == before:
+                break
+        stamp(screenshot, "Description", before)
         print(json.dumps(state))
 
 
