@@ -29,6 +29,48 @@ struct DocumentationTests {
             let digest = try ModelStore.sha256(of: Fixtures.root.appendingPathComponent(page))
             #expect(stamped == digest, "\(picture) shows an older \(page): run make screenshot")
         }
+        // The dashboard's picture also says what it shows (its probe writes it as it takes the picture): wherever the
+        // docs show it, their alt text is that, not a mood the picture lacks.
+        let png = try Data(contentsOf: Fixtures.root.appendingPathComponent("docs/dashboard.png"))
+        let key = Data("Description\0".utf8)
+        let start = try #require(png.range(of: key), "docs/dashboard.png: no description; run make screenshot")
+        // A tEXt chunk's text ends where its 4-byte CRC begins: its length is the 4 bytes before "tEXt".
+        let length = png[(start.lowerBound - 8)..<(start.lowerBound - 4)].reduce(0) { $0 << 8 | Int($1) }
+        let description = String(
+            decoding: png[start.upperBound..<(start.lowerBound + length)], as: UTF8.self)
+        let pages =
+            ["README.md"]
+            + (try FileManager.default.contentsOfDirectory(atPath: Fixtures.root.path + "/docs"))
+            .filter { $0.hasSuffix(".md") }.map { "docs/\($0)" }
+        var shown = 0
+        for page in pages {
+            for match in try Self.text(page).matches(of: /!\[([^\]]*)\]\(([^)]*dashboard\.png)\)/) {
+                shown += 1
+                #expect(String(match.1) == description, "\(page): the alt text of \(match.2) should be: \(description)")
+            }
+        }
+        #expect(shown >= 2)
+    }
+
+    @Test(
+        "every page of docs/ begins by saying whom it is for; none cites the team's ../shared, which no user has; none is over 3,000 words, and with the README they are under 20,000"
+    )
+    func pagesForReaders() throws {
+        let pages = try FileManager.default.contentsOfDirectory(atPath: Fixtures.root.path + "/docs")
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/\($0)" }
+        var total = 0
+        for page in ["README.md"] + pages {
+            let text = try Self.text(page)
+            let words = text.split(whereSeparator: \.isWhitespace).count
+            total += words
+            #expect(words <= 3_000, "\(page): \(words) words")
+            #expect(!text.contains("../shared"), "\(page) cites ../shared: say where its data comes from instead")
+            guard page != "README.md" else { continue }
+            // The first paragraph after the title.
+            let paragraph = text.components(separatedBy: "\n\n").dropFirst().first ?? ""
+            #expect(paragraph.hasPrefix("For "), "\(page) begins with: \(paragraph.prefix(80))")
+        }
+        #expect(total < 20_000, "README and docs: \(total) words")
     }
 
     @Test("the README's Debian package lists are the Makefile's DEMO_PACKAGES and TEST_PACKAGES, in the same order")
