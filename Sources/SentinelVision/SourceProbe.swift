@@ -17,26 +17,34 @@ public struct SourceProbe: Sendable {
     public var firstFrame: Double?
     /// The frame count a recording's container states.
     public var declaredFrames: Int?
-    /// Frames read, and when each arrived (seconds after the first).
+    /// Frames read; when each arrived (seconds after the first), and the time its stream gave it (seconds).
     public var frames = 0
     var arrivals: [Double] = []
+    var streamTimes: [Double] = []
     /// Why the source delivers nothing: the exact cause where one can be found (refused, 401, no such device).
     public var problem: String?
 
-    /// The frames a stream's decoder hands over at once when it opens (an H.264 stream: what it read while opening),
-    /// before frames come at the camera's pace: the leading frames that came within a quarter of the median interval
-    /// of the one before. The rate is measured after them.
+    /// The frames a stream's decoder held when it opened (an H.264 stream: what FFmpeg read while opening) and hands
+    /// over faster than the camera sends, however loaded the machine: until the frame where arrival has caught up with
+    /// the stream's own clock (arrival minus stream time at its least, give or take 50 ms of jitter). The rate is
+    /// measured after them. A stream without timestamps: the leading frames that came within a quarter of the median
+    /// interval of the one before.
     public var burst: Int {
+        guard arrivals.count > 2 else { return 0 }
+        if let first = streamTimes.first, let last = streamTimes.last, last > first {
+            let behind = zip(arrivals, streamTimes).map { $0 - $1 }
+            let least = behind.min()!
+            return behind.firstIndex { $0 <= least + 0.05 }!
+        }
         let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
-        guard gaps.count > 2 else { return 0 }
         let median = gaps.sorted()[gaps.count / 2]
         return gaps.prefix { $0 < median / 4 }.count
     }
 
-    /// Seconds over which the rate is measured: from the last frame of the opening burst to the last frame.
+    /// Seconds over which the rate is measured: from the last frame the decoder held to the last frame.
     public var span: Double { arrivals.count > burst ? arrivals[arrivals.count - 1] - arrivals[burst] : 0 }
 
-    /// Frames per second as they arrived, after the opening burst.
+    /// Frames per second as they arrived, after the frames the decoder held.
     public var measuredFPS: Double? {
         let intervals = arrivals.count - 1 - burst
         return intervals > 0 && span > 0 ? Double(intervals) / span : nil
@@ -99,6 +107,7 @@ public struct SourceProbe: Sendable {
             }
             frames += 1
             arrivals.append(now - (firstFrame ?? now))
+            streamTimes.append(position.isFinite ? position / 1000 : 0)
         }
         if frames == 0 { problem = "opened, but no frame came within \(String(format: "%.1f", since())) s" }
     }
@@ -112,8 +121,8 @@ public struct SourceProbe: Sendable {
 
 extension SourceProbe: CustomStringConvertible {
     /// One line: `source: 640x480, 25 fps stated, 24.9 fps measured over 2.9 s (73 frames), codec mp4v, first frame after
-    /// 0.42 s`; a stream that opened with a burst: `15.1 fps measured over 1.4 s (22 frames), after 31 frames at once on
-    /// opening`.
+    /// 0.42 s`; a stream that opened with a burst: `15.1 fps measured over 1.4 s (22 frames), after 31 frames the
+    /// decoder held on opening`.
     public var description: String {
         if let problem { return "\(source): \(problem)" }
         var parts = ["\(width)x\(height)"]
@@ -121,7 +130,9 @@ extension SourceProbe: CustomStringConvertible {
         if let measuredFPS {
             parts.append(
                 String(format: "%.1f fps measured over %.1f s (%d frames)", measuredFPS, span, arrivals.count - burst)
-                    + (burst > 0 ? ", after \(burst + 1) frames at once on opening" : ""))
+                    + (burst > 0 ? ", after \(burst + 1) frames the decoder held on opening" : ""))
+        } else if burst > 0 {
+            parts.append("\(frames) frames, all held by the decoder on opening: read longer to measure the rate")
         }
         if let declaredFrames {
             parts.append(
