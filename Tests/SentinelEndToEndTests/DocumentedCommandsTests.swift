@@ -65,7 +65,8 @@ struct DocumentedCommandsTests {
         "sentinel zones Pipelines/showroom.yml": .cannot(
             "serves until stopped, on port 8081, which another test may hold; ZoneEditorTests drives it in Chromium"),
         "sentinel replay --pipeline Pipelines/showroom.yml -o events.jsonl": .runs(says: ["4 visits"]),
-        "sentinel replay --annotate review.mp4 -o /dev/null": .runs(says: ["4 visits"]),
+        "sentinel replay --annotate review.mp4 -o /dev/null": .cannot(
+            "15 s more in a debug build; PrivacyLeakTests runs replay --annotate on both samples and scans the video"),
         "sentinel eval tracking --detectors retinaface centerface": .cannot(
             "80 s in a debug build; make eval runs it, and TuningCommandTests runs eval tracking on the sample"),
         "sentinel eval tracks --truth gt.xml --tracks theirs.txt": .cannot(yourClip),
