@@ -116,7 +116,11 @@ public struct EmotionLabels: Sendable {
                 throw LabelError(
                     .malformed, file, line, "\(record.fields.count) fields where the header has \(names.count)")
             }
-            let name = record.fields[imageColumn].trimmingCharacters(in: .whitespaces)
+            // `good.jpg`, `./good.jpg` and `.//good.jpg` are one photo: named one way, labelled once.
+            let written = record.fields[imageColumn].trimmingCharacters(in: .whitespaces)
+            let name =
+                written.hasPrefix("/")
+                ? written : written.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
             let label = record.fields[labelColumn].trimmingCharacters(in: .whitespaces)
             guard !name.isEmpty, !label.isEmpty else {
                 throw LabelError(

@@ -1,4 +1,5 @@
 import CSentinelCV
+import Foundation
 public import SentinelCore
 public import SentinelWire
 
@@ -18,8 +19,18 @@ public final class Image: @unchecked Sendable {
         self.init(handle: out!)
     }
 
-    /// Reads a JPEG, PNG or other still image that OpenCV decodes.
+    /// Reads a JPEG, PNG or other still image that OpenCV decodes, from a regular file only: a FIFO named `x.jpg`
+    /// would block the read forever, and a device never end.
     public convenience init(contentsOf path: String) throws(VisionError) {
+        // Asked here, not of OpenCV, which would block on a FIFO and echo a missing file's name raw to the terminal.
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw VisionError(.open, "\(path.controlCharactersShown): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw VisionError(
+                .open, "\(path.controlCharactersShown): not a regular file (a FIFO, device or folder), so not read")
+        }
         var out: OpaquePointer?
         try bridge { snl_image_read(path, &out, $0) }
         self.init(handle: out!)

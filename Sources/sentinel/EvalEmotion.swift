@@ -72,10 +72,13 @@ extension Eval {
                     map.first { $0.key.lowercased() == label }.flatMap { Emotion(label: $0.value) }
                 }
             } catch { throw CommandError(error.message) }
-            print("labels: \(labels ?? "one folder per label in \(images)"): \(photos.photos.count) photos")
+            // Names and labels come from the operator's files: control characters are shown, never sent.
+            print(
+                "labels: \((labels ?? "one folder per label in \(images)").controlCharactersShown): \(photos.photos.count) photos"
+            )
             for other in photos.otherLabels {
                 print(
-                    "  \(other.label) (\(other.photos) photos): "
+                    "  \(other.label.controlCharactersShown) (\(other.photos) photos): "
                         + (other.readAs.map { "read as \($0.rawValue), as the model's description maps it" }
                             ?? "left out: none of the seven, and the model's description maps it to none"))
             }
@@ -99,7 +102,7 @@ extension Eval {
             }
             print("faces read \(evaluation.faces.count); photos without a reading \(evaluation.missed.count)")
             for why in EmotionEvaluation.Miss.allCases {
-                let names = evaluation.missed.filter { $0.why == why }.map(\.photo.name)
+                let names = evaluation.missed.filter { $0.why == why }.map(\.photo.name.controlCharactersShown)
                 if !names.isEmpty {
                     print(
                         "  \(names.count) \(why.rawValue): \(names.prefix(5).joined(separator: ", "))\(names.count > 5 ? ", ..." : "")"

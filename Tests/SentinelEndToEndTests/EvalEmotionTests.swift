@@ -102,6 +102,37 @@ struct EvalEmotionTests {
         #expect(output.contains("faces read 2; photos without a reading 0"), "\(output)")
     }
 
+    @Test(
+        "hostile photo folders: a FIFO named x.jpg is passed over as unreadable, not read forever; escape sequences in a photo's name, a label and a folder's name reach the terminal shown, never sent; one photo labelled as good.jpg, ./good.jpg and .//good.jpg is refused as labelled twice"
+    )
+    func hostileFolders() async throws {
+        let escape = "\u{1B}]0;owned\u{07}"
+        let folder = try Fixtures.temporaryFolder()
+        let images = folder.appendingPathComponent("photos \(escape)")
+        try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: Fixtures.photo("astronaut.png"), toPath: images.appendingPathComponent("astronaut.png").path)
+        #expect(mkfifo(images.appendingPathComponent("x.jpg").path, 0o600) == 0)
+        let labels = folder.appendingPathComponent("labels.csv").path
+        try
+            "image,emotion\nastronaut.png,happiness\nx.jpg,neutral\nmissing\(escape).jpg,sad\nastronaut.png\(escape),\(escape)\n"
+            .write(toFile: labels, atomically: true, encoding: .utf8)
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, ["eval", "emotion", images.path, "--labels", labels], timeout: 120)
+        #expect(!outcome.timedOut && outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.contains("faces read 1; photos without a reading 2"), "\(outcome.output)")
+        #expect(
+            outcome.output.contains("x.jpg") && outcome.output.contains("missing\\u{1b}]0;owned\\u{7}.jpg"),
+            "\(outcome.output)")
+        #expect(!(outcome.output + outcome.errors).contains("\u{1B}"), "\(outcome.output)\(outcome.errors)")
+
+        try "image,emotion\ngood.jpg,happy\n./good.jpg,sad\n.//good.jpg,angry\n".write(
+            toFile: labels, atomically: true, encoding: .utf8)
+        let twice = try await sentinel(["eval", "emotion", images.path, "--labels", labels])
+        #expect(
+            twice.status == 1 && twice.errors.contains("\(labels):3: good.jpg is labelled twice"), "\(twice.errors)")
+    }
+
     @Test("--fit --apply writes the fitted calibration into the pipeline, which check accepts and eval then uses")
     func fitAndApply() async throws {
         let (folder, labels) = try handLabelled()
