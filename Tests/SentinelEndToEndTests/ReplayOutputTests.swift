@@ -125,9 +125,10 @@ struct ReplayOutputTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        // Both temporary files exist once the first frame is written.
+        // Both temporary files exist once the first frame is written: up to 1,200 naps of 50 ms (a fresh clone's full
+        // suite on 2 cores took more than 200 to start the replay).
         var seen: [String] = []
-        for _ in 0..<200 where seen.count < 2 {
+        for _ in 0..<1_200 where seen.count < 2 {
             try await Task.sleep(for: .milliseconds(50))
             seen = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         }

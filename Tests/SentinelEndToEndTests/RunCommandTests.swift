@@ -54,8 +54,9 @@ struct RunCommandTests {
             pipeline: try await RunningSentinel.showroomOnClip(), arguments: ["--pace", "fastest"])
         // The source ends, and the writer has committed everything it published (nothing waits, the log stays put).
         var logged = -1
+        // The 12 s clip as fast as it decodes: under 10 s alone, over 60 s beside a fresh clone's full suite.
         #expect(
-            try await waitFor {
+            try await waitFor(seconds: 150) {
                 let health = try await sentinel.json("/healthz")
                 let sources = health["sources"] as? [[String: Any]]
                 let database = health["database"] as? [String: Any]

@@ -10,7 +10,7 @@ import Testing
 /// with every server suite so: a full run failed this suite and "Access", and crashed inside a GRDB write of the store).
 /// A full run's shared threads are slow to answer (/healthz beside 200 held requests 0.9-1.7 s; 5-48 ms on its own
 /// thread), so the waiting request is given 10 s: CI once saw no answer within 5.
-@Suite("Connection limits", .timeLimit(.minutes(2)))
+@Suite("Connection limits", .timeLimit(.minutes(4)))
 struct LimitsTests {
     @Test("200 half-sent requests never stop /healthz, and the held connections close after the timeout")
     func slowloris() async throws {

@@ -16,7 +16,7 @@ import SentinelStore
 import SentinelTestSupport
 import Testing
 
-@Suite("SSE stream", .timeLimit(.minutes(2)))
+@Suite("SSE stream", .timeLimit(.minutes(4)))
 struct StreamTests {
     @Test("a client that disconnects mid-stream and resumes with Last-Event-ID gets every event once, in order")
     func resume() async throws {
