@@ -12,9 +12,9 @@ struct DocumentedCommandsTests {
 
     /// What becomes of a documented command here.
     enum Plan {
-        /// Run as written (the demo's port excepted); it must exit with `status` and print each of `says` (standard
-        /// output and error together).
-        case runs(status: Int32 = 0, says: [String] = [])
+        /// Run as written (the demo's port excepted); it must exit with one of `statuses` and print each of `says`
+        /// (standard output and error together).
+        case runs(statuses: Set<Int32> = [0], says: [String] = [])
         /// A reading client of the demo started below, read for a few seconds.
         case readsTheDemo(says: [String])
         /// Not run here, and why.
@@ -41,7 +41,7 @@ struct DocumentedCommandsTests {
         "sentinel check showroom.yml": .runs(says: ["showroom.yml: ok"]),
         // The example's cameras are not on this network: each is said, and the probe fails.
         "sentinel check --probe showroom.yml": .runs(
-            status: 1, says: ["source entrance: rtsp://192.0.2.10:554/stream1", "source counter: /dev/video0"]),
+            statuses: [1], says: ["source entrance: rtsp://192.0.2.10:554/stream1", "source counter: /dev/video0"]),
         "sentinel zones showroom.yml": .cannot(
             "serves the example's cameras, which are not on this network; ZoneEditorTests drives the editor on the sample in Chromium"
         ),
@@ -78,8 +78,9 @@ struct DocumentedCommandsTests {
         "sentinel eval masking": .cannot("46 s in a debug build; PrivacyLeakTests measures the same masks"),
         "sentinel run Pipelines/showroom.yml --loop": .readsTheDemo(says: []),
         // Beyond localhost without a token: refused before anything opens, saying what to give.
-        "sentinel run Pipelines/showroom.yml --host 0.0.0.0 --port 9000": .runs(status: 1, says: ["token"]),
-        "sentinel models": .runs(says: ["ready"]),
+        "sentinel run Pipelines/showroom.yml --host 0.0.0.0 --port 9000": .runs(statuses: [1], says: ["token"]),
+        // Exit 1 while a model is missing: YuNet, which no registry carries, is missing on a newcomer's machine.
+        "sentinel models": .runs(statuses: [0, 1], says: ["retinaface         ready"]),
         "sentinel models setup": .runs(),
         "sentinel synth Recordings/showroom.yml": .cannot(
             "renders the samples, which make test has just done (and every test reads)"),
@@ -180,10 +181,11 @@ struct DocumentedCommandsTests {
                 URL(fileURLWithPath: "/bin/bash"), ["-c", prelude + command], timeout: timeout, in: clone)
         }
         for command in Set(documented.map(\.command)).sorted() {
-            guard case .runs(let status, let says) = Self.plans[command] else { continue }
+            guard case .runs(let statuses, let says) = Self.plans[command] else { continue }
             let outcome = try await shell(command, timeout: 120)
             let said = outcome.output + outcome.errors
-            #expect(outcome.status == status && !outcome.timedOut, "\(command): exit \(outcome.status)\n\(said)")
+            #expect(
+                statuses.contains(outcome.status) && !outcome.timedOut, "\(command): exit \(outcome.status)\n\(said)")
             for text in says { #expect(said.contains(text), "\(command) did not say \(text):\n\(said)") }
         }
 
