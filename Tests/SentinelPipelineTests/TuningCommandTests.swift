@@ -161,25 +161,21 @@ struct TuningCommandTests {
         // The first 100 frames as Motion JPEG in an AVI whose header says 100, cut to 70 % of its bytes: the decoder
         // gives fewer. The tracks file says the frames decoded, and eval bounds the labels by them too.
         let cut = folder.appendingPathComponent("cut.avi").path
+        try await Fixtures.sampleClip(frames: 100, fourcc: "MJPG", to: cut)
         let truncated = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 "-c",
                 """
                 import cv2, os, sys
-                source = cv2.VideoCapture(sys.argv[1])
-                writer = cv2.VideoWriter(sys.argv[2], cv2.VideoWriter_fourcc(*"MJPG"), 15, (640, 480))
-                for _ in range(100):
-                    writer.write(source.read()[1])
-                writer.release()
-                os.truncate(sys.argv[2], os.path.getsize(sys.argv[2]) * 7 // 10)
-                video = cv2.VideoCapture(sys.argv[2])
+                os.truncate(sys.argv[1], os.path.getsize(sys.argv[1]) * 7 // 10)
+                video = cv2.VideoCapture(sys.argv[1])
                 read = 0
                 while video.read()[0]:
                     read += 1
                 print(int(video.get(cv2.CAP_PROP_FRAME_COUNT)), read)
                 """,
-                Fixtures.recording(), cut,
+                cut,
             ])
         let counts = truncated.output.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         #expect(counts.count == 2 && counts[0] == 100 && counts[1] < 90, "\(truncated.output) \(truncated.errors)")

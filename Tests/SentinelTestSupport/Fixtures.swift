@@ -45,6 +45,26 @@ public enum Fixtures {
 
     public static func sharedFile(_ relative: String) -> String { shared.appendingPathComponent(relative).path }
 
+    /// The sample's first `frames` frames written to `path` at 15 fps by python3-opencv, in the codec `fourcc` names
+    /// (`MJPG` in an .avi, `mp4v` in an .mp4): a short clip the tests shape further (cut, looped).
+    public static func sampleClip(frames: Int, fourcc: String, to path: String) async throws {
+        let made = try await run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                """
+                import cv2, sys
+                source = cv2.VideoCapture(sys.argv[1])
+                writer = cv2.VideoWriter(sys.argv[2], cv2.VideoWriter_fourcc(*sys.argv[3]), 15, (640, 480))
+                for _ in range(int(sys.argv[4])):
+                    writer.write(source.read()[1])
+                writer.release()
+                """,
+                recording(), path, fourcc, "\(frames)",
+            ], timeout: 120)
+        guard made.status == 0 else { throw TestSupportError("\(path): python3-opencv wrote no clip: \(made.errors)") }
+    }
+
     /// A fresh folder under the system's temporary directory.
     public static func temporaryFolder() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("sentinel-tests-\(UUID().uuidString)")

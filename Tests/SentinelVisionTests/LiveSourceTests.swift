@@ -96,21 +96,7 @@ extension LiveSourceTests {
         defer { guarded.stop() }
         // A second of the sample (15 frames), played over and over: a stream that does not end with its file.
         let second = try Fixtures.temporaryFolder().appendingPathComponent("second.mp4").path
-        let cut = try await Fixtures.run(
-            URL(fileURLWithPath: "/usr/bin/python3"),
-            [
-                "-c",
-                """
-                import cv2, sys
-                source = cv2.VideoCapture(sys.argv[1])
-                writer = cv2.VideoWriter(sys.argv[2], cv2.VideoWriter_fourcc(*"mp4v"), 15, (640, 480))
-                for _ in range(15):
-                    writer.write(source.read()[1])
-                writer.release()
-                """,
-                Fixtures.recording(), second,
-            ])
-        #expect(cut.status == 0, "\(cut.errors)")
+        try await Fixtures.sampleClip(frames: 15, fourcc: "mp4v", to: second)
         let looped = try await RTSPCamera([("cam", second)], loop: true)
         defer { looped.stop() }
         // A loopback port nothing listens on: bound, then let go.
