@@ -11,7 +11,7 @@ DEMO_PACKAGES := libopencv-dev opencv-data libsqlite3-dev libmosquitto-dev pytho
 	python3-pip libjs-chart.js
 TEST_PACKAGES := python3-jsonschema python3-prometheus-client python3-gi gir1.2-gst-rtsp-server-1.0 \
 	gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav python3-opencv mosquitto chromium python3-websocket python3-scipy \
-	python3-pandas systemd postgresql prometheus python3-jinja2 python3-venv
+	python3-pandas systemd postgresql prometheus python3-jinja2 python3-venv python3-sklearn
 APT_PACKAGES := $(DEMO_PACKAGES)
 SCENE := Recordings/showroom.yml
 SAMPLES := Recordings/out/showroom-640x480.mp4 Recordings/out/showroom-1280x720.mp4

@@ -236,7 +236,11 @@ let package = Package(
             ]
         ),
         /// Accuracy measurement against ground truth (pure logic).
-        .target(name: "SentinelEval", dependencies: [wire, "SentinelCore"]),
+        /// Optimised in debug builds too: a head's fit is millions of products a step, 20 times slower unoptimised, and
+        /// the tests run it on real faces.
+        .target(
+            name: "SentinelEval", dependencies: [wire, "SentinelCore"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         /// Tuning on footage: search spaces, the detection cache, trials, label-free measures, the sweep and its report.
         .target(
             name: "SentinelTuning",
@@ -327,6 +331,7 @@ let package = Package(
             name: "SentinelEndToEndTests",
             dependencies: [
                 "SentinelTestSupport", "SentinelCore", "SentinelServer", "SentinelSynth", "SentinelLoopback",
+                "SentinelModels",
                 .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

@@ -16,6 +16,9 @@ struct snl_classifier {
     /// Whether the network takes the crop and its mirror image as one batch of two (one pass: 2.9 ms where two cost
     /// 3.7 ms for the mini-Xception on one core); many fix their batch at one, FER+ among them.
     bool pairs;
+    /// The network's output, and the feature layer's name where one is asked for (empty: none) with its size an image.
+    cv::String output, features;
+    size_t feature_size;
 };
 
 namespace {
@@ -71,8 +74,8 @@ void fill(const cv::Mat &pixels, const snl_classifier_input &in, float *planes) 
 
 extern "C" {
 
-snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input, snl_classifier **out,
-                                 snl_error *error) {
+snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input, const char *feature_layer,
+                                 snl_classifier **out, int32_t *feature_size, snl_error *error) {
     return guarded(error, SNL_ERR_MODEL, [&] {
         require(model_path != nullptr && input != nullptr, SNL_ERR_ARGUMENT, "null model path or input");
         require(input->width > 0 && input->height > 0 && input->width <= 4096 && input->height <= 4096,
@@ -88,10 +91,23 @@ snl_status snl_classifier_create(const char *model_path, const snl_classifier_in
         require(!handle->net.empty(), SNL_ERR_MODEL, std::string("cannot load classifier ") + model_path);
         handle->input = *input;
         handle->pairs = false;
+        handle->output = handle->net.getUnconnectedOutLayersNames().at(0);
+        handle->feature_size = 0;
+        int channels = input->channels == SNL_CHANNELS_GREY ? 1 : 3;
+        if (feature_layer != nullptr && *feature_layer != 0) {
+            for (cv::String name : {cv::String(feature_layer), "onnx_node!" + cv::String(feature_layer)}) {
+                if (handle->net.getLayerId(name) >= 0) handle->features = name;
+            }
+            require(!handle->features.empty(), SNL_ERR_MODEL,
+                    std::string("classifier ") + model_path + " has no layer " + feature_layer);
+            int one[] = {1, channels, input->height, input->width};
+            handle->net.setInput(cv::Mat(4, one, CV_32F, cv::Scalar(0)));
+            handle->feature_size = handle->net.forward(handle->features).total();
+        }
+        if (feature_size != nullptr) *feature_size = int32_t(handle->feature_size);
         if (input->mirror) {
             // Probed once: a network that cannot take two images, or gives other than twice one image's outputs, is
             // run an image a pass.
-            int channels = input->channels == SNL_CHANNELS_GREY ? 1 : 3;
             try {
                 int one[] = {1, channels, input->height, input->width}, two[] = {2, channels, input->height, input->width};
                 handle->net.setInput(cv::Mat(4, one, CV_32F, cv::Scalar(0)));
@@ -107,7 +123,7 @@ snl_status snl_classifier_create(const char *model_path, const snl_classifier_in
 }
 
 snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image, const snl_face *face,
-                              float *values, int32_t capacity, int32_t *count, snl_error *error) {
+                              float *values, int32_t capacity, int32_t *count, float *features, snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {
         require(classifier != nullptr && image != nullptr && face != nullptr && values != nullptr && count != nullptr,
                 SNL_ERR_ARGUMENT, "null argument");
@@ -129,11 +145,25 @@ snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image
         int shape[] = {batch, pixels.channels(), in.height, in.width};
         size_t plane = size_t(pixels.channels()) * in.width * in.height;
         size_t total = 0;
+        bool featured = !classifier->features.empty();
+        require(!featured || features != nullptr, SNL_ERR_ARGUMENT, "no room for the feature layer's values");
         for (size_t first = 0; first < crops.size(); first += batch) {
             cv::Mat blob(4, shape, CV_32F);
             for (int i = 0; i < batch; i++) fill(crops[first + i], in, blob.ptr<float>() + i * plane);
             classifier->net.setInput(blob);
-            cv::Mat result = classifier->net.forward();
+            // One pass gives both the output and, where asked for, the feature layer.
+            std::vector<cv::Mat> results;
+            std::vector<cv::String> names{classifier->output};
+            if (featured) names.push_back(classifier->features);
+            classifier->net.forward(results, names);
+            if (featured) {
+                cv::Mat layer = results[1].isContinuous() ? results[1] : results[1].clone();
+                require(layer.depth() == CV_32F && layer.total() == batch * classifier->feature_size, SNL_ERR_MODEL,
+                        "the feature layer changed size");
+                std::copy(layer.ptr<float>(), layer.ptr<float>() + layer.total(),
+                          features + first * classifier->feature_size);
+            }
+            cv::Mat result = results[0];
             require(result.depth() == CV_32F && result.total() > 0, SNL_ERR_MODEL, "classifier output is not float");
             cv::Mat output = result.isContinuous() ? result : result.clone();
             require(total + output.total() <= size_t(capacity), SNL_ERR_ARGUMENT,

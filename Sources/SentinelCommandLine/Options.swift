@@ -36,7 +36,8 @@ package func loadPipeline(_ path: String, models: ModelOptions, overrides: [Conf
     do {
         let definition = try PipelineDefinition.load(path, overrides: overrides)
         let problems = definition.environmentProblems(
-            models: try models.store(), frameSize: VideoFileSource.frameSize(of:))
+            models: try models.store(), frameSize: VideoFileSource.frameSize(of:),
+            openClassifier: FaceClassifier.open)
         guard problems.isEmpty else { throw CommandError(problems.map(\.description).joined(separator: "\n")) }
         return definition
     } catch let error as ConfigError {

@@ -1,14 +1,17 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 public import SentinelModels
 import SentinelWire
 
 extension PipelineDefinition {
-    /// Problems that depend on this machine: missing models, missing inputs, pixel zones outside the frame.
-    /// `frameSize` reads a video file's frame size (SentinelVision's `VideoFileSource.frameSize(of:)`): parsing and
-    /// checking a pipeline file do not open videos themselves.
+    /// Problems that depend on this machine: missing models, a head or calibration that does not fit the emotion model
+    /// or the pipeline, missing inputs, pixel zones outside the frame. `frameSize` reads a video file's frame size
+    /// (SentinelVision's `VideoFileSource.frameSize(of:)`) and `openClassifier` loads the emotion model as its
+    /// description says, failing on a feature layer it lacks or of another size (`FaceClassifier.open`): parsing and
+    /// checking a pipeline file do not open videos or networks themselves.
     public func environmentProblems(
-        models: ModelStore, frameSize: (String) throws -> (width: Int, height: Int)
+        models: ModelStore, frameSize: (String) throws -> (width: Int, height: Int),
+        openClassifier: (String, ClassifierDescription) throws -> Void
     ) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func at(_ key: String, _ fallback: String, _ message: String) -> ConfigProblem {
@@ -29,9 +32,13 @@ extension PipelineDefinition {
             }
         }
         if emotionEnabled {
-            do {
-                _ = try models.classifier(named: emotionModel)
-                _ = try models.path(of: emotionModel)
+            do throws(ModelError) {
+                let path = try models.path(of: emotionModel)
+                let description = try models.classifier(named: emotionModel)
+                do { try openClassifier(path, description) } catch {
+                    throw ModelError(.manifest, "model \(emotionModel): \(error)")
+                }
+                _ = try emotionReadout(models: models)
             } catch {
                 problems.append(at("emotion.model", "emotion", error.message))
             }

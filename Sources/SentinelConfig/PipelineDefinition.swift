@@ -27,6 +27,9 @@ public struct PipelineDefinition: Sendable {
     public var emotionMirror = true
     /// The pipeline's own calibration, replacing the model's whole (`emotion.calibration`); nil: the model's.
     public var emotionCalibration: EmotionCalibration?
+    /// The pipeline's own head (`emotion.head`: a file `sentinel eval emotion --fit` wrote, and its sha256); nil: the
+    /// model's.
+    public var emotionHead: FileReference?
     /// What may leave the box, and how.
     public var privacy: PrivacyPolicy
     /// The sentiment gauge's window and publishing rhythm.
@@ -62,6 +65,12 @@ public struct PipelineDefinition: Sendable {
         .text("model", \.emotionModel, "the emotion model's name in Models/models.yml"),
         .flag("align", \.emotionAlign, "turn each face so its eyes are level first (where the model asks for it)"),
         .flag("mirror", \.emotionMirror, "read the mirrored face too and average the two readings"),
+    ]
+
+    /// `emotion.head:`, a head's file and checksum.
+    static let headSettings: [Setting<FileReference>] = [
+        .text("file", \.file, "the head's file: absolute, or a name beside the models (Models/cache) or models.yml"),
+        .text("sha256", \.sha256, "its checksum, as eval emotion --fit printed it"),
     ]
 
     /// One source of frames and its zones.

@@ -168,15 +168,21 @@ struct PipelineParser {
 
     func emotion(_ field: Field, _ definition: inout PipelineDefinition) {
         let keys = EmotionSettings.settings.map(\.key) + PipelineDefinition.emotionModelSettings.map(\.key)
-        guard let fields = reader.mapping(field, keys: Set(keys + ["calibration"])) else { return }
+        guard let fields = reader.mapping(field, keys: Set(keys + ["calibration", "head"])) else { return }
         reader.apply(EmotionSettings.settings, from: fields, to: &definition.visitors.emotion)
         reader.apply(PipelineDefinition.emotionModelSettings, from: fields, to: &definition)
         if let field = fields["calibration"] {
             // A pipeline's calibration replaces the model's whole: what it leaves out is the identity's.
             var calibration = EmotionCalibration.identity
             if let parts = reader.section(
-                field, EmotionCalibration.settings, extra: ["scales", "offsets", "valence"], into: &calibration)
+                field, EmotionCalibration.settings, extra: ["scales", "offsets", "valence", "fittedWith"],
+                into: &calibration)
             {
+                if let f = parts["fittedWith"] {
+                    var crop = CropRecord(margin: 0, align: false, mirror: false)
+                    _ = reader.section(f, EmotionCalibration.cropSettings, into: &crop)
+                    calibration.fittedWith = crop
+                }
                 if let f = parts["scales"] {
                     _ = reader.section(f, EmotionCalibration.scaleSettings, into: &calibration)
                 }
@@ -188,6 +194,16 @@ struct PipelineParser {
                 }
             }
             definition.emotionCalibration = calibration
+        }
+        if let field = fields["head"] {
+            var head = FileReference(file: "", sha256: "")
+            if reader.section(field, PipelineDefinition.headSettings, into: &head) != nil {
+                if head.file.isEmpty || head.sha256.count != 64 || !head.sha256.allSatisfy(\.isHexDigit) {
+                    reader.report(
+                        field, "a head is its file and its sha256 (64 hex digits), as eval emotion --fit prints them")
+                }
+            }
+            definition.emotionHead = head
         }
     }
 }

@@ -45,17 +45,25 @@ public enum PipelineReference {
         return values
     }
 
-    /// `emotion.calibration`, commented out: unless a pipeline gives one, the model's own (Models/models.yml) holds.
+    /// `emotion.head` and `emotion.calibration`, commented out: unless a pipeline gives one, the model's own
+    /// (Models/models.yml) holds.
     static func calibration() -> [String] {
         let identity = EmotionCalibration.identity
+        let head = section("head", PipelineDefinition.headSettings, FileReference(file: "", sha256: ""), indent: "    ")
         let lines =
             section("calibration", EmotionCalibration.settings, identity, indent: "    ")
             + section("scales", EmotionCalibration.scaleSettings, identity, indent: "      ")
             + section("offsets", EmotionCalibration.offsetSettings, identity, indent: "      ")
             + section("valence", EmotionCalibration.valenceSettings, identity, indent: "      ")
+            + section(
+                "fittedWith", EmotionCalibration.cropSettings, CropRecord(margin: 0.1, align: true, mirror: true),
+                indent: "      ")
         return [
-            "  # calibration: the model's own (Models/models.yml, fitted by sentinel eval emotion --fit) unless given here;",
-            "  # one given here replaces it whole (what it leaves out is as below, the identity).",
+            "  # head: the model's own (Models/models.yml) unless given here: a file sentinel eval emotion --fit wrote for",
+            "  # a model that names a feature layer, and its sha256. Its crop, alignment and mirror must be this pipeline's.",
+        ] + head.map { "  # " + $0.dropFirst(2) } + [
+            "  # calibration: for a model without a head, the model's own unless given here; one given here replaces it",
+            "  # whole (what it leaves out is as below, the identity). fittedWith, where given, must match the pipeline.",
         ] + lines.map { "  # " + $0.dropFirst(2) }
     }
 

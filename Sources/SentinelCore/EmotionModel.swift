@@ -36,8 +36,12 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
     /// How a label that is not one of the seven (nor a common spelling of one) is read: as one of them (`contempt:
     /// disgust`), or `none` (dropped; the others are scaled back to sum to one).
     public var map: [String: String]?
-    /// The calibration a pipeline uses unless it gives its own (`emotion.calibration`).
+    /// The calibration a pipeline uses unless it gives its own (`emotion.calibration`), for a model without a head.
     public var calibration: EmotionCalibration?
+    /// The layer a head reads (`eval emotion --fit` fits one over it); nil: a calibration of the seven outputs.
+    public var features: FeatureLayer?
+    /// The head a pipeline uses unless it gives its own (`emotion.head`): a file and its sha256.
+    public var head: FileReference?
 
     public struct Input: Sendable, Equatable, Codable {
         public var width: Int
@@ -88,7 +92,7 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
 
     public init(
         input: Input, crop: Crop, output: Output, labels: [String], map: [String: String]? = nil,
-        calibration: EmotionCalibration? = nil
+        calibration: EmotionCalibration? = nil, features: FeatureLayer? = nil, head: FileReference? = nil
     ) {
         self.input = input
         self.crop = crop
@@ -96,6 +100,8 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
         self.labels = labels
         self.map = map
         self.calibration = calibration
+        self.features = features
+        self.head = head
     }
 
     /// The expression each output is read as (nil: dropped), or the first problem: a label neither one of the seven
@@ -138,6 +144,12 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
         }
         if let unused = map?.keys.sorted().first(where: { !labels.contains($0) }) {
             throw DescriptionProblem("map.\(unused)", "the model has no label \(unused)")
+        }
+        if let features, features.layer.isEmpty || !(1...1 << 20).contains(features.size) {
+            throw DescriptionProblem("features", "a layer's name and its size, 1 to \(1 << 20) values")
+        }
+        if head != nil, features == nil {
+            throw DescriptionProblem("head", "a head reads a feature layer: name it under features: (layer, size)")
         }
         return readings
     }
@@ -200,17 +212,23 @@ public struct EmotionCalibration: Sendable, Equatable, Codable {
     public var valence: [Double]
     /// What it was fitted on and how (free text, for the operator).
     public var fitted: String?
+    /// How the faces it was fitted on were cropped (nil: not recorded).
+    public var fittedWith: CropRecord?
 
     public static let identity = EmotionCalibration(
         temperature: 1, scales: Emotion.allCases.map { _ in 1 }, offsets: Emotion.allCases.map { _ in 0 },
         valence: Emotion.allCases.map(\.valence))
 
-    public init(temperature: Double, scales: [Double], offsets: [Double], valence: [Double], fitted: String? = nil) {
+    public init(
+        temperature: Double, scales: [Double], offsets: [Double], valence: [Double], fitted: String? = nil,
+        fittedWith: CropRecord? = nil
+    ) {
         self.temperature = temperature
         self.scales = scales
         self.offsets = offsets
         self.valence = valence
         self.fitted = fitted
+        self.fittedWith = fittedWith
     }
 
     /// The reading of a face whose model probabilities (seven, in `Emotion.allCases` order) are `probabilities`.
@@ -274,13 +292,21 @@ public struct EmotionCalibration: Sendable, Equatable, Codable {
             "the valence the expression's probability carries")
     }
 
-    enum CodingKeys: String, CodingKey { case temperature, scales, offsets, valence, fitted }
+    /// `emotion.calibration.fittedWith:`, how the faces it was fitted on were cropped.
+    public static let cropSettings: [Setting<CropRecord>] = [
+        .number("margin", \.margin, in: 0...1, "the model's crop.margin"),
+        .flag("align", \.align, "whether the crop was turned by the eyes"),
+        .flag("mirror", \.mirror, "whether the mirror image was read too"),
+    ]
+
+    enum CodingKeys: String, CodingKey { case temperature, scales, offsets, valence, fitted, fittedWith }
 
     /// Scales, offsets and valence by expression name; one left out keeps its default (1, 0, its own valence).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         temperature = try container.decodeIfPresent(Double.self, forKey: .temperature) ?? 1
         fitted = try container.decodeIfPresent(String.self, forKey: .fitted)
+        fittedWith = try container.decodeIfPresent(CropRecord.self, forKey: .fittedWith)
         func values(_ key: CodingKeys, _ defaults: [Double]) throws -> [Double] {
             var values = defaults
             for (name, value) in try container.decodeIfPresent([String: Double].self, forKey: key) ?? [:] {
@@ -305,6 +331,7 @@ public struct EmotionCalibration: Sendable, Equatable, Codable {
         try container.encode(Dictionary(uniqueKeysWithValues: zip(names, offsets)), forKey: .offsets)
         try container.encode(Dictionary(uniqueKeysWithValues: zip(names, valence)), forKey: .valence)
         try container.encodeIfPresent(fitted, forKey: .fitted)
+        try container.encodeIfPresent(fittedWith, forKey: .fittedWith)
     }
 }
 

@@ -25,15 +25,17 @@ public struct EmotionLabels: Sendable {
     /// The largest labels file read (a million rows is about 40 MB).
     public static let maxFileBytes = 64 << 20
 
-    /// The photos `labels` names in `images` (a CSV file), or, without `labels`, the photos in each label's folder of
-    /// `images`. `map` reads a label that is none of the seven (the model's description), nil to refuse it.
+    /// The photos `labels` names in `images` (a CSV file or a Label Studio export), or, without `labels`, the photos in
+    /// each label's folder of `images`. `map` reads a label that is none of the seven (the model's description), nil to refuse it.
     public static func read(images: String, labels: String?, map: (String) -> Emotion? = { _ in nil })
         throws(LabelError)
         -> EmotionLabels
     {
         var rows: [(name: String, label: String)]
         if let labels {
-            rows = try csv(at: labels)
+            rows = try self.rows(read(labels), file: labels) { name in
+                FileManager.default.fileExists(atPath: (images as NSString).appendingPathComponent(name))
+            }
         } else {
             rows = try folders(images)
         }
@@ -78,21 +80,35 @@ public struct EmotionLabels: Sendable {
         return String(file[..<underscore])
     }
 
-    /// The rows of a CSV file with a header naming the photo's column (`image`, `file`, `filename` or `path`) and the
-    /// label's (`emotion`, `label` or `expression`); fields may be quoted as RFC 4180 says.
-    static func csv(at path: String) throws(LabelError) -> [(name: String, label: String)] {
+    /// The rows of a labels file: a Label Studio export where it is a JSON list (after any byte-order mark and white
+    /// space), else CSV. `exists` says whether the images folder holds a name.
+    public static func rows(_ data: Data, file: String, exists: (String) -> Bool) throws(LabelError) -> [(
+        name: String, label: String
+    )] {
+        if data.first(where: { ![9, 10, 13, 32, 0xEF, 0xBB, 0xBF].contains($0) }) == UInt8(ascii: "[") {
+            return try labelStudio(data, file: file, exists: exists)
+        }
+        return try csv(data, file: file)
+    }
+
+    /// A labels file's bytes, up to `maxFileBytes`.
+    static func read(_ path: String) throws(LabelError) -> Data {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw LabelError(.unreadable, path, nil, "cannot read the file")
         }
         defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: maxFileBytes + 1)) ?? Data()
+        let data: Data
+        do { data = try handle.read(upToCount: maxFileBytes + 1) ?? Data() } catch {
+            throw LabelError(.unreadable, path, nil, "cannot read the file: \(error.localizedDescription)")
+        }
         guard data.count <= maxFileBytes else {
             throw LabelError(.malformed, path, nil, "larger than \(maxFileBytes >> 20) MB")
         }
-        return try csv(data, file: path)
+        return data
     }
 
-    /// The rows of CSV text (see `csv(at:)`); `file` names it in errors.
+    /// The rows of CSV text with a header naming the photo's column (`image`, `file`, `filename` or `path`) and the
+    /// label's (`emotion`, `label` or `expression`); fields may be quoted as RFC 4180 says. `file` names it in errors.
     public static func csv(_ data: Data, file: String) throws(LabelError) -> [(name: String, label: String)] {
         guard let text = String(data: data, encoding: .utf8) else {
             throw LabelError(.malformed, file, nil, "not UTF-8 text")
@@ -116,27 +132,136 @@ public struct EmotionLabels: Sendable {
                 throw LabelError(
                     .malformed, file, line, "\(record.fields.count) fields where the header has \(names.count)")
             }
-            // `good.jpg`, `./good.jpg` and `.//good.jpg` are one photo: named one way, labelled once.
-            let written = record.fields[imageColumn].trimmingCharacters(in: .whitespaces)
-            let name =
-                written.hasPrefix("/")
-                ? written : written.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
             let label = record.fields[labelColumn].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, !label.isEmpty else {
-                throw LabelError(
-                    .malformed, file, line, "an empty \(name.isEmpty ? names[imageColumn] : names[labelColumn])")
-            }
-            // A photo outside the images folder is not one of its photos.
-            guard !name.hasPrefix("/"), !name.split(separator: "/").contains("..") else {
-                throw LabelError(
-                    .malformed, file, line, "\(names[imageColumn]): \(name) is not inside the images folder")
-            }
-            guard seen.insert(name).inserted else {
-                throw LabelError(.duplicateID, file, line, "\(name) is labelled twice")
-            }
-            rows.append((name, label))
+            rows.append(
+                try row(
+                    record.fields[imageColumn], label, field: names[imageColumn], labelField: names[labelColumn],
+                    seen: &seen, file: file, at: line))
         }
         return rows
+    }
+
+    /// One photo's row, its name checked: `good.jpg`, `./good.jpg` and `.//good.jpg` are one photo, named one way and
+    /// labelled once; a photo outside the images folder is not one of its photos.
+    static func row(
+        _ written: String, _ label: String, field: String, labelField: String, seen: inout Set<String>, file: String,
+        at location: String
+    ) throws(LabelError) -> (name: String, label: String) {
+        let trimmed = written.trimmingCharacters(in: .whitespaces)
+        let name =
+            trimmed.hasPrefix("/") ? trimmed : trimmed.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
+        guard !name.isEmpty, !label.isEmpty else {
+            throw LabelError(.malformed, file, location, "an empty \(name.isEmpty ? field : labelField)")
+        }
+        guard !name.hasPrefix("/"), !name.split(separator: "/").contains("..") else {
+            throw LabelError(.malformed, file, location, "\(field): \(name) is not inside the images folder")
+        }
+        guard seen.insert(name).inserted else {
+            throw LabelError(.duplicateID, file, location, "\(name) is labelled twice")
+        }
+        return (name, label)
+    }
+
+    /// A Label Studio image-classification export (JSON: a list of tasks, each with its image under `data` and its
+    /// annotations' `choices` results): a row for each task's first annotation not cancelled that chose one label.
+    /// The image is named as Label Studio serves it: an upload (`/data/upload/3/1a2b3c4d-photo.jpg`, the 8-hex prefix
+    /// Label Studio adds dropped when `exists` does not know the name with it), a local file
+    /// (`/data/local-files/?d=faces/photo.jpg`, its shortest ending `exists` knows), or a URL (its last part). A task
+    /// without such an annotation is passed over; one naming two labels, or none of its image, is an error naming the
+    /// task.
+    public static func labelStudio(_ data: Data, file: String, exists: (String) -> Bool) throws(LabelError)
+        -> [(name: String, label: String)]
+    {
+        let tasks: [LabelStudioTask]
+        do { tasks = try JSONDecoder().decode([LabelStudioTask].self, from: data) } catch {
+            throw LabelError(
+                .malformed, file, nil, "not a Label Studio JSON export (a list of tasks): \(Self.reason(error))")
+        }
+        var rows: [(String, String)] = []
+        var seen = Set<String>()
+        for (index, task) in tasks.enumerated() {
+            let location = "task \(index + 1)" + (task.id.map { " (id \($0))" } ?? "")
+            let choices = (task.annotations ?? []).filter { $0.wasCancelled != true }.lazy
+                .compactMap { $0.result?.first { $0.type == "choices" }?.value?.choices }.first
+            guard let choices else { continue }
+            guard choices.count == 1, let label = choices.first?.trimmingCharacters(in: .whitespaces) else {
+                throw LabelError(
+                    .malformed, file, location, "\(choices.count) choices: a face is labelled with one expression")
+            }
+            let data = task.data ?? [:]
+            guard let url = data["image"]?.string ?? data.keys.sorted().lazy.compactMap({ data[$0]?.string }).first
+            else {
+                throw LabelError(.malformed, file, location, "data names no image")
+            }
+            rows.append(
+                try row(
+                    photo(url, exists: exists), label, field: "data.image", labelField: "choices", seen: &seen,
+                    file: file, at: location))
+        }
+        guard !rows.isEmpty else {
+            throw LabelError(
+                .malformed, file, nil, "no task has an annotation choosing a label (\(tasks.count) tasks)")
+        }
+        return rows
+    }
+
+    /// The photo a Label Studio image URL names, relative to the images folder (see `labelStudio`).
+    static func photo(_ url: String, exists: (String) -> Bool) -> String {
+        if let query = url.range(of: "?d=") {
+            let path = String(url[query.upperBound...]).removingPercentEncoding ?? String(url[query.upperBound...])
+            let parts = path.split(separator: "/")
+            for start in stride(from: parts.count - 1, through: 0, by: -1) {
+                let name = parts[start...].joined(separator: "/")
+                if exists(name) { return name }
+            }
+            return parts.last.map(String.init) ?? path
+        }
+        let last = String(url.split(separator: "/").last ?? "")
+        let name = last.removingPercentEncoding ?? last
+        // Label Studio names an upload `xxxxxxxx-name`.
+        if !exists(name), let dash = name.firstIndex(of: "-"), name.distance(from: name.startIndex, to: dash) == 8,
+            name[..<dash].allSatisfy(\.isHexDigit)
+        {
+            return String(name[name.index(after: dash)...])
+        }
+        return name
+    }
+
+    /// A decoding error in a line: where in the JSON, and what.
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error.localizedDescription)" }
+        switch error {
+        case .dataCorrupted(let context), .typeMismatch(_, let context), .valueNotFound(_, let context),
+            .keyNotFound(_, let context):
+            let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return (path.isEmpty ? "" : "at \(path): ") + context.debugDescription
+        @unknown default: return "\(error)"
+        }
+    }
+
+    /// What an export holds of a task: its image and its annotations' results.
+    struct LabelStudioTask: Decodable {
+        struct Annotation: Decodable {
+            var result: [Result]?
+            var wasCancelled: Bool?
+            enum CodingKeys: String, CodingKey {
+                case result
+                case wasCancelled = "was_cancelled"
+            }
+        }
+        struct Result: Decodable {
+            var type: String?
+            var value: Value?
+        }
+        struct Value: Decodable { var choices: [String]? }
+        /// A `data` value: the image's URL is a string; other fields may be anything.
+        struct Field: Decodable {
+            var string: String?
+            init(from decoder: any Decoder) throws { string = try? decoder.singleValueContainer().decode(String.self) }
+        }
+        var id: Int?
+        var annotations: [Annotation]?
+        var data: [String: Field]?
     }
 
     /// RFC 4180 records with the line each starts on.

@@ -98,6 +98,41 @@ public struct ModelStore: Sendable {
         return description
     }
 
+    /// Where a file a description or pipeline names is: as given when absolute, else the first of the caches and the
+    /// manifest's folder that holds it (a head beside the model, or committed beside models.yml).
+    public func location(of reference: FileReference) -> URL {
+        if reference.file.hasPrefix("/") { return URL(fileURLWithPath: reference.file) }
+        let candidates = (caches + [root]).map { $0.appendingPathComponent(reference.file) }
+        return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates[0]
+    }
+
+    /// The head `reference` names, checked: its file found, its sha256 the one given, its contents whole. Heads are
+    /// small (7 rows of a layer's values): a file over 64 MB is refused unread.
+    public func head(_ reference: FileReference) throws(ModelError) -> EmotionHead {
+        let url = location(of: reference)
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? nil
+        guard let size else {
+            throw ModelError(
+                .missing,
+                "emotion head \(reference.file) is not at \(url.path) (sentinel eval emotion --fit writes one)")
+        }
+        guard size <= 64 << 20 else { throw ModelError(.manifest, "emotion head \(url.path) is over 64 MB") }
+        let actual = try Self.sha256(of: url)
+        guard actual == reference.sha256.lowercased() else {
+            throw ModelError(
+                .checksum,
+                "emotion head \(url.path) has sha256 \(actual), expected \(reference.sha256): it changed since it was named"
+            )
+        }
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw ModelError(.setup, "cannot read \(url.path): \(error.localizedDescription)", underlying: error)
+        }
+        do throws(ModelFileProblem) { return try EmotionHead.read(data, file: url.path) } catch {
+            throw ModelError(.manifest, error.description)
+        }
+    }
+
     /// One sentence telling a person how to get the file.
     public func howToObtain(_ entry: ModelManifest.Entry) -> String {
         if let package = entry.obtain.debian { return "install it with `apt-get install \(package)`" }

@@ -8,7 +8,7 @@ public import SentinelWire
 
 /// Labelled photos read as the live pipeline reads a face: the pipeline's detector (its largest face at the detector's
 /// score), the emotion settings' gate (face size, detection score), then the pipeline's `EmotionReader` (crop,
-/// alignment, mirror image, model, labels, calibration). `sentinel eval emotion` measures with it and fits
+/// alignment, mirror image, model, labels, head or calibration). `sentinel eval emotion` measures with it and fits
 /// calibrations on its model probabilities.
 public struct EmotionEvaluation: Sendable {
     /// A photo to read, with its true expression.
@@ -30,9 +30,10 @@ public struct EmotionEvaluation: Sendable {
     /// A face read.
     public struct Face: Sendable {
         public var photo: Photo
-        /// The model's probabilities over the seven, before calibration (what a calibration is fitted on).
-        public var probabilities: [Double]
-        /// What the pipeline publishes from it: calibrated probabilities and valence.
+        /// The model's probabilities over the seven, before calibration, and its feature layer's values (what a
+        /// calibration or a head is fitted on).
+        public var output: FaceOutput
+        /// What the pipeline publishes from it: the head's or the calibration's probabilities and valence.
         public var reading: EmotionReading
     }
 
@@ -45,7 +46,8 @@ public struct EmotionEvaluation: Sendable {
 
     public var faces: [Face] = []
     public var missed: [(photo: Photo, why: Miss)] = []
-    public let calibration: EmotionCalibration
+    /// The head or calibration the faces were read with.
+    public let readout: EmotionReadout
 
     /// Reads every photo with the pipeline `definition` describes. `progress` is told each photo done.
     public init(
@@ -55,9 +57,8 @@ public struct EmotionEvaluation: Sendable {
             throw ModelError(.unknown, "\(definition.file): emotion.enabled is false, so no face would be read")
         }
         let detector = try Pipeline.detector(definition, from: models)
-        let (classifier, calibration) = try EmotionReader.classifier(definition, from: models)
-        let reader = EmotionReader(classifier: classifier, calibration: calibration)
-        self.calibration = calibration
+        let reader = try EmotionReader.make(definition, from: models)
+        self.readout = reader.readout
         let threshold = definition.detectorSettings.scoreThreshold
         for (index, photo) in photos.enumerated() {
             defer { progress(index + 1) }
@@ -77,8 +78,11 @@ public struct EmotionEvaluation: Sendable {
                 missed.append((photo, .gated))
                 continue
             }
-            let probabilities = try reader.classifier.probabilities(image, face: face)
-            faces.append(Face(photo: photo, probabilities: probabilities, reading: calibration.reading(probabilities)))
+            let output = try reader.classifier.classify(image, face: face)
+            guard let reading = reader.readout.reading(output) else {
+                throw VisionError(.model, "the emotion head needs the model's feature layer, which it did not give")
+            }
+            faces.append(Face(photo: photo, output: output, reading: reading))
         }
     }
 }

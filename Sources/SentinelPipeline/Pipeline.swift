@@ -98,8 +98,7 @@ public struct Pipeline {
     ) {
         let detector = try Self.detector(definition, from: models)
         guard definition.emotionEnabled else { return (detector, nil) }
-        let (classifier, calibration) = try EmotionReader.classifier(definition, from: models)
-        return (detector, EmotionReader(classifier: classifier, calibration: calibration))
+        return (detector, try EmotionReader.make(definition, from: models))
     }
 
     /// The detector a definition names, reporting faces down to `privacy.review.scoreRatio` of its score for the

@@ -137,7 +137,9 @@ public struct SentinelService: Sendable {
         let definition = service.pipeline
         var started = definition
         started.sources = definition.sources.filter { options.sources?.contains($0.id) ?? true }
-        var problems = started.environmentProblems(models: models, frameSize: VideoFileSource.frameSize(of:))
+        var problems = started.environmentProblems(
+            models: models, frameSize: VideoFileSource.frameSize(of:),
+            openClassifier: FaceClassifier.open)
         func problem(_ path: String, _ message: String) {
             problems.append(ConfigProblem(file: definition.file, path: path, message: message))
         }

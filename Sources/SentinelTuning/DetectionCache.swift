@@ -16,8 +16,9 @@ public struct DetectionCache: Sendable {
         public var index: Int
         public var time: MediaTime
         public var detections: [Detection]
-        /// The emotion model's probabilities for each detection's box, before calibration (empty when emotion is off).
-        public var emotions: [Box: [Double]]
+        /// The emotion model's output for each detection's box, before the head or calibration (empty when emotion is
+        /// off).
+        public var emotions: [Box: FaceOutput]
         /// The frame's thumbnail, under a cadence that watches for changes (`detector.onChange`): which frames it
         /// detects depends on the pictures.
         public var thumbnail: Image?
@@ -30,8 +31,8 @@ public struct DetectionCache: Sendable {
     /// Where the recording's media time 0 sits on the wall clock: its file time, as a replay places it.
     public let origin: Date
     public var frames: [Frame]
-    /// The emotion model's own calibration, for trials whose pipeline gives none.
-    public let calibration: EmotionCalibration
+    /// The head or calibration the cache's pipeline reads with (a trial's pipeline varies none of the model's).
+    public let readout: EmotionReadout
     /// Seconds the decoding and detection took, for the speed-up a sweep reports.
     public var seconds: Double
 
@@ -41,7 +42,7 @@ public struct DetectionCache: Sendable {
             + DetectorSettings.settings.map { "\($0.key)=\($0.value(in: definition.detectorSettings))" }
             + [
                 definition.emotionEnabled
-                    ? "\(definition.emotionModel)|align=\(definition.emotionAlign)|mirror=\(definition.emotionMirror)"
+                    ? "\(definition.emotionModel)|align=\(definition.emotionAlign)|mirror=\(definition.emotionMirror)|head=\(definition.emotionHead?.sha256 ?? "model's")|calibration=\(definition.emotionCalibration.map { "\($0)" } ?? "model's")"
                     : "no-emotion"
             ]
             + (watchesChanges(definition) ? ["thumbnails"] : [])).joined(separator: "|")
@@ -57,17 +58,17 @@ public struct DetectionCache: Sendable {
     ) throws -> DetectionCache {
         let start = ContinuousClock.now
         let detector = try Pipeline.detector(definition, from: models)
-        let emotion = definition.emotionEnabled ? try EmotionReader.classifier(definition, from: models) : nil
+        let emotion = definition.emotionEnabled ? try EmotionReader.make(definition, from: models) : nil
         let source = try SourceSpec(recording).open(pacing: .fastest, logger: logger)
         var frames: [Frame] = []
         var size = (width: 0, height: 0)
         while let frame = try source.next() {
             if frames.isEmpty { size = (frame.image.width, frame.image.height) }
             let detections = try detector.detect(frame.image)
-            var emotions: [Box: [Double]] = [:]
-            if let classifier = emotion?.0 {
+            var emotions: [Box: FaceOutput] = [:]
+            if let classifier = emotion?.classifier {
                 for detection in detections {
-                    emotions[detection.box] = try classifier.probabilities(frame.image, face: detection)
+                    emotions[detection.box] = try classifier.classify(frame.image, face: detection)
                 }
             }
             let thumbnail = watchesChanges(definition) ? try ChangeWatch.thumbnail(of: frame.image) : nil
@@ -83,8 +84,7 @@ public struct DetectionCache: Sendable {
         return DetectionCache(
             recording: recording, key: key(definition), width: size.width, height: size.height, origin: origin,
             frames: frames,
-            calibration: definition.emotionEnabled
-                ? try models.classifier(named: definition.emotionModel).calibration ?? .identity : .identity,
+            readout: emotion?.readout ?? .calibration(.identity),
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         )
     }
@@ -120,7 +120,7 @@ final class CachedModels: FaceDetector, FaceClassifying {
         }
     }
 
-    func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double] {
+    func classify(_ image: Image, face: Detection) throws(VisionError) -> FaceOutput {
         guard let emotions = frame?.emotions[face.box] else {
             throw VisionError(.argument, "no cached emotion reading for this box")
         }

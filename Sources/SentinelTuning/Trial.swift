@@ -179,7 +179,7 @@ public enum Trial {
         var pipeline = Pipeline(
             definition: evaluation, source: definition.sources[0], detector: models,
             emotion: definition.emotionEnabled
-                ? EmotionReader(classifier: models, calibration: definition.emotionCalibration ?? cache.calibration)
+                ? EmotionReader(classifier: models, readout: cache.readout)
                 : nil,
             keys: try PseudonymKeyRing(), origin: cache.origin)
         let image = try Image(width: cache.width, height: cache.height)

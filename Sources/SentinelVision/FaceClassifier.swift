@@ -2,9 +2,10 @@ import CSentinelCV
 public import SentinelCore
 public import SentinelWire
 
-/// Gives the emotion model's probability of each of Sentinel's seven expressions for a face, before calibration.
+/// Gives the emotion model's probability of each of Sentinel's seven expressions for a face, before calibration, and its
+/// feature layer's values where the model names one.
 public protocol FaceClassifying: AnyObject {
-    func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double]
+    func classify(_ image: Image, face: Detection) throws(VisionError) -> FaceOutput
 }
 
 /// An ONNX network run on the crop its description asks for around a face (`ClassifierDescription`): the crop, then
@@ -16,6 +17,8 @@ public final class FaceClassifier: FaceClassifying {
     private let handle: OpaquePointer
     private let crops: Int
     private var buffer: [Float]
+    /// The feature layer's values of each crop, where the description names a layer.
+    private var features: [Float]
 
     /// `align`: turn the crop by the eyes where the description asks for it; `mirror`: read the mirror image too.
     public init(modelPath: String, model: ClassifierDescription, align: Bool = true, mirror: Bool = false)
@@ -48,16 +51,30 @@ public final class FaceClassifier: FaceClassifying {
         input.align = align && model.crop.align == .eyes ? 1 : 0
         input.mirror = mirror ? 1 : 0
         var out: OpaquePointer?
-        try bridge { snl_classifier_create(modelPath, &input, &out, $0) }
+        var size: Int32 = 0
+        try bridge { snl_classifier_create(modelPath, &input, model.features?.layer, &out, &size, $0) }
         self.model = model
         self.handle = out!
         crops = mirror ? 2 : 1
+        if let layer = model.features, layer.size != Int(size) {
+            throw VisionError(
+                .model,
+                "classifier \(modelPath): its layer \(layer.layer) gives \(size) values, its description says \(layer.size)"
+            )
+        }
+        features = [Float](repeating: 0, count: crops * Int(size))
         // Room for a network that returns its whole input (the tests' graphs that prove the crop).
         let room = max(model.labels.count, model.input.width * model.input.height * model.input.channels.count)
         buffer = [Float](repeating: 0, count: crops * room)
     }
 
     deinit { snl_classifier_destroy(handle) }
+
+    /// Loads the model at `path` as `model` describes it, and lets it go: a network OpenCV cannot read, or a feature
+    /// layer it lacks or of another size than described, is a `VisionError` (what `sentinel check` runs).
+    public static func open(_ path: String, _ model: ClassifierDescription) throws {
+        _ = try FaceClassifier(modelPath: path, model: model, align: false, mirror: false)
+    }
 
     /// The network's raw outputs for each crop of the face (the crop, then its mirror image), in the network's order.
     public func outputs(_ image: Image, face: Detection) throws(VisionError) -> [[Double]] {
@@ -74,13 +91,19 @@ public final class FaceClassifier: FaceClassifying {
         var count: Int32 = 0
         let capacity = Int32(buffer.count)
         _ = try buffer.withUnsafeMutableBufferPointer { values throws(VisionError) in
-            try bridge { snl_classifier_run(handle, image.handle, &raw, values.baseAddress, capacity, &count, $0) }
+            try features.withUnsafeMutableBufferPointer { features throws(VisionError) in
+                try bridge {
+                    snl_classifier_run(
+                        handle, image.handle, &raw, values.baseAddress, capacity, &count, features.baseAddress, $0)
+                }
+            }
         }
         let width = Int(count) / crops
         return (0..<crops).map { crop in buffer[crop * width..<(crop + 1) * width].map(Double.init) }
     }
 
-    public func probabilities(_ image: Image, face: Detection) throws(VisionError) -> [Double] {
+    /// The probabilities over the seven, and the feature layer's values averaged over the crops.
+    public func classify(_ image: Image, face: Detection) throws(VisionError) -> FaceOutput {
         let outputs = try outputs(image, face: face)
         guard outputs.allSatisfy({ $0.count == readings.count }) else {
             throw VisionError(
@@ -88,6 +111,10 @@ public final class FaceClassifier: FaceClassifying {
                 "classifier gave \(outputs.first?.count ?? 0) values a crop; its description names \(readings.count) labels"
             )
         }
-        return model.probabilities(from: outputs, readings: readings)
+        var averaged: [Float]?
+        if let size = model.features?.size {
+            averaged = (0..<size).map { j in (0..<crops).reduce(0) { $0 + features[$1 * size + j] } / Float(crops) }
+        }
+        return FaceOutput(probabilities: model.probabilities(from: outputs, readings: readings), features: averaged)
     }
 }

@@ -373,7 +373,9 @@ public struct ZoneEditor: Sendable {
     /// What `sentinel check` finds in the file's text: the YAML, every field, this machine's inputs and models.
     static func problems(of text: String, file: String, models: ModelStore) throws(ConfigError) -> [ConfigProblem] {
         let definition = try parse(text, file: file)
-        return definition.pipeline.environmentProblems(models: models, frameSize: VideoFileSource.frameSize(of:))
+        return definition.pipeline.environmentProblems(
+            models: models, frameSize: VideoFileSource.frameSize(of:),
+            openClassifier: FaceClassifier.open)
     }
 
 }

@@ -20,7 +20,7 @@ enum FuzzTarget: String, CaseIterable {
     case mot, cvat, labelstudio, truth
     /// A site's visitor event or gauge reading, as the fleet decodes and checks it (`EventCheck`).
     case event
-    /// A CSV of labelled photos (`eval emotion --labels`).
+    /// A CSV or Label Studio export of labelled photos (`eval emotion --labels`).
     case emotionlabels
     /// A pipeline file, with a `--set` taken from its first line; a fleet file; a tuning space.
     case pipeline, fleet, space
@@ -43,7 +43,7 @@ enum FuzzTarget: String, CaseIterable {
         case .cvat: (["Tests/Corpus/labels"], ["xml"])
         case .labelstudio, .truth: (["Tests/Corpus/labels"], ["json"])
         case .event: (["Tests/Corpus/mqtt"], ["json"])
-        case .emotionlabels: (["Tests/Corpus/emotion"], ["csv"])
+        case .emotionlabels: (["Tests/Corpus/emotion"], ["csv", "json"])
         case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml"], ["yml"])
         case .fleet: (["Tests/Corpus/fleets", "Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
@@ -75,7 +75,7 @@ enum FuzzTarget: String, CaseIterable {
                 try? check.validate(reading.payload)
             }
         case .emotionlabels:
-            _ = try? EmotionLabels.csv(data, file: "fuzz.csv")
+            _ = try? EmotionLabels.rows(data, file: "fuzz") { $0.hasPrefix("a") }
         case .pipeline:
             let text = String(decoding: bytes, as: UTF8.self)
             let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)

@@ -26,16 +26,25 @@ extension Eval {
                 matrix, the expected calibration error (15 bins of the top probability), the mean published valence \
                 per label and its correlation with the labels' valence.
 
-                --fit fits a calibration (temperature and offsets by log-loss, valence by least squares) and prints \
-                its figures cross-validated: each fold of people (the name before a file's last _number) read with a \
-                calibration fitted on the other folds, never on its own photos. --apply writes the calibration fitted \
-                on all the photos into the pipeline file's emotion.calibration.
+                --fit adapts the model to the photos. For a model whose description names a feature layer, it fits a \
+                head: a multinomial logistic regression from that layer to the seven, its L2 penalty and class \
+                weighting chosen by cross-validation by person, then a temperature; it writes the head as a file \
+                beside the model (or --head FILE) and prints its sha256. For another model it fits a calibration of \
+                the seven outputs (scales and offsets by log-loss, valence by least squares). Either way it prints the \
+                per-label figures before and after, cross-validated: each fold of people (the name before a file's \
+                last _number) read with what was fitted on the other folds, never on its own photos. It refuses photos \
+                of fewer than \(Self.minPeople) people, or a label with fewer than \(Self.minFacesPerLabel) faces \
+                (leave such a label out). --apply writes what was fitted on all the photos into the pipeline file: \
+                emotion.head (its file and sha256), or emotion.calibration.
                 """)
 
         @Argument(help: "Folder of photos.")
         var images: String
 
-        @Option(help: "CSV of image,emotion rows (default: one folder per label in IMAGES).")
+        @Option(
+            help:
+                "CSV of image,emotion rows, or a Label Studio image-classification export (JSON; default: one folder per label in IMAGES)."
+        )
         var labels: String?
 
         @Option(help: "Pipeline file.")
@@ -52,6 +61,13 @@ extension Eval {
 
         @Option(help: "With --fit: folds of the cross-validation.")
         var folds = 5
+
+        @Option(help: "With --fit, for a model with a feature layer: the head's file (default: beside the model).")
+        var head: String?
+
+        /// The least a fit rests on: people, and faces of each label it reads.
+        static let minPeople = 10
+        static let minFacesPerLabel = 10
 
         @OptionGroup var settings: SettingOverrides
         @OptionGroup var models: ModelOptions
@@ -86,17 +102,24 @@ extension Eval {
                 photos.photos.map {
                     .init(name: $0.name, path: $0.path, truth: photos.emotion(of: $0)!, group: $0.person)
                 }, definition: definition, models: store)
-            let calibrationSource =
-                definition.emotionCalibration != nil
-                ? "the pipeline's" : description.calibration != nil ? "the model's" : "none"
+            let readoutSource =
+                if let head = definition.emotionHead {
+                    "the pipeline's head \(head.file)"
+                } else if definition.emotionCalibration != nil {
+                    "the pipeline's calibration"
+                } else if let head = description.head {
+                    "the model's head \(head.file)"
+                } else {
+                    description.calibration != nil ? "the model's calibration" : "the model's outputs as they are"
+                }
             print(
-                "pipeline \(pipeline): detector \(definition.detection.kind.rawValue), emotion model \(definition.emotionModel) (\(description.input.width)x\(description.input.height) \(description.input.channels.rawValue), align \(definition.emotionAlign && description.crop.align == .eyes ? "eyes" : "none"), mirror \(definition.emotionMirror ? "on" : "off")), calibration: \(calibrationSource)"
+                "pipeline \(pipeline): detector \(definition.detection.kind.rawValue), emotion model \(definition.emotionModel) (\(description.input.width)x\(description.input.height) \(description.input.channels.rawValue), align \(definition.emotionAlign && description.crop.align == .eyes ? "eyes" : "none"), mirror \(definition.emotionMirror ? "on" : "off")), read with \(readoutSource)"
             )
-            if let fitted = evaluation.calibration.fitted {
-                print("  calibration fitted: \(fitted)")
+            if let fitted = evaluation.readout.fitted {
+                print("  fitted: \(fitted)")
                 if fitted.contains(photos.fingerprint) {
                     print(
-                        "  in-sample: the calibration was fitted on these very photos, so the figures below flatter it; --fit prints them cross-validated"
+                        "  in-sample: it was fitted on these very photos, so the figures below flatter it; --fit prints them cross-validated"
                     )
                 }
             }
@@ -117,31 +140,9 @@ extension Eval {
                 summary: score, faces: evaluation.faces.map(Report.Face.init),
                 noFace: evaluation.missed.map(\.photo.name))
             if fit {
-                let samples = evaluation.faces.map {
-                    CalibrationFit.Sample(probabilities: $0.probabilities, truth: $0.photo.truth, group: $0.photo.group)
-                }
-                let groups = Set(samples.map(\.group)).count
-                print(
-                    "\nfit: scales and offsets by log-loss, valence by least squares; \(folds)-fold cross-validation by person (\(groups) people): each fold read with a calibration fitted on the other folds"
-                )
-                let validated = EmotionScore(
-                    CalibrationFit.crossValidated(samples, folds: folds), minConfidence: minConfidence)
-                Self.report(validated, minConfidence: minConfidence)
-                var calibration = CalibrationFit.fit(samples)
-                let source = ((labels ?? images) as NSString).lastPathComponent
-                calibration.fitted =
-                    "sentinel eval emotion --fit on \(samples.count) faces of \(groups) people (\(source)), labels \(photos.fingerprint)"
-                print(
-                    "\nfitted on all \(samples.count) faces (Models/models.yml's block, or a pipeline's emotion: section):"
-                )
-                for line in Self.lines(calibration) { print("  " + line) }
-                output.fit = .init(crossValidated: validated, folds: folds, calibration: calibration)
-                if apply {
-                    try Self.write(calibration, into: pipeline, store: store)
-                    print("applied to \(pipeline) (emotion.calibration)")
-                } else {
-                    print("--apply writes it into \(pipeline)")
-                }
+                output.fit = try fitAndReport(
+                    evaluation, photos: photos, definition: definition, description: description, store: store,
+                    minConfidence: minConfidence)
             }
             if let json {
                 let encoder = JSONEncoder()
@@ -150,24 +151,164 @@ extension Eval {
             }
         }
 
-        /// The calibration as `emotion.calibration` settings, written into the pipeline's text (every other byte kept)
-        /// and checked as the file will be read.
-        static func write(_ calibration: EmotionCalibration, into pipeline: String, store: ModelStore) throws {
+        /// Fits a head (a model with a feature layer) or a calibration, prints the per-label figures before and after
+        /// cross-validated, writes the head's file, and with --apply puts what was fitted in the pipeline.
+        func fitAndReport(
+            _ evaluation: EmotionEvaluation, photos: EmotionLabels, definition: PipelineDefinition,
+            description: ClassifierDescription, store: ModelStore, minConfidence: Double
+        ) throws -> Report.Fit {
+            let faces = evaluation.faces
+            let people = Set(faces.map(\.photo.group)).count
+            var perLabel: [Emotion: Int] = [:]
+            for face in faces { perLabel[face.photo.truth, default: 0] += 1 }
+            guard people >= Self.minPeople else {
+                throw CommandError(
+                    "--fit: the faces read are of \(people) people; a fit needs at least \(Self.minPeople), or its figures describe those people, not a camera's"
+                )
+            }
+            if let thin = Emotion.allCases.first(where: { (1..<Self.minFacesPerLabel).contains(perLabel[$0] ?? 0) }) {
+                throw CommandError(
+                    "--fit: \(thin.rawValue) has \(perLabel[thin]!) faces read; a label needs at least \(Self.minFacesPerLabel) to be fitted (label more, or leave it out)"
+                )
+            }
+            let source = ((labels ?? images) as NSString).lastPathComponent
+            let crop = definition.emotionCrop(description)
+            var peopleByLabel: [Emotion: Set<String>] = [:]
+            for face in faces { peopleByLabel[face.photo.truth, default: []].insert(face.photo.group) }
+            let model = EmotionScore(
+                faces.map { ($0.photo.truth, EmotionCalibration.identity.reading($0.output.probabilities)) },
+                minConfidence: minConfidence)
+            let calibrationSamples = faces.map {
+                CalibrationFit.Sample(
+                    probabilities: $0.output.probabilities, truth: $0.photo.truth, group: $0.photo.group)
+            }
+            let calibrated = EmotionScore(
+                CalibrationFit.crossValidated(calibrationSamples, folds: folds), minConfidence: minConfidence)
+            print(
+                "\nfit on \(faces.count) faces of \(people) people; figures cross-validated by person, \(folds) folds: each fold read with what was fitted on the others"
+            )
+            guard let layer = description.features else {
+                Self.compare([("model alone", model), ("calibration", calibrated)], people: peopleByLabel)
+                var calibration = CalibrationFit.fit(calibrationSamples)
+                calibration.fitted =
+                    "sentinel eval emotion --fit on \(faces.count) faces of \(people) people (\(source)), labels \(photos.fingerprint)"
+                calibration.fittedWith = crop
+                print(
+                    "\nthe calibration fitted on all \(faces.count) faces (Models/models.yml's block, or a pipeline's emotion: section):"
+                )
+                for line in Self.lines(calibration) { print("  " + line) }
+                if apply {
+                    try Self.write(Self.settings(calibration), into: pipeline, store: store) {
+                        $0.emotionCalibration == Self.rounded(calibration)
+                    }
+                    print("applied to \(pipeline) (emotion.calibration)")
+                } else {
+                    print("--apply writes it into \(pipeline)")
+                }
+                return Report.Fit(crossValidated: calibrated, folds: folds, calibration: calibration, head: nil)
+            }
+            let headSamples = faces.map {
+                HeadFit.Sample(features: $0.output.features ?? [], truth: $0.photo.truth, group: $0.photo.group)
+            }
+            let fitted = HeadFit.fit(headSamples, folds: folds)
+            let adapted = EmotionScore(fitted.crossValidated, minConfidence: minConfidence)
+            Self.compare(
+                [("model alone", model), ("calibration", calibrated), ("head", adapted)], people: peopleByLabel)
+            print(
+                "\nhead over layer \(layer.layer) (\(layer.size) values): chosen by cross-validation, "
+                    + String(
+                        format: "C %g, class weight %@, temperature %.3f", fitted.candidate.c,
+                        fitted.candidate.classWeight, fitted.temperature)
+            )
+            let modelEntry = store.manifest.entry(named: definition.emotionModel)!
+            let head = EmotionHead(
+                features: layer, modelSHA256: modelEntry.sha256, crop: crop, weights: fitted.weights, bias: fitted.bias,
+                temperature: fitted.temperature,
+                fitted: .init(
+                    command: "sentinel eval emotion --fit on \(faces.count) faces of \(people) people (\(source))",
+                    labels: photos.fingerprint, faces: faces.count, people: people, c: fitted.candidate.c,
+                    classWeight: fitted.candidate.classWeight))
+            let file =
+                self.head
+                ?? store.cache.appendingPathComponent(
+                    "\(definition.emotionModel)-head-\(photos.fingerprint).json"
+                ).path
+            let data = head.json()
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try OutputFile.write(data, to: file)
+            } catch { throw CommandError("cannot write the head to \(file): \(error.localizedDescription)") }
+            let sha256 = try ModelStore.sha256(of: URL(fileURLWithPath: file))
+            let name = self.head == nil ? (file as NSString).lastPathComponent : file
+            print("written to \(file), sha256 \(sha256)")
+            print("  a pipeline's emotion: section names it as head: { file: \(name), sha256: \(sha256) }")
+            if apply {
+                guard definition.emotionCalibration == nil else {
+                    throw CommandError(
+                        "--apply: \(pipeline) gives emotion.calibration, which a head replaces: remove it, then apply again"
+                    )
+                }
+                try Self.write(
+                    [("emotion.head.file", name), ("emotion.head.sha256", sha256)], into: pipeline, store: store
+                ) { $0.emotionHead == FileReference(file: name, sha256: sha256) }
+                print("applied to \(pipeline) (emotion.head)")
+            } else {
+                print("--apply writes it into \(pipeline)")
+            }
+            return Report.Fit(crossValidated: adapted, folds: folds, calibration: nil, head: name)
+        }
+
+        /// Settings written into the pipeline's text (every other byte kept) and checked as the file will be read:
+        /// `check` says whether it reads back as meant.
+        static func write(
+            _ settings: [(key: String, value: String)], into pipeline: String, store: ModelStore,
+            check: (PipelineDefinition) -> Bool
+        ) throws {
             let original = try String(contentsOfFile: pipeline, encoding: .utf8)
             do {
                 // Each key the file lacks goes in first in its mapping: written last to first, they read in order.
-                let written = try SettingsEditor.apply(
-                    Self.settings(calibration).reversed(), to: original, file: pipeline)
+                let written = try SettingsEditor.apply(settings.reversed(), to: original, file: pipeline)
                 let checked = try ServiceDefinition.parse(written, file: pipeline)
                 let problems = checked.pipeline.environmentProblems(
-                    models: store, frameSize: VideoFileSource.frameSize(of:))
+                    models: store, frameSize: VideoFileSource.frameSize(of:),
+                    openClassifier: FaceClassifier.open)
                 guard problems.isEmpty else { throw ConfigError(problems: problems) }
-                guard checked.pipeline.emotionCalibration == Self.rounded(calibration) else {
-                    throw CommandError("the calibration did not read back as written into \(pipeline)")
+                guard check(checked.pipeline) else {
+                    throw CommandError("what was fitted did not read back as written into \(pipeline)")
                 }
                 do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }
             } catch let error as ConfigError {
-                throw CommandError("the calibration cannot be written into \(pipeline): \(error.description)")
+                throw CommandError("what was fitted cannot be written into \(pipeline): \(error.description)")
+            }
+        }
+
+        /// Per label, side by side: faces and people, then each reading's recall and mean valence; then the summary.
+        static func compare(_ columns: [(name: String, score: EmotionScore)], people: [Emotion: Set<String>]) {
+            Swift.print(
+                "  label      faces people  "
+                    + columns.map { "\($0.name) (recall, valence)".padding(toLength: 30, withPad: " ", startingAt: 0) }
+                    .joined())
+            let first = columns[0].score
+            for emotion in Emotion.allCases {
+                guard let count = first.counts[emotion.rawValue] else { continue }
+                var line =
+                    "  " + emotion.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    + String(format: " %5d %6d  ", count, people[emotion]?.count ?? 0)
+                for column in columns {
+                    line += String(
+                        format: "%6.3f  %+6.3f                ", column.score.recall[emotion.rawValue] ?? 0,
+                        column.score.meanValence[emotion.rawValue] ?? 0)
+                }
+                Swift.print(line)
+            }
+            for (name, score) in columns {
+                Swift.print(
+                    "  " + name.padding(toLength: 12, withPad: " ", startingAt: 0)
+                        + String(
+                            format:
+                                "accuracy %.3f, mean recall %.3f, calibration error %.3f, valence correlation %.3f",
+                            score.accuracy, score.meanRecall, score.calibrationError, score.valenceCorrelation))
             }
         }
 
@@ -177,7 +318,7 @@ extension Eval {
             return EmotionCalibration(
                 temperature: r(calibration.temperature), scales: calibration.scales.map(r),
                 offsets: calibration.offsets.map(r),
-                valence: calibration.valence.map(r), fitted: calibration.fitted)
+                valence: calibration.valence.map(r), fitted: calibration.fitted, fittedWith: calibration.fittedWith)
         }
 
         static func settings(_ calibration: EmotionCalibration) -> [(key: String, value: String)] {
@@ -196,6 +337,13 @@ extension Eval {
             if let fitted = c.fitted, let data = try? JSONEncoder().encode(fitted) {
                 settings.append(("emotion.calibration.fitted", String(decoding: data, as: UTF8.self)))
             }
+            if let crop = c.fittedWith {
+                settings += [
+                    ("emotion.calibration.fittedWith.margin", "\(crop.margin)"),
+                    ("emotion.calibration.fittedWith.align", "\(crop.align)"),
+                    ("emotion.calibration.fittedWith.mirror", "\(crop.mirror)"),
+                ]
+            }
             return settings
         }
 
@@ -210,6 +358,9 @@ extension Eval {
             return ["calibration:", String(format: "  temperature: %.4f", c.temperature)]
                 + [block("scales", c.scales), block("offsets", c.offsets), block("valence", c.valence)]
                 + (c.fitted.map { ["  fitted: \($0)"] } ?? [])
+                + (c.fittedWith.map {
+                    ["  fittedWith: { margin: \($0.margin), align: \($0.align), mirror: \($0.mirror) }"]
+                } ?? [])
         }
 
         static func report(_ s: EmotionScore, minConfidence: Double) {
@@ -272,7 +423,9 @@ extension Eval {
             struct Fit: Encodable {
                 var crossValidated: EmotionScore
                 var folds: Int
-                var calibration: EmotionCalibration
+                var calibration: EmotionCalibration?
+                /// The head's file, as a pipeline names it.
+                var head: String?
             }
         }
     }

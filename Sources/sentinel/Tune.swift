@@ -294,7 +294,8 @@ extension Tune {
                 chosen.keys.sorted().map { ($0, chosen[$0]!) }, to: original, file: pipeline)
             let checked = try ServiceDefinition.parse(written, file: pipeline)
             let problems = checked.pipeline.environmentProblems(
-                models: store, frameSize: VideoFileSource.frameSize(of:))
+                models: store, frameSize: VideoFileSource.frameSize(of:),
+                openClassifier: FaceClassifier.open)
             guard problems.isEmpty else { throw ConfigError(problems: problems) }
             copy = try SettingsEditor.absolute(checked.pipeline.relativePaths, in: written, file: pipeline)
         } catch let error as ConfigError {

@@ -1,9 +1,11 @@
 import Foundation
+import SentinelModels
 import SentinelTestSupport
 import Testing
 
 /// `sentinel eval emotion` as an operator runs it: photos read as the pipeline reads a face, the figures, the JSON, the
-/// fit written into a pipeline; and on ../shared/emotion, the shipped calibration and the issue's targets.
+/// head fitted and named in a pipeline, and what check refuses of it; and on ../shared/emotion, the shipped head and the
+/// issue's targets.
 @Suite("sentinel eval emotion", .ownThread)
 struct EvalEmotionTests {
     struct Report: Decodable {
@@ -26,7 +28,8 @@ struct EvalEmotionTests {
         }
         struct Fit: Decodable {
             var crossValidated: Summary
-            var calibration: Calibration
+            var calibration: Calibration?
+            var head: String?
         }
         struct Calibration: Decodable, Equatable {
             var temperature: Double
@@ -38,6 +41,10 @@ struct EvalEmotionTests {
         var faces: [Face]
         var noFace: [String]
         var fit: Fit?
+    }
+
+    func sha256(_ path: String) throws -> String {
+        try ModelStore.sha256(of: URL(fileURLWithPath: path))
     }
 
     func sentinel(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
@@ -69,7 +76,7 @@ struct EvalEmotionTests {
         #expect(output.contains("faces read 2; photos without a reading 1"), "\(output)")
         #expect(output.contains("1 no face at the detector's score: 640px-IceBlockNearJoekullsarlon.jpg"), "\(output)")
         #expect(output.contains("accuracy 1.000, mean recall over labels 1.000 (2 faces)"), "\(output)")
-        #expect(output.contains("calibration: the model's"), "\(output)")
+        #expect(output.contains("read with the model's head emotion-head.json"), "\(output)")
         let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
         #expect(report.noFace == ["640px-IceBlockNearJoekullsarlon.jpg"])
         #expect(report.faces.map(\.image) == ["astronaut.png", "grace_hopper_512x512.jpg"])
@@ -133,36 +140,133 @@ struct EvalEmotionTests {
             twice.status == 1 && twice.errors.contains("\(labels):3: good.jpg is labelled twice"), "\(twice.errors)")
     }
 
-    @Test("--fit --apply writes the fitted calibration into the pipeline, which check accepts and eval then uses")
-    func fitAndApply() async throws {
-        let (folder, labels) = try handLabelled()
-        let pipeline = folder.appendingPathComponent("p.yml").path
-        try """
-        version: 1
-        sources:
-          - id: door
-            input: rtsp://127.0.0.1:9/stream   # never opened by eval
-        emotion:
-          minConfidence: 0.4   # kept as written
+    /// 24 photos of 12 people (each a shifted, scaled, lit and turned copy of the two portraits): 12 happy, 12 neutral.
+    func twelvePeople() async throws -> (folder: URL, labels: String) {
+        let folder = try Fixtures.temporaryFolder()
+        let script = """
+            import cv2, sys, math
+            out = sys.argv[1]
+            rows = ["image,emotion"]
+            for source, label in (("astronaut.png", "happiness"), ("grace_hopper_512x512.jpg", "neutral")):
+                image = cv2.imread(sys.argv[2] + "/" + source)
+                h, w = image.shape[:2]
+                for k in range(12):
+                    m = cv2.getRotationMatrix2D((w / 2, h / 2), (k - 6) * 2.5, 0.8 + 0.03 * k)
+                    m[0, 2] += (k % 4 - 2) * 9
+                    m[1, 2] += (k % 3 - 1) * 9
+                    v = cv2.warpAffine(image, m, (w, h), borderMode=cv2.BORDER_REPLICATE)
+                    v = cv2.convertScaleAbs(v, alpha=0.75 + 0.04 * k, beta=(k % 5) * 6)
+                    name = "%s%02d_1.jpg" % (label[:1], k)
+                    cv2.imwrite(out + "/" + name, v)
+                    rows.append(name + "," + label)
+            open(out + "/labels.csv", "w").write("\\n".join(rows) + "\\n")
+            """
+        let outcome = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"), ["-c", script, folder.path, Fixtures.photos.path], timeout: 120)
+        try #require(outcome.status == 0, "\(outcome.errors)")
+        return (folder, folder.appendingPathComponent("labels.csv").path)
+    }
 
-        """.write(toFile: pipeline, atomically: true, encoding: .utf8)
-        let fitted = try await sentinel([
-            "eval", "emotion", Fixtures.photos.path, "--labels", labels, "--pipeline", pipeline, "--fit", "--folds",
-            "2",
-            "--apply",
-        ])
+    @Test(
+        "--fit fits a head over the model's feature layer, prints before and after by person, writes it with its sha256; --apply names it in the pipeline, which check accepts; check refuses it read without the mirror, changed, of another size, or over a layer the model lacks; a fit on too few people is refused"
+    )
+    func fitAndApply() async throws {
+        let (folder, labels) = try await twelvePeople()
+        let pipeline = folder.appendingPathComponent("p.yml").path
+        let text = """
+            version: 1
+            sources:
+              - id: door
+                input: rtsp://127.0.0.1:9/stream   # never opened by eval
+            emotion:
+              minConfidence: 0.4   # kept as written
+
+            """
+        try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let head = folder.appendingPathComponent("head.json").path
+        let fitted = try await Fixtures.run(
+            Fixtures.sentinel,
+            [
+                "eval", "emotion", folder.path, "--labels", labels, "--pipeline", pipeline, "--fit", "--folds", "3",
+                "--head", head, "--apply",
+            ], timeout: 600)
         #expect(fitted.status == 0, "\(fitted.errors)")
-        #expect(fitted.output.contains("2-fold cross-validation by person (2 people)"), "\(fitted.output)")
-        #expect(fitted.output.contains("applied to \(pipeline) (emotion.calibration)"), "\(fitted.output)")
-        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
-        #expect(text.contains("minConfidence: 0.4   # kept as written") && text.contains("calibration:"), "\(text)")
+        #expect(fitted.output.contains("fit on 24 faces of 24 people"), "\(fitted.output)")
+        #expect(
+            fitted.output.contains("model alone (recall, valence) calibration (recall, valence) head"),
+            "\(fitted.output)")
+        #expect(
+            fitted.output.contains("head over layer add_4 (2048 values): chosen by cross-validation"),
+            "\(fitted.output)")
+        let sha = try sha256(head)
+        #expect(fitted.output.contains("written to \(head), sha256 \(sha)"), "\(fitted.output)")
+        #expect(fitted.output.contains("applied to \(pipeline) (emotion.head)"), "\(fitted.output)")
+        let written = try String(contentsOfFile: pipeline, encoding: .utf8)
+        #expect(written.contains("minConfidence: 0.4   # kept as written") && written.contains(sha), "\(written)")
         let check = try await sentinel(["check", pipeline])
         #expect(check.status == 0, "\(check.output)\(check.errors)")
-        let again = try await sentinel([
-            "eval", "emotion", Fixtures.photos.path, "--labels", labels, "--pipeline", pipeline,
+        let again = try await sentinel(["eval", "emotion", folder.path, "--labels", labels, "--pipeline", pipeline])
+        #expect(again.output.contains("read with the pipeline's head \(head)"), "\(again.output)")
+        #expect(again.output.contains("in-sample: it was fitted on these very photos"), "\(again.output)")
+
+        // Read without the mirror images it was fitted with.
+        try written.replacingOccurrences(of: "# kept as written", with: "# kept as written\n  mirror: false").write(
+            toFile: pipeline, atomically: true, encoding: .utf8)
+        let unmirrored = try await sentinel(["check", pipeline])
+        #expect(
+            unmirrored.status == 1
+                && (unmirrored.output + unmirrored.errors).contains(
+                    "was fitted on faces read another way (emotion.mirror: false, fitted with true)"),
+            "\(unmirrored.output)\(unmirrored.errors)")
+        try written.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        // Changed after it was named.
+        let original = try Data(contentsOf: URL(fileURLWithPath: head))
+        try (original + Data(" ".utf8)).write(to: URL(fileURLWithPath: head))
+        let changed = try await sentinel(["check", pipeline])
+        #expect(
+            changed.status == 1
+                && (changed.output + changed.errors).contains("expected \(sha): it changed since it was named"),
+            "\(changed.output)\(changed.errors)")
+        // Of another size, its checksum named right.
+        var json = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+        json["features"] = ["layer": "add_4", "size": 4]
+        json["weights"] = Array(repeating: [0.0, 0, 0, 0], count: 7)
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: head))
+        try text.appending("  head: { file: \(head), sha256: \(try sha256(head)) }\n").write(
+            toFile: pipeline, atomically: true, encoding: .utf8)
+        let small = try await sentinel(["check", pipeline])
+        #expect(
+            small.status == 1
+                && (small.output + small.errors).contains(
+                    "reads layer add_4 of 4 values; model emotion names add_4 of 2048"),
+            "\(small.output)\(small.errors)")
+        // A model description naming a layer the network lacks.
+        let models = folder.appendingPathComponent("models")
+        try FileManager.default.createDirectory(at: models, withIntermediateDirectories: true)
+        let manifest = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Models/models.yml"), encoding: .utf8)
+        try manifest.replacingOccurrences(of: "layer: add_4", with: "layer: add_9").write(
+            to: models.appendingPathComponent("models.yml"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(
+            at: models.appendingPathComponent("cache"),
+            withDestinationURL: Fixtures.root.appendingPathComponent("Models/cache"))
+        try FileManager.default.copyItem(
+            at: Fixtures.root.appendingPathComponent("Models/emotion-head.json"),
+            to: models.appendingPathComponent("emotion-head.json"))
+        try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let layer = try await sentinel(["check", pipeline, "--models", models.path])
+        #expect(
+            layer.status == 1 && (layer.output + layer.errors).contains("has no layer add_9"),
+            "\(layer.output)\(layer.errors)")
+
+        // Two people are not a camera's faces.
+        let (_, few) = try handLabelled()
+        let refused = try await sentinel([
+            "eval", "emotion", Fixtures.photos.path, "--labels", few, "--pipeline", pipeline, "--fit",
         ])
-        #expect(again.output.contains("calibration: the pipeline's"), "\(again.output)")
-        #expect(again.output.contains("in-sample: the calibration was fitted on these very photos"), "\(again.output)")
+        #expect(
+            refused.status == 1 && refused.errors.contains("the faces read are of 2 people; a fit needs at least 10"),
+            "\(refused.output)\(refused.errors)")
     }
 
     @Test("check refuses a face detector named as the emotion model, with the file and line")
@@ -187,47 +291,41 @@ struct EvalEmotionTests {
     }
 
     @Test(
-        "on ../shared/emotion, cross-validated by person, the shipped calibration meets the targets and --fit gives it again",
+        "on ../shared/emotion, cross-validated by person, the head meets the targets and --fit gives the shipped head again",
         .enabled(if: Fixtures.hasShared, "needs ../shared/emotion (the labelled faces), which a fresh clone lacks"))
     func sharedTargets() async throws {
-        let json = try Fixtures.temporaryFolder().appendingPathComponent("fit.json").path
+        let folder = try Fixtures.temporaryFolder()
+        let json = folder.appendingPathComponent("fit.json").path
+        let head = folder.appendingPathComponent("head.json").path
         let outcome = try await Fixtures.run(
             Fixtures.sentinel,
             [
                 "eval", "emotion", Fixtures.sharedFile("emotion/images"), "--labels",
-                Fixtures.sharedFile("emotion/labels.csv"),
-                "--fit", "--json", json,
+                Fixtures.sharedFile("emotion/labels.csv"), "--fit", "--json", json, "--head", head,
             ], timeout: 900)
         let output = outcome.output
         #expect(outcome.status == 0, "\(outcome.errors)")
         let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
-        let fit = try #require(report.fit)
-        let figures = fit.crossValidated
-        // The issue's targets, on photos no fold's calibration saw.
-        #expect(figures.accuracy >= 0.62, "\(output)")
+        let figures = try #require(report.fit).crossValidated
+        // The issue's targets are for other people; these, on photos no fold's head saw, are a little above where
+        // other people's figures land (docs/emotion.md: accuracy and correlation on another mix of labels differ).
+        #expect(figures.accuracy >= 0.70 && figures.meanRecall >= 0.53, "\(output)")
+        #expect(figures.calibrationError <= 0.04 && figures.valenceCorrelation >= 0.74, "\(output)")
         #expect(abs(figures.meanValence["neutral"]!) <= 0.10, "\(output)")
-        #expect(figures.meanValence["surprise"]! >= 0, "\(output)")
-        #expect(figures.meanValence["happy"]! >= 0.6, "\(output)")
-        #expect(figures.calibrationError <= 0.05, "\(output)")
-        #expect(figures.valenceCorrelation >= 0.70, "\(output)")
-        // Models/models.yml ships this very fit, to what OpenCV's kernels change from one processor to another (its
-        // four decimals on the machine that fitted it; up to 0.0002 apart on another, seen 2026-11-28).
-        let manifest = try String(
-            contentsOf: Fixtures.root.appendingPathComponent("Models/models.yml"), encoding: .utf8
-        ).components(separatedBy: "\n")
-        let keys = ["temperature:", "scales:", "offsets:", "valence:"]
-        let printed = output.components(separatedBy: "\n").filter { line in
-            keys.contains { line.hasPrefix("    \($0)") }
+        #expect(figures.meanValence["angry"]! <= -0.45 && figures.meanValence["sad"]! <= -0.30, "\(output)")
+        #expect(figures.meanValence["surprise"]! >= 0.15 && figures.meanValence["happy"]! >= 0.65, "\(output)")
+        // Models/emotion-head.json is this very fit, to what OpenCV's kernels change from one processor to another.
+        struct Head: Decodable {
+            var weights: [[Double]]
+            var bias: [Double]
+            var temperature: Double
         }
-        #expect(printed.count == 4, "\(output)")
-        func numbers(_ line: String) -> [Double] { line.matches(of: /-?\d+\.\d+/).compactMap { Double($0.output) } }
-        for line in printed {
-            let key = line.trimmingCharacters(in: .whitespaces).prefix { $0 != ":" }
-            let shipped = try #require(manifest.first { $0.hasPrefix("        \(key):") }, "models.yml lacks \(key)")
-            let (fitted, expected) = (numbers(line), numbers(shipped))
-            #expect(
-                fitted.count == expected.count && zip(fitted, expected).allSatisfy { abs($0 - $1) <= 0.001 },
-                "printed \(line), models.yml has \(shipped)")
-        }
+        let shipped = try JSONDecoder().decode(
+            Head.self, from: Data(contentsOf: Fixtures.root.appendingPathComponent("Models/emotion-head.json")))
+        let fitted = try JSONDecoder().decode(Head.self, from: Data(contentsOf: URL(fileURLWithPath: head)))
+        let largest = shipped.weights.joined().map(abs).max()!
+        let apart = zip(shipped.weights.joined(), fitted.weights.joined()).map { abs($0 - $1) }.max()!
+        #expect(apart <= 0.02 * largest, "weights up to \(apart) apart, the largest \(largest)")
+        #expect(abs(shipped.temperature - fitted.temperature) <= 0.02, "\(shipped.temperature) \(fitted.temperature)")
     }
 }

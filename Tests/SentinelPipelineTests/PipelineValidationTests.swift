@@ -46,7 +46,9 @@ struct PipelineValidationTests {
         #expect(definition.sources[0].zones.map(\.name) == ["entrance", "display", "counter"])
         #expect(definition.sources[0].zones[2].emotion == false)
         #expect(
-            definition.environmentProblems(models: Fixtures.store, frameSize: VideoFileSource.frameSize(of:)).isEmpty)
+            definition.environmentProblems(
+                models: Fixtures.store, frameSize: VideoFileSource.frameSize(of:), openClassifier: FaceClassifier.open
+            ).isEmpty)
         // Its privacy section writes out the defaults that PRIVACY.md documents: it must equal the code's, but for
         // the one thing the demo allows beyond them, its camera on the dashboard.
         var defaults = PrivacyPolicy()
@@ -243,7 +245,9 @@ struct PipelineValidationTests {
                 input: missing.mp4
             """
         let definition = try PipelineDefinition.parse(text, file: "p.yml")
-        let found = definition.environmentProblems(models: empty, frameSize: VideoFileSource.frameSize(of:)).map(
+        let found = definition.environmentProblems(
+            models: empty, frameSize: VideoFileSource.frameSize(of:), openClassifier: FaceClassifier.open
+        ).map(
             \.description)
         #expect(
             found.contains {

@@ -68,7 +68,9 @@ struct ZoneEditorTests {
         let text = try String(contentsOf: pipeline, encoding: .utf8)
         let definition = try ServiceDefinition.load(pipeline.path).pipeline
         #expect(
-            definition.environmentProblems(models: Fixtures.store, frameSize: VideoFileSource.frameSize(of:)).isEmpty)
+            definition.environmentProblems(
+                models: Fixtures.store, frameSize: VideoFileSource.frameSize(of:), openClassifier: FaceClassifier.open
+            ).isEmpty)
         let zones = Dictionary(uniqueKeysWithValues: definition.sources[0].zones.map { ($0.name, $0) })
         #expect(Array(zones.keys).sorted() == ["counter", "display", "entrance", "sofa"])
         func near(_ point: Point?, _ x: Double, _ y: Double) -> Bool {

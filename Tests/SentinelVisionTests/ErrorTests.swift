@@ -57,7 +57,7 @@ struct ErrorTests {
         #expect(throws: VisionError(.emptyFrame, "empty frame (0x0)")) { try detector.detect(empty) }
         let classifier = try Fixtures.classifier()
         let error = try #require(throws: VisionError.self) {
-            try classifier.probabilities(empty, face: Detection(box: Box(x: 0, y: 0, width: 10, height: 10), score: 1))
+            try classifier.classify(empty, face: Detection(box: Box(x: 0, y: 0, width: 10, height: 10), score: 1))
         }
         #expect(error.code == .emptyFrame)
     }

@@ -17,13 +17,17 @@ struct ImageTests {
         #expect(after < before * 0.1, "\(style): detail \(before) -> \(after)")
     }
 
-    @Test("the emotion model gives a probability for each of the seven expressions")
+    @Test(
+        "the emotion model gives a probability for each of the seven expressions, and its feature layer's 2,048 values in the same pass"
+    )
     func emotionProbabilities() throws {
         let classifier = try Fixtures.classifier()
-        let values = try classifier.probabilities(
+        let output = try classifier.classify(
             try Image(contentsOf: Fixtures.photo("astronaut.png")),
             face: Detection(box: Box(x: 179, y: 58, width: 94, height: 117), score: 1))
+        let values = output.probabilities
         #expect(values.count == 7)
+        #expect(output.features?.count == 2048 && output.features!.allSatisfy(\.isFinite))
         #expect(abs(values.reduce(0, +) - 1) < 1e-4)
         // The astronaut smiles broadly: "happy" is the model's answer.
         #expect(values.firstIndex(of: values.max()!) == 3)
@@ -32,9 +36,10 @@ struct ImageTests {
     @Test("a crop that leaves the frame is padded, not refused")
     func cropAtEdge() throws {
         let classifier = try Fixtures.classifier()
-        let values = try classifier.probabilities(
+        let values = try classifier.classify(
             try Image(contentsOf: Fixtures.photo("astronaut.png")),
-            face: Detection(box: Box(x: -20, y: -20, width: 60, height: 60), score: 1))
+            face: Detection(box: Box(x: -20, y: -20, width: 60, height: 60), score: 1)
+        ).probabilities
         #expect(values.count == 7)
     }
 }

@@ -199,13 +199,17 @@ typedef struct {
 } snl_classifier_input;
 SNL_STATIC_ASSERT(sizeof(snl_classifier_input) == 48, "snl_classifier_input layout is shared with Swift");
 
-snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input,
-                                 snl_classifier **out, snl_error *error);
+/// `feature_layer` (nullable): a layer whose outputs are also given, the features a head is fitted on (the name the
+/// model's graph gives it; OpenCV's own `onnx_node!` prefix is tried too). `*feature_size` is its size for one image
+/// (0 without a layer).
+snl_status snl_classifier_create(const char *model_path, const snl_classifier_input *input, const char *feature_layer,
+                                 snl_classifier **out, int32_t *feature_size, snl_error *error);
 /// Runs the network on the square crop around `face` (turned by its eyes when the input says so and the face has two
 /// landmarks), then on the mirrored crop when the input says so, and writes the outputs of each crop in turn:
-/// `*count` values in all, at most `capacity` (a smaller capacity fails, naming the count needed).
+/// `*count` values in all, at most `capacity` (a smaller capacity fails, naming the count needed). With a feature
+/// layer, its values for each crop in turn go to `features` (`feature_size` a crop, room for two crops).
 snl_status snl_classifier_run(snl_classifier *classifier, const snl_image *image, const snl_face *face,
-                              float *values, int32_t capacity, int32_t *count, snl_error *error);
+                              float *values, int32_t capacity, int32_t *count, float *features, snl_error *error);
 void snl_classifier_destroy(snl_classifier *classifier);
 
 // MARK: Video output
