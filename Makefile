@@ -234,7 +234,7 @@ install-models:
 # The same from an existing BINARY (the tests install the debug build into a temporary DESTDIR).
 install-files:
 	install -D -m 0755 $(BINARY) $(DESTDIR)$(PREFIX)/bin/sentinel
-	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/models Models/models.yml Models/README.md
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/models Models/models.yml Models/README.md Models/emotion-head.json
 	install -D -m 0755 -t $(DESTDIR)$(SHAREDIR)/models Models/convert_*.py
 	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/web Sources/SentinelHTTP/dashboard.html Sources/SentinelHTTP/zone-editor.html \
 		Sources/SentinelHTTP/openapi.json
