@@ -2,9 +2,15 @@
 started on loopback with a throwaway data folder, a project made with the video object tracking template, Sentinel's
 files imported (one as annotations, one as predictions), the project exported through the API, Label Studio stopped.
 
-Usage: labelstudio_roundtrip.py VENV WORK CONFIG.xml IMPORT.json... Writes WORK/export.json (every task) and prints a
-JSON summary: Label Studio's version, what each import created, and every validation complaint Label Studio logged.
+Usage: labelstudio_roundtrip.py VENV WORK CONFIG.xml IMPORT.json... [--photos DIR LABELS.csv CLASSIFICATION.xml]
+Writes WORK/export.json (every task) and prints a JSON summary: Label Studio's version, what each import created, and
+every validation complaint Label Studio logged. With --photos, an image-classification project too, as an operator
+labels faces: each photo of DIR uploaded, annotated with its label of LABELS.csv (image,emotion) as a choice, the
+project exported to WORK/emotion-export.json.
 """
+
+import csv
+import uuid
 
 import json
 import os
@@ -18,6 +24,10 @@ import urllib.request
 
 venv, work, config_file = sys.argv[1], sys.argv[2], sys.argv[3]
 imports = sys.argv[4:]
+photos = None
+if "--photos" in imports:
+    at = imports.index("--photos")
+    photos, imports = imports[at + 1:at + 4], imports[:at]
 token = "0123456789abcdef0123456789abcdef01234567"
 data = os.path.join(work, "label-studio-data")
 os.makedirs(data, exist_ok=True)
@@ -31,6 +41,26 @@ server = subprocess.Popen(
      data, "--username", "sentinel@localhost", "--password", "sentinel-test", "--user-token", token],
     stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
 base = f"http://127.0.0.1:{port}"
+
+
+def export(project, name):
+    request = urllib.request.Request(
+        f"{base}/api/projects/{project}/export?exportType=JSON&download_all_tasks=true",
+        headers={"Authorization": f"Token {token}"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        open(os.path.join(work, name), "wb").write(response.read())
+
+
+def upload(project, folder, names):
+    """Uploads the photos as files, as Label Studio's import page does (multipart)."""
+    boundary = uuid.uuid4().hex
+    body = b""
+    for name in names:
+        body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{name}\"\r\n"
+                 f"Content-Type: application/octet-stream\r\n\r\n").encode()
+        body += open(os.path.join(folder, name), "rb").read() + b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    return call("POST", f"/api/projects/{project}/import", body, f"multipart/form-data; boundary={boundary}")
 
 
 def call(method, path, body=None, content_type="application/json"):
@@ -69,11 +99,21 @@ try:
         body = open(path, "rb").read()
         created.append(call("POST", f"/api/projects/{project['id']}/import", body))
     version = call("GET", "/api/version").get("release")
-    request = urllib.request.Request(
-        f"{base}/api/projects/{project['id']}/export?exportType=JSON&download_all_tasks=true",
-        headers={"Authorization": f"Token {token}"})
-    with urllib.request.urlopen(request, timeout=120) as response:
-        open(os.path.join(work, "export.json"), "wb").write(response.read())
+    export(project["id"], "export.json")
+    if photos:
+        folder, labels_file, classification = photos
+        labels = {row["image"]: row["emotion"] for row in csv.DictReader(open(labels_file))}
+        faces = call("POST", "/api/projects",
+                     json.dumps({"title": "faces", "label_config": open(classification).read()}).encode())
+        created.append(upload(faces["id"], folder, sorted(labels)))
+        listed = call("GET", f"/api/tasks?project={faces['id']}&page_size=1000")
+        for task in listed["tasks"] if isinstance(listed, dict) else listed:
+            # Label Studio names an upload /data/upload/PROJECT/XXXXXXXX-NAME.
+            name = task["data"]["image"].rsplit("/", 1)[-1].split("-", 1)[1]
+            result = [{"from_name": "emotion", "to_name": "image", "type": "choices",
+                       "value": {"choices": [labels[name]]}}]
+            call("POST", f"/api/tasks/{task['id']}/annotations", json.dumps({"result": result}).encode())
+        export(faces["id"], "emotion-export.json")
 finally:
     os.killpg(server.pid, signal.SIGTERM)
     try:
@@ -85,6 +125,6 @@ text = open(log.name).read()
 complaints = re.findall(r"^.*(?:validation failed|Missing required field|Invalid value).*$", text, re.MULTILINE | re.IGNORECASE)
 print(json.dumps({
     "version": version,
-    "imports": [{k: c.get(k) for k in ("task_count", "annotation_count", "prediction_count")} for c in created],
+    "imports": [{k: c.get(k) or 0 for k in ("task_count", "annotation_count", "prediction_count")} for c in created],
     "complaints": [c[:300] for c in complaints],
 }))
