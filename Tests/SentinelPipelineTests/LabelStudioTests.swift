@@ -41,7 +41,8 @@ struct LabelStudioTests {
         </View>
         """.write(to: classification, atomically: true, encoding: .utf8)
         let faces = folder.appendingPathComponent("faces.csv")
-        try "image,emotion\nastronaut.png,Happy\ngrace_hopper_512x512.jpg,Neutral\n640px-IceBlockNearJoekullsarlon.jpg,Neutral\n"
+        try
+            "image,emotion\nastronaut.png,Happy\ngrace_hopper_512x512.jpg,Neutral\n640px-IceBlockNearJoekullsarlon.jpg,Neutral\n"
             .write(to: faces, atomically: true, encoding: .utf8)
         let outcome = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
@@ -66,7 +67,8 @@ struct LabelStudioTests {
             ], timeout: 120)
         #expect(labelled.status == 0, "\(labelled.errors)")
         #expect(
-            labelled.output.contains(": 3 photos") && labelled.output.contains("faces read 2; photos without a reading 1")
+            labelled.output.contains(": 3 photos")
+                && labelled.output.contains("faces read 2; photos without a reading 1")
                 && labelled.output.contains("accuracy 1.000"), "\(labelled.output)")
         let export = folder.appendingPathComponent("export.json").path
         let back = try await Fixtures.run(
