@@ -172,15 +172,15 @@ public struct EmotionLabels: Sendable {
     public static func labelStudio(_ data: Data, file: String, exists: (String) -> Bool) throws(LabelError)
         -> [(name: String, label: String)]
     {
-        let tasks: [LabelStudioTask]
-        do { tasks = try JSONDecoder().decode([LabelStudioTask].self, from: data) } catch {
+        let tasks: [TrackFile.LabelStudioTask]
+        do { tasks = try JSONDecoder().decode([TrackFile.LabelStudioTask].self, from: data) } catch {
             throw LabelError(
                 .malformed, file, nil, "not a Label Studio JSON export (a list of tasks): \(Self.reason(error))")
         }
         var rows: [(String, String)] = []
         var seen = Set<String>()
         for (index, task) in tasks.enumerated() {
-            let location = "task \(index + 1)" + (task.id.map { " (id \($0))" } ?? "")
+            let location = "task \(index + 1)" + (task.id?.number.map { " (id \($0))" } ?? "")
             let choices = (task.annotations ?? []).filter { $0.wasCancelled != true }.lazy
                 .compactMap { $0.result?.first { $0.type == "choices" }?.value?.choices }.first
             guard let choices else { continue }
@@ -237,31 +237,6 @@ public struct EmotionLabels: Sendable {
             return (path.isEmpty ? "" : "at \(path): ") + context.debugDescription
         @unknown default: return "\(error)"
         }
-    }
-
-    /// What an export holds of a task: its image and its annotations' results.
-    struct LabelStudioTask: Decodable {
-        struct Annotation: Decodable {
-            var result: [Result]?
-            var wasCancelled: Bool?
-            enum CodingKeys: String, CodingKey {
-                case result
-                case wasCancelled = "was_cancelled"
-            }
-        }
-        struct Result: Decodable {
-            var type: String?
-            var value: Value?
-        }
-        struct Value: Decodable { var choices: [String]? }
-        /// A `data` value: the image's URL is a string; other fields may be anything.
-        struct Field: Decodable {
-            var string: String?
-            init(from decoder: any Decoder) throws { string = try? decoder.singleValueContainer().decode(String.self) }
-        }
-        var id: Int?
-        var annotations: [Annotation]?
-        var data: [String: Field]?
     }
 
     /// RFC 4180 records with the line each starts on.

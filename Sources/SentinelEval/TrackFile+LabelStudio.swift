@@ -4,8 +4,9 @@ import SentinelWire
 
 /// Label Studio video tasks: exports, projects and the tasks Sentinel writes.
 extension TrackFile {
-    /// A Label Studio task as its exports and imports hold it: the video in `data`, the frame size in `meta` (which
-    /// Label Studio keeps), boxes as `videorectangle` results of annotations or predictions. What Sentinel writes names
+    /// A Label Studio task as its exports and imports hold it: the video (or image) in `data`, the frame size in `meta`
+    /// (which Label Studio keeps), boxes as `videorectangle` results of annotations or predictions, an image's label as
+    /// a `choices` result (`EmotionLabels`). What Sentinel writes names
     /// the labeling config's controls (`LabelStudioConfig`) in `from_name` and `to_name`.
     struct LabelStudioTask: Decodable {
         struct Annotation: Decodable {
@@ -22,6 +23,7 @@ extension TrackFile {
             var value: Value?
         }
         struct Value: Decodable {
+            var choices: [String]?
             var framesCount: Int?
             var frameCount: Int?
             var sequence: [Keyframe]?
@@ -53,6 +55,7 @@ extension TrackFile {
             var annotation: Annotation?
             init(from decoder: any Decoder) throws { annotation = try? Annotation(from: decoder) }
         }
+        var id: Loose?
         var annotations: [Annotation]?
         var predictions: [Prediction]?
         var data: [String: Loose]?
