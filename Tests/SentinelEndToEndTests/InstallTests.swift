@@ -36,7 +36,8 @@ struct InstallTests {
         let prefix = destdir.appendingPathComponent("usr/local")
         let binary = prefix.appendingPathComponent("bin/sentinel")
         for file in [
-            "bin/sentinel", "share/sentinel/models/models.yml", "share/sentinel/models/convert_retinaface_to_onnx.py",
+            "bin/sentinel", "share/sentinel/models/models.yml", "share/sentinel/models/emotion-head.json",
+            "share/sentinel/models/convert_retinaface_to_onnx.py",
             "share/sentinel/web/dashboard.html", "share/sentinel/web/openapi.json",
             "share/sentinel/schemas/visitor-events.v1.json", "share/sentinel/pipelines/showroom.yml",
             "share/sentinel/pipelines/reference.yml",
