@@ -134,10 +134,12 @@ extension LiveSourceTests {
             "\(encoded)")
         // FFmpeg holds what it read while opening the H.264 stream and hands it over faster than the camera sends:
         // said apart, and the rate measured after it is the camera's (it was 23.5 with those frames counted in). On a
-        // loaded machine the decoder may not catch up within the 2 s read: the rate is then not measured.
+        // loaded machine the decoder may not catch up within the 2 s read: the rate is then not measured. The bound that
+        // matters is the upper one (held frames counted in read 23.5); the lower is the plain stream's, 8: a fresh
+        // clone's full suite starved the stand-in's encoder to 9.6 over the 0.9 s left after the held frames.
         #expect(encoded.contains(" frames the decoder held on opening"), "\(encoded)")
         if let rate = encoded.firstMatch(of: #/ (\d+\.\d) fps measured/#).flatMap({ Double($0.1) }) {
-            #expect(rate >= 10 && rate <= 20, "\(encoded)")
+            #expect(rate > 8 && rate <= 20, "\(encoded)")
         }
         // The looped second, read for 2 s: more frames than it holds (those measured and those the decoder held).
         let again = try #require(lines["looped"])
