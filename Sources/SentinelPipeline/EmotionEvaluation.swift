@@ -78,10 +78,7 @@ public struct EmotionEvaluation: Sendable {
                 missed.append((photo, .gated))
                 continue
             }
-            let output = try reader.classifier.classify(image, face: face)
-            guard let reading = reader.readout.reading(output) else {
-                throw VisionError(.model, "the emotion head needs the model's feature layer, which it did not give")
-            }
+            let (output, reading) = try reader.classify(image, face: face)
             faces.append(Face(photo: photo, output: output, reading: reading))
         }
     }

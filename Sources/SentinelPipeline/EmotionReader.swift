@@ -17,12 +17,19 @@ public struct EmotionReader {
 
     /// The reading of the face `face` in `image`: what one classification feeds the smoother and the gauge.
     public func read(_ image: Image, face: Detection) throws(VisionError) -> EmotionReading {
+        try classify(image, face: face).reading
+    }
+
+    /// The model's output for the face (what a head or calibration is fitted on) and the reading made of it.
+    public func classify(_ image: Image, face: Detection) throws(VisionError) -> (
+        output: FaceOutput, reading: EmotionReading
+    ) {
         let output = try classifier.classify(image, face: face)
         guard let reading = readout.reading(output) else {
             throw VisionError(
                 .model, "the emotion head needs the model's feature layer, which the classifier did not give")
         }
-        return reading
+        return (output, reading)
     }
 
     /// The emotion model a definition names, as its description in the manifest says to run it, with the head or
