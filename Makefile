@@ -61,7 +61,7 @@ lint:
 # .build/fuzz/TARGET, a crash as .build/fuzz/TARGET/crash-*: add that file to the target's corpus folder with its
 # expected outcome, then fix it. (lld: gold crashes formatting a sanitized link.)
 FUZZ := .build-fuzz/release/sentinel-fuzz
-FUZZ_TARGETS := dates mot cvat labelstudio truth emotionlabels event pipeline fleet space query sse camera
+FUZZ_TARGETS := dates mot cvat labelstudio truth emotionlabels emotionhead event pipeline fleet space query sse camera imageheader
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
 fuzz: fuzz-build

@@ -56,6 +56,14 @@ snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *e
     });
 }
 
+snl_status snl_image_crop(const snl_image *image, snl_rect region, snl_image **out, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        cv::Rect r = snl::clip(region, pixels(image).size());
+        require(!r.empty(), SNL_ERR_ARGUMENT, "region outside the image");
+        *out = new snl_image{pixels(image)(r).clone()};
+    });
+}
+
 snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, int32_t sampled, snl_image **out,
                             snl_error *error) {
     return guarded(error, SNL_ERR_OPENCV, [&] {

@@ -158,10 +158,12 @@ public struct EmotionHead: Sendable, Equatable, Codable {
     /// The head in a file, checked whole (a file's problem names the file).
     public static func read(_ data: Data, file: String) throws(ModelFileProblem) -> EmotionHead {
         let head: EmotionHead
+        // What the file says is shown, never sent to a terminal.
         do { head = try JSONDecoder().decode(EmotionHead.self, from: data) } catch {
-            throw ModelFileProblem("\(file) is not an emotion head (\(Self.format) JSON): \(error)")
+            throw ModelFileProblem(
+                "\(file) is not an emotion head (\(Self.format) JSON): \(error)".controlCharactersShown)
         }
-        if let problem = head.problem { throw ModelFileProblem("\(file): \(problem)") }
+        if let problem = head.problem { throw ModelFileProblem("\(file): \(problem)".controlCharactersShown) }
         return head
     }
 

@@ -173,6 +173,25 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
         return sum.map { $0 / total }
     }
 
+    /// Why one crop's outputs are no reading, or nil: a value that is not a number or infinite; for probabilities, one
+    /// below 0 or above 1 (or none above 0); for logits, one beyond 1e6 either way. A model gone wrong, read as if
+    /// right, gives every face the same reading and a gauge that means nothing.
+    public func outputProblem(_ values: [Double]) -> String? {
+        func shown(_ value: Double) -> String { String(format: "%.4g", value) }
+        if let bad = values.first(where: { !$0.isFinite }) { return "\(shown(bad)), which is no number" }
+        switch output {
+        case .probabilities:
+            let slack = 1e-3
+            if let bad = values.first(where: { $0 < -slack || $0 > 1 + slack }) {
+                return "\(shown(bad)), which is no probability (0 to 1)"
+            }
+            if !values.contains(where: { $0 > 0 }) { return "no probability above 0" }
+        case .logits:
+            if let bad = values.first(where: { abs($0) > 1e6 }) { return "\(shown(bad)), beyond the 1e6 a logit may reach" }
+        }
+        return nil
+    }
+
     public static func softmax(_ values: [Double]) -> [Double] {
         let top = values.max() ?? 0
         let exps = values.map { $0.isFinite ? exp($0 - top) : 0 }

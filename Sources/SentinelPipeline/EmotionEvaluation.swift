@@ -39,9 +39,10 @@ public struct EmotionEvaluation: Sendable {
 
     /// Why a photo gave no reading.
     public enum Miss: String, Sendable, CaseIterable {
-        case unreadable = "not an image OpenCV reads"
+        case unreadable = "not an image Sentinel reads (JPEG, PNG, BMP, WebP or PNM of at most 50 million pixels)"
         case noFace = "no face at the detector's score"
         case gated = "a face too small or too weak for emotion.minFaceSize and emotion.minDetectionScore"
+        case refused = "an output of the model that is no reading (not a number, or out of range)"
     }
 
     public var faces: [Face] = []
@@ -78,8 +79,13 @@ public struct EmotionEvaluation: Sendable {
                 missed.append((photo, .gated))
                 continue
             }
-            let (output, reading) = try reader.classify(image, face: face)
-            faces.append(Face(photo: photo, output: output, reading: reading))
+            let read: (output: FaceOutput, reading: EmotionReading)
+            do { read = try reader.classify(image, face: face) } catch {
+                guard error.code == .refusedOutput else { throw error }
+                missed.append((photo, .refused))
+                continue
+            }
+            faces.append(Face(photo: photo, output: read.output, reading: read.reading))
         }
     }
 }

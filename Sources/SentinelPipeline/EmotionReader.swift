@@ -33,13 +33,15 @@ public struct EmotionReader {
     }
 
     /// The emotion model a definition names, as its description in the manifest says to run it, with the head or
-    /// calibration that holds (`PipelineDefinition.emotionReadout`). Throws a `ModelError` for a model that is missing
-    /// or not a classifier, or a head that does not fit it.
+    /// calibration that holds (`PipelineDefinition.emotionReadout`), probed (`FaceClassifier.probe`). Throws a
+    /// `ModelError` for a model that is missing or not a classifier, or a head that does not fit it; a `VisionError`
+    /// for one whose outputs are no reading.
     public static func make(_ definition: PipelineDefinition, from models: ModelStore) throws -> EmotionReader {
         let description = try models.classifier(named: definition.emotionModel)
+        let path = try models.path(of: definition.emotionModel)
         let classifier = try FaceClassifier(
-            modelPath: try models.path(of: definition.emotionModel), model: description,
-            align: definition.emotionAlign, mirror: definition.emotionMirror)
+            modelPath: path, model: description, align: definition.emotionAlign, mirror: definition.emotionMirror)
+        try classifier.probe(path)
         return EmotionReader(classifier: classifier, readout: try definition.emotionReadout(models: models))
     }
 }

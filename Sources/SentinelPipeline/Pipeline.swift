@@ -150,7 +150,7 @@ public struct Pipeline {
         case .none:
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(
-                detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, regions: 0)
+                detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, refused: [], regions: 0)
             return try step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
         case .whole:
             detections = try detected ?? detector.detect(frame.image)
@@ -169,17 +169,23 @@ public struct Pipeline {
         let emotion = emotion
         let faces = detections.filter { $0.score >= scoreThreshold }
         var reading = (cpu: 0.0, count: 0)
+        var refused: [String] = []
         let result = try stage.process(time: frame.time, detections: faces) { face in
             guard let emotion else { return nil }
             let before = threadCPUSeconds()
             defer { reading = (reading.cpu + threadCPUSeconds() - before, reading.count + 1) }
-            return try emotion.read(frame.image, face: face)
+            do { return try emotion.read(frame.image, face: face) } catch let error as VisionError
+                where error.code == .refusedOutput
+            {
+                refused.append(error.message)
+                return nil
+            }
         }
         var regions = 0
         if case .regions(let squares) = plan { regions = squares.count }
         let timings = StageTimings(
             detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count,
-            regions: regions)
+            refused: refused, regions: regions)
         let step = try step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
             events: try ended + masked(result.events))
@@ -232,7 +238,8 @@ public struct Pipeline {
         let masked = MaskedFrame(
             index: frame.index, time: frame.time, image: frame.image, detections: detections,
             faces: faces + earlier, uncertain: try foreground.regions(frame, seen: seen),
-            tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) }, timings: timings,
+            tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) },
+            read: output.read.map { (label($0.faceId), $0.box) }, timings: timings,
             analysed: analysed, capturedAt: frame.capturedAt)
         return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
     }
@@ -257,6 +264,9 @@ public struct MaskedFrame {
     public var tracked: [(label: String, box: Box)]
     /// Under `VisitorSettings.trace`: why the tracker did what it did, by visit label (nil: a track not yet a visit).
     public var notes: [(label: String?, note: TrackerNote)]
+    /// The visitors whose face was read for emotion in this frame, where: the faces an operator collects to label
+    /// (`replay --faces`).
+    public var read: [(label: String, box: Box)]
     public var timings: StageTimings
     /// False for a frame between two detections (the cadence): the tracker only carried the visitors.
     public var analysed: Bool
@@ -282,6 +292,9 @@ public struct StageTimings: Sendable {
     /// CPU seconds of this thread in the emotion readings (part of `visitors`), and how many.
     public var emotion: Double
     public var readings: Int
+    /// Readings refused because the model's output was no reading (`VisionError.Code.refusedOutput`), each why: no
+    /// emotion is taken from them, and the service logs and counts them.
+    public var refused: [String]
     /// Regions detected instead of the whole frame (0: the whole frame, or none).
     public var regions: Int
 }

@@ -125,6 +125,8 @@ public final class SourceService: Service, Sendable {
                 logger.info("source started", metadata: ["input": "\(runner.sourceName)"])
                 metrics.newEdge()
                 var watch = RateWatch()
+                var refusalLogged: Date?
+                var refusedCount = 0
                 try runner.run(stop: stopFlag) { step in
                     let capturedAt = step.frame?.capturedAt
                     for masked in step.events { hub.submit(masked, capturedAt: capturedAt) }
@@ -139,6 +141,17 @@ public final class SourceService: Service, Sendable {
                     if frame.analysed {
                         metrics.detect.record(duration: frame.timings.detect)
                         metrics.visitors.record(duration: frame.timings.visitors)
+                    }
+                    if let why = frame.timings.refused.first {
+                        metrics.refused.increment(by: frame.timings.refused.count)
+                        refusedCount += frame.timings.refused.count
+                        // The first of a run of refusals, then one a minute: each says the gauge is missing faces.
+                        if refusalLogged.map({ Date().timeIntervalSince($0) >= 60 }) ?? true {
+                            refusalLogged = Date()
+                            logger.error(
+                                "emotion readings refused: the model's output is no reading",
+                                metadata: ["why": "\(why)", "since start": "\(refusedCount)"])
+                        }
                     }
                     let counts = runner.edge.snapshot
                     let behind = watch.add(counts: counts, lag: lag)
@@ -177,6 +190,7 @@ struct SourceMetrics {
     let captured, analysed, dropped: CoreMetrics.Counter
     let fps: CoreMetrics.Gauge
     let detect, visitors: CoreMetrics.Timer
+    let refused: CoreMetrics.Counter
     private var reported = CaptureEdge.Counts()
     private var totals = FrameCounts()
 
@@ -185,6 +199,7 @@ struct SourceMetrics {
         fps = telemetry.fps(source: source)
         detect = telemetry.stage("detect")
         visitors = telemetry.stage("visitors")
+        refused = telemetry.refusedReadings(source: source)
     }
 
     /// A new playback (a loop): its edge counts from zero. (An edge whose counts fall is taken for a new one too.)

@@ -102,6 +102,12 @@ public final class Telemetry: Sendable {
         CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("source_id", source)], factory: factory)
     }
 
+    /// Emotion readings of one source refused because the model's output was no reading (not a number, out of range).
+    public func refusedReadings(source: String) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(
+            label: "sentinel_emotion_readings_refused_total", dimensions: [("source_id", source)], factory: factory)
+    }
+
     /// Frames one source's capture edge received, handed to analysis, and dropped because analysis was behind: exact
     /// counts, not estimates.
     public func frames(source: String) -> (

@@ -70,10 +70,30 @@ public final class FaceClassifier: FaceClassifying {
 
     deinit { snl_classifier_destroy(handle) }
 
-    /// Loads the model at `path` as `model` describes it, and lets it go: a network OpenCV cannot read, or a feature
-    /// layer it lacks or of another size than described, is a `VisionError` (what `sentinel check` runs).
+    /// Loads the model at `path` as `model` describes it, probes it, and lets it go: a network OpenCV cannot read, a
+    /// feature layer it lacks or of another size than described, or outputs that are no reading, is a `VisionError`
+    /// (what `sentinel check` runs).
     public static func open(_ path: String, _ model: ClassifierDescription) throws {
-        _ = try FaceClassifier(modelPath: path, model: model, align: false, mirror: false)
+        try FaceClassifier(modelPath: path, model: model, align: false, mirror: false).probe(path)
+    }
+
+    /// Reads a probe face (a grey gradient, the face the whole image) and throws a `.model` error naming `path` where
+    /// the outputs are no reading: a network gone wrong is refused when it is loaded, not read as "angry 0.143".
+    public func probe(_ path: String) throws(VisionError) {
+        let side = max(model.input.width, model.input.height, 48) * 2
+        let image = try Image(width: side, height: side, fill: Color(red: 128, green: 128, blue: 128))
+        for row in stride(from: 0, to: side, by: 4) {
+            let shade = UInt8(64 + 128 * row / side)
+            try image.drawRectangle(
+                Box(x: 0, y: Double(row), width: Double(side), height: 4),
+                color: Color(red: shade, green: shade, blue: shade), thickness: -1)
+        }
+        do {
+            _ = try classify(
+                image, face: Detection(box: Box(x: 0, y: 0, width: Double(side), height: Double(side)), score: 1))
+        } catch {
+            throw VisionError(.model, "classifier \(path): on a probe face, \(error.message)")
+        }
     }
 
     /// The network's raw outputs for each crop of the face (the crop, then its mirror image), in the network's order.
@@ -111,9 +131,17 @@ public final class FaceClassifier: FaceClassifying {
                 "classifier gave \(outputs.first?.count ?? 0) values a crop; its description names \(readings.count) labels"
             )
         }
+        for crop in outputs {
+            if let problem = model.outputProblem(crop) {
+                throw VisionError(.refusedOutput, "the emotion model gave \(problem): the reading is refused")
+            }
+        }
         var averaged: [Float]?
         if let size = model.features?.size {
             averaged = (0..<size).map { j in (0..<crops).reduce(0) { $0 + features[$1 * size + j] } / Float(crops) }
+            if let layer = model.features?.layer, averaged?.allSatisfy(\.isFinite) == false {
+                throw VisionError(.refusedOutput, "the emotion model's layer \(layer) gave a value that is no number")
+            }
         }
         return FaceOutput(probabilities: model.probabilities(from: outputs, readings: readings), features: averaged)
     }

@@ -19,8 +19,8 @@ public final class Image: @unchecked Sendable {
         self.init(handle: out!)
     }
 
-    /// Reads a JPEG, PNG or other still image that OpenCV decodes, from a regular file only: a FIFO named `x.jpg`
-    /// would block the read forever, and a device never end.
+    /// Reads a JPEG, PNG, BMP, WebP or PNM still from a regular file only (a FIFO named `x.jpg` would block the read
+    /// forever, and a device never end), of at most `ImageHeader.maxPixels` as its header says.
     public convenience init(contentsOf path: String) throws(VisionError) {
         // Asked here, not of OpenCV, which would block on a FIFO and echo a missing file's name raw to the terminal.
         var status = stat()
@@ -30,6 +30,10 @@ public final class Image: @unchecked Sendable {
         guard status.st_mode & S_IFMT == S_IFREG else {
             throw VisionError(
                 .open, "\(path.controlCharactersShown): not a regular file (a FIFO, device or folder), so not read")
+        }
+        // Its size, before OpenCV allocates what the header claims.
+        do { _ = try ImageHeader.size(ofFile: path) } catch {
+            throw VisionError(error.code, "\(path.controlCharactersShown): \(error.message)")
         }
         var out: OpaquePointer?
         try bridge { snl_image_read(path, &out, $0) }
@@ -43,6 +47,13 @@ public final class Image: @unchecked Sendable {
     public func clone() throws(VisionError) -> Image {
         var out: OpaquePointer?
         try bridge { snl_image_clone(handle, &out, $0) }
+        return Image(handle: out!)
+    }
+
+    /// A copy of `region` of this image, clipped to it (a region wholly outside throws).
+    public func cropped(to region: Box) throws(VisionError) -> Image {
+        var out: OpaquePointer?
+        try bridge { snl_image_crop(handle, region.raw, &out, $0) }
         return Image(handle: out!)
     }
 

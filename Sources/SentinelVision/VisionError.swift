@@ -7,7 +7,7 @@ public import SentinelCore
 public struct VisionError: SentinelError, Equatable {
     /// What kind of failure this is, for code that reacts to it.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case argument, open, model, emptyFrame, processing, write, unknown }
+        private enum Base: String { case argument, open, model, refusedOutput, emptyFrame, processing, write, unknown }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
@@ -17,6 +17,8 @@ public struct VisionError: SentinelError, Equatable {
         public static let open = Code(.open)
         /// A model file is missing or could not be loaded.
         public static let model = Code(.model)
+        /// A model's output for one input that is no reading (not a number, out of range): that reading is refused.
+        public static let refusedOutput = Code(.refusedOutput)
         /// An empty (0x0) frame where pixels were needed.
         public static let emptyFrame = Code(.emptyFrame)
         /// OpenCV failed while processing.

@@ -83,6 +83,9 @@ public struct VisitorStage: Sendable {
         /// With `VisitorSettings.trace`: the tracker's notes, each with its visit's internal id (nil for a track not
         /// yet a visit).
         public var notes: [(faceId: String?, note: TrackerNote)] = []
+        /// The visits whose face was read for emotion in this frame (the reading taken), with the box read: what an
+        /// operator collects to label (`replay --faces`).
+        public var read: [(faceId: String, box: Box)] = []
     }
 
     public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings())
@@ -151,6 +154,7 @@ public struct VisitorStage: Sendable {
             {
                 visit.emotion.add(reading, at: time)
                 visit.lastClassified = time
+                output.read.append((internalID(visit.number), detection.box))
             }
             if (time - visit.lastUpdate).seconds >= settings.updateIntervalSeconds - 1e-9 {
                 visit.lastUpdate = time

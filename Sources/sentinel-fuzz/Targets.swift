@@ -22,6 +22,9 @@ enum FuzzTarget: String, CaseIterable {
     case event
     /// A CSV or Label Studio export of labelled photos (`eval emotion --labels`).
     case emotionlabels
+    /// An emotion head's file (`emotion.head`, Models/models.yml): refused with its problem shown, or read back as
+    /// written.
+    case emotionhead
     /// A pipeline file, with a `--set` taken from its first line; a fleet file; a tuning space.
     case pipeline, fleet, space
     /// A request's target (`/api/reports?from=...`) as the API reads its query: every endpoint's parameters and dates,
@@ -33,6 +36,8 @@ enum FuzzTarget: String, CaseIterable {
     /// A camera's first answer to `sentinel check --probe` (RTSP DESCRIBE, HTTP GET): said in words, and no control
     /// character of it reaches the terminal.
     case camera
+    /// An image file's header, read for its size before anything is decoded (`ImageHeader`): stills, photo folders.
+    case imageheader
 
     /// Where its seeds are: folders (every file in them) or files, relative to the repository, and the extensions
     /// taken from folders (none: all).
@@ -44,11 +49,13 @@ enum FuzzTarget: String, CaseIterable {
         case .labelstudio, .truth: (["Tests/Corpus/labels"], ["json"])
         case .event: (["Tests/Corpus/mqtt"], ["json"])
         case .emotionlabels: (["Tests/Corpus/emotion"], ["csv", "json"])
+        case .emotionhead: (["Tests/Corpus/heads", "Models/emotion-head.json"], ["json"])
         case .pipeline: (["Tests/Corpus/pipelines", "Pipelines/showroom.yml"], ["yml"])
         case .fleet: (["Tests/Corpus/fleets", "Pipelines/fleet.yml"], ["yml"])
         case .space: (["Tests/Corpus/spaces"], ["yml"])
         case .query, .sse: (["Tests/Corpus/http"], ["http"])
         case .camera: (["Tests/Corpus/cameras"], ["txt"])
+        case .imageheader: (["Tests/Corpus/images"], [])
         }
     }
 
@@ -76,6 +83,24 @@ enum FuzzTarget: String, CaseIterable {
             }
         case .emotionlabels:
             _ = try? EmotionLabels.rows(data, file: "fuzz") { $0.hasPrefix("a") }
+        case .emotionhead:
+            do {
+                let head = try EmotionHead.read(data, file: "fuzz.json")
+                guard let again = try? EmotionHead.read(head.json(), file: "fuzz.json"),
+                    again.json() == head.json()
+                else { fatalError("a head read does not read back as written: \(head.json().count) bytes") }
+            } catch {
+                guard !error.description.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                else { fatalError("a head's refusal reached the terminal raw: \(error.description.debugDescription)") }
+            }
+        case .imageheader:
+            if let size = try? ImageHeader.size(read: { offset, count in
+                Array(bytes.dropFirst(offset).prefix(count))
+            }) {
+                guard size.width > 0, size.height > 0, size.width * size.height <= ImageHeader.maxPixels else {
+                    fatalError("a header's size passed out of bounds: \(size)")
+                }
+            }
         case .pipeline:
             let text = String(decoding: bytes, as: UTF8.self)
             let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)

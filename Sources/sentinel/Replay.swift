@@ -60,6 +60,15 @@ struct Replay: ParsableCommand {
     )
     var tracksAs: TrackFile.LabelStudioRole = .annotations
 
+    @Option(
+        help: ArgumentHelp(
+            "Also write the faces the pipeline reads for emotion here, to label and fit a head on (eval emotion --fit): PSEUDONYM_N.jpg, every other face in a still blurred. Footage of people: keep the folder on this box.",
+            valueName: "folder"))
+    var faces: String?
+
+    @Option(help: "With --faces: seconds of the recording between two stills of one visitor.")
+    var facesEvery = 2.0
+
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
     var verbose = false
 
@@ -71,6 +80,9 @@ struct Replay: ParsableCommand {
             throw ValidationError(
                 "--tracks \(tracks): tracks are written as .txt (MOT), .xml (CVAT) or .json (Label Studio)")
         }
+        if !(facesEvery >= 0 && facesEvery.isFinite) {
+            throw ValidationError("--faces-every \(facesEvery): seconds, 0 or more")
+        }
         if let annotate, !VideoWriter.canWrite(annotate) {
             throw ValidationError("--annotate \(annotate): a review video must end in .mp4 or .avi")
         }
@@ -78,6 +90,9 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let definition = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
+        if faces != nil, !definition.emotionEnabled {
+            throw ValidationError("--faces: \(pipeline) reads no emotion (emotion.enabled: false), so no face is read")
+        }
         let chosen = try pickSource(definition, source)
         let logger = makeLogger("sentinel.replay", verbose: verbose)
         let runner = try SourceRunner(
@@ -93,6 +108,8 @@ struct Replay: ParsableCommand {
         }
         var progress = ProgressBar(total: runner.expectedFrames)
         var recorder = RunRecorder()
+        var refused: (count: Int, why: String?) = (0, nil)
+        var stills = try faces.map { try FaceStills(directory: $0, interval: facesEvery) }
         try runner.run { step in
             recorder.record(step)
             for masked in step.events {
@@ -105,6 +122,10 @@ struct Replay: ParsableCommand {
             }
             guard let frame = step.frame else { return }
             try review?.write(frame)
+            try stills?.write(frame)
+            if let why = frame.timings.refused.first {
+                refused = (refused.count + frame.timings.refused.count, refused.why ?? why)
+            }
             progress.advance(to: frame.index + 1)
         }
         review?.finish()
@@ -114,6 +135,13 @@ struct Replay: ParsableCommand {
                 recorder.tracks, to: tracks, video: recording ?? chosen.input, fps: runner.nominalFPS, as: tracksAs)
         }
         try sink.commit()
+        if let why = refused.why {
+            FileHandle.standardError.write(Data("\(refused.count) emotion readings refused (the first: \(why))\n".utf8))
+        }
+        if let stills {
+            FileHandle.standardError.write(
+                Data("\(stills.written) face stills of \(stills.visitors) visitors in \(stills.directory)\n".utf8))
+        }
         // A summary on standard error: standard output may be the events.
         for line in recorder.summary(origin: runner.origin).lines {
             FileHandle.standardError.write(Data((line + "\n").utf8))

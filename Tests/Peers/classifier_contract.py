@@ -10,6 +10,9 @@
         hsemotion  HSEmotion as hsemotion-onnx prepares it (its `preprocess`, from
                    $EMOTION_REFERENCES/hsemotion_onnx/facial_emotions.py) of the RGB crop of the box
         ferplus    FER+ as the ONNX model zoo states it: the grey crop of the box 10 % wider on each side, 64x64, 0-255
+  classifier_contract.py constant OUT.onnx VALUE
+      an ONNX graph of the mini-Xception's input (1x1x64x64) that outputs seven VALUEs (nan, inf, -0.5, 1e30): a
+      network gone wrong
   classifier_contract.py rotate IMAGE DEGREES X Y OUT.png
       IMAGE turned DEGREES (counter-clockwise) about the point (X, Y), edges repeated
 Neither package is imported whole (fer needs TensorFlow, hsemotion-onnx onnxruntime): the functions are taken from
@@ -53,6 +56,30 @@ def graph(out, channels, height, width):
             [node], "identity",
             [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, channels, height, width])],
             [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, size])]),
+        opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, out)
+
+
+def constant(out, value):
+    import onnx
+    from onnx import TensorProto, helper
+
+    # A convolution of zero weights over the whole input, its bias the value: the same seven outputs for any face.
+    nodes = [
+        helper.make_node("Conv", ["input", "weights", "value"], ["sums"], kernel_shape=[64, 64]),
+        helper.make_node("Flatten", ["sums"], ["output"], axis=1),
+    ]
+    initial = [
+        helper.make_tensor("weights", TensorProto.FLOAT, [7, 1, 64, 64], [0.0] * (7 * 64 * 64)),
+        helper.make_tensor("value", TensorProto.FLOAT, [7], [float(value)] * 7),
+    ]
+    model = helper.make_model(
+        helper.make_graph(
+            nodes, "constant",
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1, 64, 64])],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 7])], initial),
         opset_imports=[helper.make_opsetid("", 11)])
     model.ir_version = 7
     onnx.checker.check_model(model)
@@ -103,6 +130,9 @@ def ferplus(image, x, y, side):
 def main():
     if sys.argv[1] == "graph":
         graph(sys.argv[2], *map(int, sys.argv[3:6]))
+        return
+    if sys.argv[1] == "constant":
+        constant(sys.argv[2], sys.argv[3])
         return
     if sys.argv[1] == "rotate":
         image = cv2.imread(sys.argv[2], cv2.IMREAD_COLOR)

@@ -65,6 +65,61 @@ struct EvalEmotionTests {
         return (folder, labels)
     }
 
+    @Test(
+        "replay --faces writes the faces the pipeline read, a visitor's every --faces-every seconds, named by the published pseudonym, owner-only; eval emotion finds one face in each"
+    )
+    func collectFaces() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let stills = folder.appendingPathComponent("stills").path
+        let events = folder.appendingPathComponent("events.jsonl").path
+        let replay = try await sentinel([
+            "replay", Fixtures.recording(), "--faces", stills, "--faces-every", "1.5", "-o",
+            events,
+        ])
+        #expect(replay.status == 0, "\(replay.errors)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: stills).sorted()
+        let pattern = /^([a-z2-7]{16})_([0-9]+)\.jpg$/
+        #expect(names.count >= 10 && names.allSatisfy { $0.wholeMatch(of: pattern) != nil }, "\(names)")
+        var byVisitor: [String: Int] = [:]
+        for name in names { byVisitor[String(name.wholeMatch(of: pattern)!.1), default: 0] += 1 }
+        #expect(byVisitor.count >= 3)
+        #expect(replay.errors.contains("\(names.count) face stills of \(byVisitor.count) visitors in \(stills)"))
+        // Every name is a visitor the events published, and no visitor has more stills than its visit allows.
+        struct Event: Decodable {
+            struct Visitor: Decodable {
+                var faceId: String
+                var dwellSeconds: Double
+            }
+            var visitor: Visitor?
+        }
+        let published = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n").map {
+            try JSONDecoder().decode(Event.self, from: Data($0.utf8))
+        }
+        var dwell: [String: Double] = [:]
+        for case let visitor? in published.map(\.visitor) {
+            dwell[visitor.faceId] = max(dwell[visitor.faceId] ?? 0, visitor.dwellSeconds)
+        }
+        for (visitor, count) in byVisitor {
+            let seconds = try #require(dwell[visitor], "\(visitor) is no published faceId")
+            #expect(count <= Int(seconds / 1.5) + 1, "\(visitor): \(count) stills in \(seconds) s")
+        }
+        var status = stat()
+        stat(stills, &status)
+        #expect(status.st_mode & 0o777 == 0o700)
+        stat(stills + "/" + names[0], &status)
+        #expect(status.st_mode & 0o777 == 0o600)
+        // The loop's next step reads them: a face found in every still, and read in nearly all (a face cut by the
+        // frame's edge may come out a pixel under emotion.minFaceSize in its still).
+        let labels = folder.appendingPathComponent("labels.csv").path
+        try ("image,emotion\n" + names.map { "\($0),neutral\n" }.joined()).write(
+            toFile: labels, atomically: true, encoding: .utf8)
+        let read = try await sentinel(["eval", "emotion", stills, "--labels", labels])
+        #expect(read.status == 0, "\(read.errors)")
+        let counts = try #require(read.output.firstMatch(of: /faces read ([0-9]+); photos without a reading ([0-9]+)/))
+        #expect(Int(counts.1)! + Int(counts.2)! == names.count && Int(counts.1)! * 10 >= names.count * 9)
+        #expect(!read.output.contains("no face at the detector's score"), "\(read.output)")
+    }
+
     @Test("a hand-labelled set: each face read right, the photo without a face named, every reading in the JSON")
     func handLabelledFigures() async throws {
         let (folder, labels) = try handLabelled()

@@ -6,6 +6,7 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
 import SentinelVision
+import SentinelVisitors
 import SentinelWire
 import Testing
 
@@ -127,6 +128,47 @@ struct PipelineTests {
             events.map(\.stored.event), events.map { String(decoding: $0.published.json, as: UTF8.self) },
             steps, failure, detectors.map(\.calls).reduce(0, +)
         )
+    }
+
+    /// Happy on odd calls; on even ones, the refusal `FaceClassifier` makes of an output that is no reading.
+    final class FlakyClassifier: FaceClassifying {
+        private(set) var calls = 0
+        func classify(_ image: Image, face: Detection) throws(VisionError) -> FaceOutput {
+            calls += 1
+            guard calls % 2 == 1 else {
+                throw VisionError(
+                    .refusedOutput, "the emotion model gave nan, which is no number: the reading is refused")
+            }
+            return FaceOutput(probabilities: [0, 0, 0, 1, 0, 0, 0])
+        }
+    }
+
+    @Test(
+        "a reading the model's output refuses is counted in the frame's timings with why, and the rest go on: the visitors read happy, the source does not end"
+    )
+    func refusedReadings() throws {
+        let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
+        var definition = try Self.definition.get().forEvaluation
+        definition.emotionEnabled = true
+        definition.visitors.emotion.maxPerSecond = 0
+        definition.visitors.emotion.minFaceSize = 10
+        let classifier = FlakyClassifier()
+        let pipeline = Pipeline(
+            definition: definition, source: definition.sources[0], detector: ScriptedDetector(images),
+            emotion: EmotionReader(classifier: classifier, readout: .calibration(.identity)),
+            keys: try PseudonymKeyRing(),
+            origin: Date(timeIntervalSince1970: 1_800_000_000))
+        let runner = SourceRunner(pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
+        var steps: [Pipeline.Step] = []
+        try runner.run { steps.append($0) }
+        let refused = steps.compactMap(\.frame).flatMap(\.timings.refused)
+        #expect(
+            classifier.calls > 20 && refused.count == classifier.calls / 2, "\(refused.count) of \(classifier.calls)")
+        #expect(refused.allSatisfy { $0.contains("nan, which is no number") })
+        let events = steps.flatMap(\.events).map(\.stored.event)
+        let emotions: [EmotionLabel] = events.compactMap(\.visitor.emotion)
+        #expect(emotions.contains(.known(.happy)), "\(emotions)")
+        #expect(emotions.allSatisfy { $0 == .known(.happy) || $0 == .unknown }, "\(emotions)")
     }
 
     @Test(

@@ -51,6 +51,34 @@ struct ClassifierContractTests {
     }
 
     @Test(
+        "a network whose outputs are no reading (not a number, infinite, negative, 1e30) is refused when loaded, naming it, and each reading it gives is refused; the shipped model passes the probe",
+        arguments: [
+            ("nan", "nan, which is no number"), ("inf", "inf, which is no number"),
+            ("-0.5", "-0.5, which is no probability (0 to 1)"), ("1e30", "1e+30, which is no probability (0 to 1)"),
+        ])
+    func brokenOutputs(value: String, said: String) async throws {
+        let file = try Fixtures.temporaryFolder().appendingPathComponent("broken.onnx")
+        try await Self.python(["constant", file.path, value])
+        let description = try Self.emotionCrop()
+        do {
+            try FaceClassifier.open(file.path, description)
+            Issue.record("\(value): loaded")
+        } catch let error as VisionError {
+            #expect(error.code == .model)
+            #expect(
+                error.message
+                    == "classifier \(file.path): on a probe face, the emotion model gave \(said): the reading is refused"
+            )
+        }
+        let classifier = try FaceClassifier(modelPath: file.path, model: description, mirror: true)
+        let face = Detection(box: Box(x: 179, y: 58, width: 100, height: 100), score: 1)
+        #expect(throws: VisionError(.refusedOutput, "the emotion model gave \(said): the reading is refused")) {
+            try classifier.classify(try Image(contentsOf: Fixtures.photo("astronaut.png")), face: face)
+        }
+        try Fixtures.classifier().probe("emotion.onnx")
+    }
+
+    @Test(
         "the crop and its mirror image are what each model's own preprocessing makes of the face",
         arguments: ["fer", "ferplus", "hsemotion"])
     func pixelForPixel(format: String) async throws {

@@ -69,6 +69,8 @@ void snl_set_threads(int32_t count);
 snl_status snl_image_create(int32_t width, int32_t height, snl_color fill, snl_image **out, snl_error *error);
 snl_status snl_image_read(const char *path, snl_image **out, snl_error *error);
 snl_status snl_image_clone(const snl_image *image, snl_image **out, snl_error *error);
+/// A copy of `region` of the image, clipped to it.
+snl_status snl_image_crop(const snl_image *image, snl_rect region, snl_image **out, snl_error *error);
 /// Resized: a smaller image averages the pixels it covers, unless `sampled` (a bilinear sample of them: a twentieth of
 /// the time at 1280x720 to 160x90, for a thumbnail whose cells are averaged anyway).
 snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, int32_t sampled, snl_image **out,
