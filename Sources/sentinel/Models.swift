@@ -13,7 +13,7 @@ struct Models: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "List every model with its state (ready, missing, corrupt), source and licence; exit 1 if any is not ready."
+                "List every model with its state (ready, missing, corrupt, unreadable), source and licence; exit 1 if any is not ready."
         )
         @OptionGroup var models: ModelOptions
 
@@ -27,14 +27,16 @@ struct Models: ParsableCommand {
                 case .ready: label = "ready"
                 case .missing: label = "missing"
                 case .corrupt: label = "corrupt"
+                case .unreadable: label = "unreadable"
                 }
                 print(
-                    "\(entry.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(label.padding(toLength: 8, withPad: " ", startingAt: 0)) \(store.location(of: entry).path)"
+                    "\(entry.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(label.padding(toLength: 10, withPad: " ", startingAt: 0)) \(store.location(of: entry).path)"
                 )
                 print("    \(entry.source); licence \(entry.licence)")
                 if state != .ready {
                     notReady += 1
                     if case .corrupt(let actual) = state { print("    sha256 \(actual), expected \(entry.sha256)") }
+                    if case .unreadable(let why) = state { print("    \(why)") }
                     print("    to obtain: \(store.howToObtain(entry))")
                 }
             }

@@ -67,6 +67,38 @@ struct ModelStoreTests {
         #expect(error.message.contains("sha256"))
     }
 
+    @Test(
+        "a right sha256 written in capitals is ready; a model path that is a device is unreadable, not missing, and not read forever; a sha256 that is no checksum is refused in the manifest"
+    )
+    func checksumsAndFiles() throws {
+        let store = try scratchStore()
+        try FileManager.default.createDirectory(at: store.cache, withIntermediateDirectories: true)
+        let entry = try #require(store.manifest.entry(named: "centerface"))
+        try Data("weights".utf8).write(to: store.location(of: entry))
+        let sha = try ModelStore.sha256(of: store.location(of: entry))
+        let manifest = store.root.appendingPathComponent("models.yml")
+        let text = try String(contentsOf: manifest, encoding: .utf8)
+        try text.replacingOccurrences(of: entry.sha256, with: sha.uppercased()).write(
+            to: manifest, atomically: true, encoding: .utf8)
+        let capitals = try ModelStore(root: manifest.deletingLastPathComponent().path, caches: [store.cache])
+        #expect(capitals.state(of: try #require(capitals.manifest.entry(named: "centerface"))) == .ready)
+        // The same manifest naming /dev/zero: the checksum would never end.
+        try text.replacingOccurrences(of: "file: \(entry.file)", with: "file: /dev/zero").write(
+            to: manifest, atomically: true, encoding: .utf8)
+        let device = try ModelStore(root: manifest.deletingLastPathComponent().path, caches: [store.cache])
+        let zero = try #require(device.manifest.entry(named: "centerface"))
+        #expect(device.state(of: zero) == .unreadable("/dev/zero is not a regular file (a device, FIFO or folder)"))
+        let error = try #require(throws: ModelError.self) { try device.path(of: "centerface") }
+        #expect(error.message == "model centerface: /dev/zero is not a regular file (a device, FIFO or folder)")
+        try text.replacingOccurrences(of: entry.sha256, with: "not-a-checksum").write(
+            to: manifest, atomically: true, encoding: .utf8)
+        let refused = try #require(throws: ModelError.self) {
+            try ModelStore(root: manifest.deletingLastPathComponent().path, caches: [store.cache])
+        }
+        #expect(
+            refused.message.hasSuffix("model centerface: sha256 must be 64 hexadecimal digits"), "\(refused.message)")
+    }
+
     @Test("an unknown model name lists the known ones")
     func unknownModel() throws {
         let error = try #require(throws: ModelError.self) { try Fixtures.store.path(of: "scrfd") }
