@@ -11,6 +11,9 @@ public protocol RetentionTarget {
     /// second), with their gauge readings, and the same fraction of the visits, the last seen kept; deletes the rest
     /// and returns how many rows went.
     mutating func deleteOldest(keeping fraction: Double) async throws -> Int
+    /// After a run that deleted: gives back the room the deletions took where the store keeps it apart from its
+    /// records (SQLite's write-ahead log held every deleted page: 115 MB beside a 10 MB store).
+    mutating func reclaim() async throws
 }
 
 /// When to delete what: runs at most once per interval, deletes records older than the policy's age, then, while the
@@ -57,6 +60,7 @@ public struct RetentionJob: Sendable {
                 run.bySize += deleted
             }
         }
+        if run.total > 0 { try await target.reclaim() }
         lastRun = now
         return run
     }

@@ -247,6 +247,10 @@ extension PostgresEventStore {
         return total
     }
 
+    /// Nothing to give back by hand: PostgreSQL's autovacuum makes deleted rows' room reusable, and its write-ahead
+    /// log is recycled by its own checkpoints.
+    public func reclaim() async throws {}
+
     /// The live rows' bytes (the relations' files keep deleted rows until a vacuum, and their size seldom shrinks,
     /// so they cannot say whether deleting was enough) and the events logged. Indexes aside; a scan per run.
     public func storedSize() async throws -> (bytes: Int64, events: Int) {

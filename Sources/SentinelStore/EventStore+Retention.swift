@@ -26,6 +26,17 @@ extension EventStore {
         }
     }
 
+    /// Checkpoints the write-ahead log into the database and truncates it to nothing: a cut writes every page it
+    /// frees to the log first, and SQLite's automatic checkpoints reuse the log's file without shrinking it. A reader
+    /// still holding an old snapshot keeps its pages until it ends; the next cut takes them.
+    public func reclaim() async throws {
+        do {
+            try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     /// The pages in use (free pages left by deletions are reused, not counted) and the events logged.
     public func storedSize() async throws -> (bytes: Int64, events: Int) {
         try await read { db in

@@ -168,6 +168,9 @@ struct RetentionTests {
             times.removeFirst(deleted)
             return deleted
         }
+        /// Runs that gave back what they deleted.
+        var reclaimed = 0
+        mutating func reclaim() { reclaimed += 1 }
     }
 
     @Test("deletes exactly the records older than the limit, at most once per interval")
@@ -182,6 +185,7 @@ struct RetentionTests {
         var job = RetentionJob(policy: RetentionPolicy())
         #expect(try await job.runIfDue(now: now, on: &records) == .init(byAge: 2))
         #expect(records.times.count == 4 && records.times.min() == now.addingTimeInterval(-limit))
+        #expect(records.reclaimed == 1)
         #expect(try await job.runIfDue(now: now.addingTimeInterval(3_599), on: &records) == nil)
         #expect(try await job.runIfDue(now: now.addingTimeInterval(3_600), on: &records) == .init(byAge: 2))
         #expect(records.times.count == 2)
