@@ -272,6 +272,7 @@ let package = Package(
                 "SentinelVisitors", "SentinelServer", "SentinelFleet", "SentinelZoneEditor", "SentinelTuning",
                 "SentinelCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

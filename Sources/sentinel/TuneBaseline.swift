@@ -1,15 +1,20 @@
+import Crypto
 import Foundation
+import SentinelCore
 
 /// What a sweep measured of the pipeline file's own settings, kept in `--out` as baseline.json: run again once every
 /// trial is in trials.csv (to apply, or to read the report again), `tune` takes these figures instead of decoding and
 /// detecting the recordings for them once more. They hold only for the same inputs: the pipeline file's bytes, the
-/// `--set` overrides, each recording and any label file beside it (size and modification time), and this build of
-/// Sentinel; anything else measures again.
+/// `--set` overrides, each recording and any label file beside it (the file a link leads to, by its size, modification
+/// time and a hash of its first and last MiB), and this build of Sentinel; anything else measures again. The file is
+/// signed with a key of this machine's, kept outside `--out` (`tune.key` in the state directory, owner only): an
+/// edited one is measured again, not believed.
 struct TuneBaseline: Codable, Equatable {
     struct Inputs: Codable, Equatable {
         var pipeline: String
         var overrides: [String]
-        /// Path, size and modification time of each file the figures rest on.
+        /// Each file the figures rest on: its path, the file it leads to, size, modification time and the hash of
+        /// its first and last MiB.
         var files: [String]
 
         init(pipeline: String, overrides: [String], recordings: [String]) throws {
@@ -18,12 +23,28 @@ struct TuneBaseline: Codable, Equatable {
             let paths =
                 [Bundle.main.executablePath ?? CommandLine.arguments[0]]
                 + recordings.flatMap { [$0] + Labels.candidates(beside: $0) }
-            files = paths.compactMap { path in
-                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
-                let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
-                let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-                return "\(path) \(size) \(modified)"
+            files = paths.compactMap(Self.content)
+        }
+
+        /// What a file holds, cheaply: a recording replaced behind a link, or rewritten in place, reads otherwise.
+        static func content(of path: String) -> String? {
+            let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: resolved),
+                attributes[.type] as? FileAttributeType == .typeRegular,
+                let handle = FileHandle(forReadingAtPath: resolved)
+            else { return nil }
+            defer { try? handle.close() }
+            let size = (attributes[.size] as? NSNumber)?.int64Value ?? -1
+            let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            let mebibyte = 1 << 20
+            var hash = SHA256()
+            hash.update(data: (try? handle.read(upToCount: mebibyte)) ?? Data())
+            if size > Int64(mebibyte) {
+                try? handle.seek(toOffset: UInt64(size - Int64(mebibyte)))
+                hash.update(data: (try? handle.read(upToCount: mebibyte)) ?? Data())
             }
+            let digest = hash.finalize().map { String(format: "%02x", $0) }.joined()
+            return "\(path) -> \(resolved) \(size) \(modified) \(digest)"
         }
     }
 
@@ -47,17 +68,61 @@ struct TuneBaseline: Codable, Equatable {
 
     static func url(in folder: URL) -> URL { folder.appendingPathComponent("baseline.json") }
 
-    /// The figures kept in `folder` for these inputs, if any.
+    /// The figures kept in `folder` for these inputs, if any, signed by this machine's key.
     static func read(in folder: URL, for inputs: Inputs) -> TuneBaseline? {
         guard let data = try? Data(contentsOf: url(in: folder)),
-            let kept = try? JSONDecoder().decode(TuneBaseline.self, from: data), kept.inputs == inputs
+            let signed = try? JSONDecoder().decode(Signed.self, from: data), signed.baseline.inputs == inputs,
+            let key = key(), let expected = try? signed.baseline.signature(key), signed.signature == expected
         else { return nil }
-        return kept
+        return signed.baseline
     }
 
+    /// Writes the figures signed; without a key (no state directory can hold one) there is nothing to keep them by,
+    /// and the next run measures again.
     func write(in folder: URL) throws {
+        guard let key = Self.key() else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try OutputFile.write(try encoder.encode(self), to: Self.url(in: folder).path)
+        let signed = Signed(baseline: self, signature: try signature(key))
+        try OutputFile.write(try encoder.encode(signed), to: Self.url(in: folder).path)
+    }
+
+    /// The file: the figures and their HMAC-SHA256.
+    struct Signed: Codable {
+        var baseline: TuneBaseline
+        var signature: String
+    }
+
+    /// HMAC-SHA256 of the figures as encoded with sorted keys.
+    func signature(_ key: SymmetricKey) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return HMAC<SHA256>.authenticationCode(for: try encoder.encode(self), using: key)
+            .map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// This machine's key for baselines, made on first use in the first state directory that can hold it.
+    static func key() -> SymmetricKey? {
+        for folder in Installation.stateDirectories() {
+            let path = folder.appendingPathComponent("tune.key").path
+            if let bytes = FileManager.default.contents(atPath: path), bytes.count == 32 {
+                return SymmetricKey(data: bytes)
+            }
+            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            // Made whole or not at all: two tunes at once agree on the one that lands first.
+            let made = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+            let temporary = path + ".\(getpid())"
+            guard
+                FileManager.default.createFile(
+                    atPath: temporary, contents: made, attributes: [.posixPermissions: 0o600])
+            else { continue }
+            defer { unlink(temporary) }
+            if link(temporary, path) == 0 || errno == EEXIST,
+                let bytes = FileManager.default.contents(atPath: path), bytes.count == 32
+            {
+                return SymmetricKey(data: bytes)
+            }
+        }
+        return nil
     }
 }

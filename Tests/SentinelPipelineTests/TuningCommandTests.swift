@@ -254,6 +254,19 @@ struct TuningCommandTests {
         let check = try await Fixtures.run(Fixtures.sentinel, ["check", out + "/best.yml"])
         #expect(check.status == 0 && check.output.contains("best.yml: ok"), "\(check.output)\(check.errors)")
 
+        // The kept figures edited (a better objective for the file's settings): not believed, measured again, and kept
+        // anew for the run after.
+        let kept = out + "/baseline.json"
+        let figures = try String(contentsOfFile: kept, encoding: .utf8)
+        let edited = figures.replacing(/"objective" : [0-9.e-]+/, with: "\"objective\" : 0.1234")
+        #expect(edited != figures)
+        try edited.write(toFile: kept, atomically: true, encoding: .utf8)
+        let tampered = try await Fixtures.run(Fixtures.sentinel, arguments)
+        #expect(
+            tampered.status == 0
+                && tampered.output.contains("decoding and detecting again for the file's settings took"),
+            "\(tampered.output)\(tampered.errors)")
+        #expect(try String(contentsOfFile: kept, encoding: .utf8) == figures)
         let again = try await Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
         #expect(again.status == 0 && again.output.contains("resuming: 4 trials"), "\(again.output)\(again.errors)")
         // Nothing left to run and the same inputs: the file's settings as the first run measured them, nothing
