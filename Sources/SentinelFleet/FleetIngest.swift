@@ -223,7 +223,7 @@ final class FleetIngest: Service, Sendable {
             throw InvalidEvent(.format, "", "larger than \(Self.maxPayload / 1_024) KiB, which no site's event is")
         }
         let envelope = try decode(Envelope.self)
-        guard envelope.site == site, envelope.streamId == stream, envelope.payloadType == type else {
+        guard envelope.site == site else {
             throw InvalidEvent(.topic, "", "the envelope's site, streamId or payloadType does not match its topic")
         }
         guard envelope.id > 0 else { throw InvalidEvent(.id, "id", "not a log id (1 or more)") }
@@ -242,6 +242,10 @@ final class FleetIngest: Service, Sendable {
         let origin = Publication.Origin(site: site, id: envelope.id)
         let place: Int
         do throws(InvalidEvent) {
+            // The site's own id, refused for what the message says: below, so that it is not counted missing.
+            guard envelope.streamId == stream, envelope.payloadType == type else {
+                throw InvalidEvent(.topic, "", "the envelope's site, streamId or payloadType does not match its topic")
+            }
             switch LoggedEvent.Kind(rawValue: type) {
             case .gauge:
                 var reading = try decode(Payload<GaugeReading>.self).payload

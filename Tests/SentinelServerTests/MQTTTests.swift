@@ -607,7 +607,7 @@ struct FleetTests {
     }
 
     @Test(
-        "ids of messages refused for what they say are not counted missing (ids 2-6 refused, then 7: five refused, none missing); a 1 MB message never reaches the fleet, which tells the broker the largest it takes"
+        "ids of messages refused for what they say are not counted missing (ids 2-6 refused, 7 on another source's topic, then 8: six refused, none missing); a 1 MB message never reaches the fleet, which tells the broker the largest it takes"
     )
     func refusedAreNotMissing() async throws {
         let broker = try await MQTTBroker()
@@ -632,16 +632,18 @@ struct FleetTests {
         // The site is known from its first stored event on: its refusals are counted as its own from then.
         #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 1 })
         for id in 2...6 { try publish("valence-1e308.json", "visitor.updated", id: id) }
-        try publish("good-updated-after.json", "visitor.updated", id: 7)
-        // A message of 1 MB (id 8) is dropped by the broker for the fleet, which told it the largest packet it takes:
-        // it never reaches the fleet (not even refused there), and its id is missing when 9 comes.
+        // The site's own id on another source's topic: refused as topic, and not missing either.
+        try publish("stream-mismatch.json", "visitor.updated", id: 7)
+        try publish("good-updated-after.json", "visitor.updated", id: 8)
+        // A message of 1 MB (id 9) is dropped by the broker for the fleet, which told it the largest packet it takes:
+        // it never reaches the fleet (not even refused there), and its id is missing when 10 comes.
         let huge = try String(
             contentsOf: Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt/good-updated-after.json"),
             encoding: .utf8
-        ).replacingOccurrences(of: "@ID@", with: "8").replacingOccurrences(
+        ).replacingOccurrences(of: "@ID@", with: "9").replacingOccurrences(
             of: "\"faceId\": \"abcdefghijklmnop\"", with: "\"faceId\": \"\(String(repeating: "x", count: 1 << 20))\"")
         try site.publish(topic: "sentinel/lab/showroom/visitor.updated", payload: Data(huge.utf8))
-        try publish("good-updated-after.json", "visitor.updated", id: 9)
+        try publish("good-updated-after.json", "visitor.updated", id: 10)
         var lab: [String: Any] = [:]
         #expect(
             try await Self.poll {
@@ -651,7 +653,7 @@ struct FleetTests {
                 lab = (health?["sites"] as? [[String: Any]])?.first { $0["site"] as? String == "lab" } ?? [:]
                 return lab["received"] as? Int == 3
             }, "\(lab)")
-        #expect(lab["rejected"] as? [String: Int] == ["number": 5], "\(lab)")
+        #expect(lab["rejected"] as? [String: Int] == ["number": 5, "topic": 1], "\(lab)")
         #expect(lab["missing"] as? Int == 1, "\(lab)")
         try await fleet.stop()
     }
