@@ -156,11 +156,22 @@ public struct StreamDiagnosis: Sendable {
         _ = request.utf8CString.withUnsafeBufferPointer { send(socket, $0.baseAddress, $0.count - 1, 0) }
         var buffer = [UInt8](repeating: 0, count: 2048)
         let count = recv(socket, &buffer, buffer.count, 0)
-        guard count > 0 else {
+        // 0: the peer closed the connection without a word (a service that is not a camera, or one that refuses
+        // this address); below 0 after the wait: it kept the connection open and said nothing.
+        if count == 0 {
             return .failure(
                 Problem(
                     text:
-                        "\(place) accepted the connection but did not answer \(scheme.uppercased()) within \(Int(Self.timeout)) s"
+                        "\(place) accepted the connection and closed it without answering \(scheme.uppercased()) (not a camera's \(scheme.uppercased()) port, or it refuses this client)"
+                ))
+        }
+        guard count > 0 else {
+            let timedOut = errno == EAGAIN || errno == EWOULDBLOCK
+            return .failure(
+                Problem(
+                    text: timedOut
+                        ? "\(place) accepted the connection but did not answer \(scheme.uppercased()) within \(Int(Self.timeout)) s"
+                        : "\(place) accepted the connection, then: \(String(cString: strerror(errno)))"
                 ))
         }
         return .success(Array(buffer[0..<count]))
