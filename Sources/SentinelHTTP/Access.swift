@@ -152,7 +152,17 @@ package struct KnownHost<Context: RequestContext>: RouterMiddleware {
             // HTTP/1.1 requires it (RFC 9112, 3.2): a request without one is a malformed request.
             throw HTTPError(.badRequest, message: "a request names the host it is for (Host: ...)")
         }
-        guard !Self.accepts(authority, names: names, loopbackOnly: loopbackOnly) else {
+        // RFC 9112, 3.2: a request whose Host is no host and port, or that has two, is answered 400. (The first Host
+        // became the authority; a second stays among the fields.)
+        guard !request.headers.contains(where: { $0.name.canonicalName == "host" }) else {
+            throw HTTPError(.badRequest, message: "a request names the host it is for once (two Host headers)")
+        }
+        guard let host = Self.host(of: authority) else {
+            throw HTTPError(
+                .badRequest,
+                message: "Host: \(ServerSentEvents.quoted(authority)) is not a host name or address with a port")
+        }
+        guard !Self.accepts(host, names: names, loopbackOnly: loopbackOnly) else {
             return try await next(request, context)
         }
         throw HTTPError(
@@ -162,26 +172,78 @@ package struct KnownHost<Context: RequestContext>: RouterMiddleware {
         )
     }
 
-    /// Whether `authority` (`host`, `host:port`, `[v6]:port`) names this server.
-    static func accepts(_ authority: String, names: Set<String>, loopbackOnly: Bool) -> Bool {
+    /// The host of an authority as HTTP writes it (RFC 9110, 7.2: `host`, `host:port`, `[v6]:port`), lower case and
+    /// without a name's trailing dot; nil where it is none: a user part (`localhost:80@evil`), a port that is not a
+    /// number up to 65535 (`localhost:evil`, 20 digits), text after an IPv6 address (`[::1]evil`), or a character no
+    /// host name has.
+    static func host(of authority: String) -> String? {
         let host: Substring
+        let port: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return false }
+            guard let close = authority.firstIndex(of: "]") else { return nil }
             host = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            port = rest.isEmpty ? nil : rest.dropFirst()
+            var v6 = in6_addr()
+            guard inet_pton(AF_INET6, String(host), &v6) == 1 else { return nil }
         } else {
-            host = authority.prefix { $0 != ":" }
+            let parts = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            host = parts[0]
+            port = parts.count > 1 ? parts[1] : nil
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+            guard !host.isEmpty, host.count <= 253, host.allSatisfy(allowed.contains) else { return nil }
         }
-        let name = normalized(String(host))
-        if names.contains(name) { return true }
+        if let port {
+            guard (1...5).contains(port.count), port.allSatisfy(\.isASCII), let number = Int(port), number <= 65_535
+            else { return nil }
+        }
+        return normalized(String(host))
+    }
+
+    /// Whether `host` (as `host(of:)` gives it) names this server: a name it serves, a loopback address, or (unless
+    /// `loopbackOnly`) an address of this machine's. Any other address is no more this server's than a foreign name:
+    /// 0.0.0.0 is no destination, and another machine's address is a request meant for it.
+    static func accepts(_ host: String, names: Set<String>, loopbackOnly: Bool) -> Bool {
+        if names.contains(host) { return true }
         var v4 = in_addr()
         var v6 = in6_addr()
-        if inet_pton(AF_INET, name, &v4) == 1 {
-            return !loopbackOnly || name.hasPrefix("127.")
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            if host.hasPrefix("127.") { return true }
+            return !loopbackOnly && ownAddresses().contains(Data(bytes: &v4, count: MemoryLayout<in_addr>.size))
         }
-        if inet_pton(AF_INET6, name, &v6) == 1 {
-            return !loopbackOnly || name == "::1"
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            if host == "::1" { return true }
+            return !loopbackOnly && ownAddresses().contains(Data(bytes: &v6, count: MemoryLayout<in6_addr>.size))
         }
         return false
+    }
+
+    /// This machine's addresses now (an interface may have been given another since the server started).
+    static func ownAddresses() -> Set<Data> {
+        var first: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&first) == 0 else { return [] }
+        defer { freeifaddrs(first) }
+        var addresses: Set<Data> = []
+        var next = first
+        while let entry = next {
+            defer { next = entry.pointee.ifa_next }
+            guard let address = entry.pointee.ifa_addr else { continue }
+            switch Int32(address.pointee.sa_family) {
+            case AF_INET:
+                address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    var bytes = $0.pointee.sin_addr
+                    addresses.insert(Data(bytes: &bytes, count: MemoryLayout<in_addr>.size))
+                }
+            case AF_INET6:
+                address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    var bytes = $0.pointee.sin6_addr
+                    addresses.insert(Data(bytes: &bytes, count: MemoryLayout<in6_addr>.size))
+                }
+            default: break
+            }
+        }
+        return addresses
     }
 
     /// Lower case, without the trailing dot of a fully qualified name.
