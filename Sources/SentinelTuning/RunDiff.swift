@@ -137,7 +137,6 @@ public struct RunDiff: Sendable {
     /// 25 M pairs: 851 MB).
     static let maxCandidates = 16
 
-
     /// For each visit of `xs`, the visits of `ys` seen at the same camera at the same time (a window over `ys` in
     /// order of first sight), best first: the most seconds shared, then the nearest start, then the nearest place in
     /// its run (a run against itself pairs each visit with its own copy).
