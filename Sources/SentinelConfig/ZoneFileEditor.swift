@@ -213,7 +213,14 @@ private struct Document {
             }
             if let name = itemMapping["name"]?.string { byName[name] = (i, item) }
         }
+        var edited = Set<String>()
         for zone in zones {
+            // Two edits of one zone (two pages saving over each other's list, a client's bug): the first would be
+            // written and the second dropped without a word.
+            if let original = zone.original, !edited.insert(original).inserted {
+                throw Document.problem(
+                    file, "zone \"\(original)\" is edited twice in one save: send each zone once", path: path)
+            }
             if let original = zone.original, byName[original] == nil {
                 throw Document.problem(
                     file, "zone \"\(original)\" is not in source \"\(sourceID)\" (was the file changed meanwhile?)",

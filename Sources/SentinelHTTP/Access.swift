@@ -140,7 +140,7 @@ package struct KnownHost<Context: RequestContext>: RouterMiddleware {
 
     /// `names` besides localhost; `server` names the server in refusals.
     package init(names: [String], loopbackOnly: Bool, server: String) {
-        self.names = Set((names + ["localhost"]).map { Self.normalized($0) })
+        self.names = Set((names + ["localhost"]).map { HostName.normalized($0) })
         self.loopbackOnly = loopbackOnly
         self.server = server
     }
@@ -157,7 +157,7 @@ package struct KnownHost<Context: RequestContext>: RouterMiddleware {
         guard !request.headers.contains(where: { $0.name.canonicalName == "host" }) else {
             throw HTTPError(.badRequest, message: "a request names the host it is for once (two Host headers)")
         }
-        guard let host = Self.host(of: authority) else {
+        guard let host = HostName.parse(authority) else {
             throw HTTPError(
                 .badRequest,
                 message: "Host: \(ServerSentEvents.quoted(authority)) is not a host name or address with a port")
@@ -172,36 +172,7 @@ package struct KnownHost<Context: RequestContext>: RouterMiddleware {
         )
     }
 
-    /// The host of an authority as HTTP writes it (RFC 9110, 7.2: `host`, `host:port`, `[v6]:port`), lower case and
-    /// without a name's trailing dot; nil where it is none: a user part (`localhost:80@evil`), a port that is not a
-    /// number up to 65535 (`localhost:evil`, 20 digits), text after an IPv6 address (`[::1]evil`), or a character no
-    /// host name has.
-    static func host(of authority: String) -> String? {
-        let host: Substring
-        let port: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let rest = authority[authority.index(after: close)...]
-            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
-            port = rest.isEmpty ? nil : rest.dropFirst()
-            var v6 = in6_addr()
-            guard inet_pton(AF_INET6, String(host), &v6) == 1 else { return nil }
-        } else {
-            let parts = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            host = parts[0]
-            port = parts.count > 1 ? parts[1] : nil
-            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-            guard !host.isEmpty, host.count <= 253, host.allSatisfy(allowed.contains) else { return nil }
-        }
-        if let port {
-            guard (1...5).contains(port.count), port.allSatisfy(\.isASCII), let number = Int(port), number <= 65_535
-            else { return nil }
-        }
-        return normalized(String(host))
-    }
-
-    /// Whether `host` (as `host(of:)` gives it) names this server: a name it serves, a loopback address, or (unless
+    /// Whether `host` (as `HostName.parse` gives it) names this server: a name it serves, a loopback address, or (unless
     /// `loopbackOnly`) an address of this machine's. Any other address is no more this server's than a foreign name:
     /// 0.0.0.0 is no destination, and another machine's address is a request meant for it.
     static func accepts(_ host: String, names: Set<String>, loopbackOnly: Bool) -> Bool {
@@ -246,11 +217,6 @@ package struct KnownHost<Context: RequestContext>: RouterMiddleware {
         return addresses
     }
 
-    /// Lower case, without the trailing dot of a fully qualified name.
-    static func normalized(_ name: String) -> String {
-        let lower = name.lowercased()
-        return lower.hasSuffix(".") ? String(lower.dropLast()) : lower
-    }
 }
 
 struct SameSiteOnly<Context: RequestContext>: RouterMiddleware {
@@ -270,5 +236,44 @@ struct SameSiteOnly<Context: RequestContext>: RouterMiddleware {
             )
         }
         return try await next(request, context)
+    }
+}
+
+/// A request's `Host` as HTTP writes it, read before anything is decided by it.
+package enum HostName {
+    /// The host of an authority as HTTP writes it (RFC 9110, 7.2: `host`, `host:port`, `[v6]:port`), lower case and
+    /// without a name's trailing dot; nil where it is none: a user part (`localhost:80@evil`), a port that is not a
+    /// number up to 65535 (`localhost:evil`, 20 digits), text after an IPv6 address (`[::1]evil`), or a character no
+    /// host name has.
+    package static func parse(_ authority: String) -> String? {
+        let host: Substring
+        let port: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            port = rest.isEmpty ? nil : rest.dropFirst()
+            var v6 = in6_addr()
+            guard inet_pton(AF_INET6, String(host), &v6) == 1 else { return nil }
+        } else {
+            let parts = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            host = parts[0]
+            port = parts.count > 1 ? parts[1] : nil
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+            guard !host.isEmpty, host.count <= 253, host.allSatisfy(allowed.contains) else { return nil }
+        }
+        if let port {
+            guard (1...5).contains(port.count), port.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(port),
+                number <= 65_535
+            else { return nil }
+        }
+        return normalized(String(host))
+    }
+
+    /// Lower case, without the trailing dot of a fully qualified name.
+    package static func normalized(_ name: String) -> String {
+        let lower = name.lowercased()
+        return lower.hasSuffix(".") ? String(lower.dropLast()) : lower
     }
 }

@@ -39,7 +39,7 @@ public struct EmotionEvaluation: Sendable {
 
     /// Why a photo gave no reading.
     public enum Miss: String, Sendable, CaseIterable {
-        case unreadable = "not an image Sentinel reads (JPEG, PNG, BMP, WebP or PNM of at most 50 million pixels)"
+        case unreadable = "not an image Sentinel reads (JPEG, PNG, BMP, WebP, TIFF or PNM of at most 50 million pixels)"
         case noFace = "no face at the detector's score"
         case gated = "a face too small or too weak for emotion.minFaceSize and emotion.minDetectionScore"
         case refused = "an output of the model that is no reading (not a number, or out of range)"

@@ -19,7 +19,7 @@ public final class Image: @unchecked Sendable {
         self.init(handle: out!)
     }
 
-    /// Reads a JPEG, PNG, BMP, WebP or PNM still from a regular file only (a FIFO named `x.jpg` would block the read
+    /// Reads a JPEG, PNG, BMP, WebP, TIFF or PNM still from a regular file only (a FIFO named `x.jpg` would block the read
     /// forever, and a device never end), of at most `ImageHeader.maxPixels` as its header says.
     public convenience init(contentsOf path: String) throws(VisionError) {
         // Asked here, not of OpenCV, which would block on a FIFO and echo a missing file's name raw to the terminal.

@@ -2,8 +2,8 @@ import Foundation
 import SentinelCore
 
 /// The size an image file's header claims, read before anything is decoded: a 629-byte JPEG can claim 30000x30000,
-/// which OpenCV would allocate (2.7 GB) before finding the data short. Sentinel reads JPEG, PNG, BMP, WebP and the
-/// PNM family (what cameras, phones and labelling tools write); any other file is refused by name, as is one whose
+/// which OpenCV would allocate (2.7 GB) before finding the data short. Sentinel reads JPEG, PNG, BMP, WebP, TIFF and
+/// the PNM family (what cameras, phones and labelling tools write); any other file is refused by name, as is one whose
 /// header claims more than `maxPixels`.
 public enum ImageHeader {
     /// 50 million pixels (150 MB decoded): an 8,000 x 6,000 photo; a 48-megapixel phone's full-size picture is 8,000 x
@@ -45,12 +45,14 @@ public enum ImageHeader {
             case "VP8X": size = (little(start, 24, 3) + 1, little(start, 27, 3) + 1)
             default: throw VisionError(.open, "a WebP of no known kind (\(chunk.controlCharactersShown))")
             }
+        } else if start.starts(with: Array("II*\u{0}".utf8)) || start.starts(with: Array("MM\u{0}*".utf8)) {
+            size = try tiff(bytes, littleEndian: start[0] == UInt8(ascii: "I"))
         } else if start.count >= 2, start[0] == UInt8(ascii: "P"),
             (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(start[1])
         {
             size = try pnm(try bytes(0, 1024))
         } else {
-            throw VisionError(.open, "not a JPEG, PNG, BMP, WebP or PNM image")
+            throw VisionError(.open, "not a JPEG, PNG, BMP, WebP, TIFF or PNM image")
         }
         guard size.width > 0, size.height > 0 else {
             throw VisionError(.open, "its header gives a size of \(size.width)x\(size.height)")
@@ -102,6 +104,33 @@ public enum ImageHeader {
             offset += 2 + length
         }
         throw VisionError(.open, "a JPEG of more than 10,000 segments before its frame header")
+    }
+
+    /// A TIFF's first image: its ImageWidth (256) and ImageLength (257) among the first directory's entries.
+    private static func tiff(_ bytes: (Int, Int) throws(VisionError) -> [UInt8], littleEndian: Bool) throws(VisionError)
+        -> (Int, Int)
+    {
+        func number(_ b: [UInt8], _ at: Int, _ n: Int) -> Int {
+            let slice = b[at..<at + n]
+            return (littleEndian ? Array(slice.reversed()) : Array(slice)).reduce(0) { $0 << 8 | Int($1) }
+        }
+        let header = try bytes(0, 8)
+        guard header.count == 8 else { throw VisionError(.open, "a TIFF cut short in its header") }
+        let directory = number(header, 4, 4)
+        let count = try bytes(directory, 2)
+        guard count.count == 2 else { throw VisionError(.open, "a TIFF whose first directory is past its end") }
+        let entries = try bytes(directory + 2, 12 * min(number(count, 0, 2), 4_096))
+        var width: Int?
+        var height: Int?
+        for at in stride(from: 0, to: entries.count - 11, by: 12) {
+            let tag = number(entries, at, 2)
+            let type = number(entries, at + 2, 2)
+            guard tag == 256 || tag == 257, type == 3 || type == 4 else { continue }
+            let value = number(entries, at + 8, type == 3 ? 2 : 4)
+            if tag == 256 { width = value } else { height = value }
+        }
+        guard let width, let height else { throw VisionError(.open, "a TIFF without its width and height") }
+        return (width, height)
     }
 
     /// A PNM's header: magic, width, height, each separated by white space and `#` comments.

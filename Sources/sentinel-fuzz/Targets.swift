@@ -28,7 +28,8 @@ enum FuzzTarget: String, CaseIterable {
     /// A pipeline file, with a `--set` taken from its first line; a fleet file; a tuning space.
     case pipeline, fleet, space
     /// A request's target (`/api/reports?from=...`) as the API reads its query: every endpoint's parameters and dates,
-    /// and the event stream's filter (`/events?site=...&zone=...`), which keeps only what a fleet's catalogue has.
+    /// and the event stream's filter (`/events?site=...&zone=...`), which keeps only what a fleet's catalogue has; and
+    /// its Host, as the servers read it (`HostName`).
     case query
     /// A `Last-Event-ID` (header or `lastEventId`) echoed in the stream's reset notice, and any text the stream quotes:
     /// the message must stay one event (no line break gets through) and read back as the text sent.
@@ -120,6 +121,17 @@ enum FuzzTarget: String, CaseIterable {
             for name in ["from", "to"] { _ = try? APIQuery.date(name, in: query) }
             if let filter = try? HTTPAPI.eventFilter(query, catalogue: Self.catalogue) {
                 Self.check(filter)
+            }
+            // The Host line's value, as the servers read it before answering: a host taken is a plain name or address.
+            let host = text.split(separator: "\n").first { $0.lowercased().hasPrefix("host:") }.map {
+                String($0.dropFirst(5)).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            for authority in [host ?? "", text] {
+                if let parsed = HostName.parse(authority),
+                    parsed.isEmpty || parsed.contains(where: { "@/ \\\r\n\t".contains($0) })
+                {
+                    fatalError("a Host was read as the host \(parsed.debugDescription)")
+                }
             }
         case .sse:
             let text = String(decoding: bytes, as: UTF8.self)

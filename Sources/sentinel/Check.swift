@@ -60,20 +60,24 @@ struct Check: ParsableCommand {
         // Every source at once, as `run` opens them: a fleet of cameras takes the time of one.
         let specs = sources.map { SourceSpec($0.resolvedInput) }
         let seconds = probeSeconds
-        // A thread each, not a pool's: a probe mostly waits on the network, and a pool runs one per core.
-        let probes = Mutex([SourceProbe?](repeating: nil, count: specs.count))
+        // A thread each, not a pool's: a probe mostly waits on the network, and a pool runs one per core. Each source
+        // is printed as it finishes: FFmpeg opens streams one at a time, so a hundred cameras take a while, and a
+        // silent wait says nothing of which answered.
+        let failed = Mutex(false)
         let done = DispatchGroup()
-        for (index, spec) in specs.enumerated() {
+        for (source, spec) in zip(sources, specs) {
             done.enter()
             Thread.detachNewThread {
                 let result = SourceProbe.run(spec, seconds: seconds)
-                probes.withLock { $0[index] = result }
+                failed.withLock {
+                    $0 = $0 || result.problem != nil
+                    print("source \(source.id): \(result)")
+                    fflush(nil)
+                }
                 done.leave()
             }
         }
         done.wait()
-        let results = probes.withLock { $0.compactMap { $0 } }
-        for (source, result) in zip(sources, results) { print("source \(source.id): \(result)") }
-        if results.contains(where: { $0.problem != nil }) { throw ExitCode(1) }
+        if failed.withLock({ $0 }) { throw ExitCode(1) }
     }
 }
