@@ -90,12 +90,13 @@ public enum LoopbackClient {
 
     /// GETs `path` (POSTs `body` to it, if given) and returns the status, headers and whole body of the response.
     public static func fetch(
-        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [], body: Data? = nil
+        host: String = "127.0.0.1", port: Int, path: String, headers: [(String, String)] = [], body: Data? = nil,
+        timeoutSeconds: Int64 = 30
     ) async throws -> (Head, Data) {
         var head = Head(status: 0, headers: [])
         var received = Data()
         try await get(
-            host: host, port: port, path: path, headers: headers, body: body, timeout: .seconds(30),
+            host: host, port: port, path: path, headers: headers, body: body, timeout: .seconds(timeoutSeconds),
             onHead: { head = $0 },
             onChunk: { chunk in
                 received.append(contentsOf: chunk.readableBytesView)

@@ -181,21 +181,18 @@ struct EmotionScoreTests {
 
     @Test("every file of Tests/Corpus/emotion is read or refused as expected.tsv says, naming the file and the line")
     func corpus() throws {
-        let corpus = Fixtures.root.appendingPathComponent("Tests/Corpus/emotion")
-        let lines = try String(contentsOf: corpus.appendingPathComponent("expected.tsv"), encoding: .utf8)
-            .split(separator: "\n").filter { !$0.hasPrefix("#") }.map { $0.split(separator: "\t").map(String.init) }
-        let files = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { $0 != "expected.tsv" }
-        #expect(Set(files) == Set(lines.map { $0[0] }), "every file has a line and every line a file")
-        for line in lines {
-            let path = corpus.appendingPathComponent(line[0]).path
+        for line in try Corpus.lines("emotion") {
+            let path = line.file.path
             do {
-                let rows = try EmotionLabels.rows(Data(contentsOf: URL(fileURLWithPath: path)), file: path) { _ in false
-                }
-                #expect(line[1] == "ok" && line[2].hasPrefix("\(rows.count) rows"), "\(line[0]): \(rows.count) rows")
-            } catch let error as LabelError {
-                #expect(error.code.rawValue == line[1], "\(line[0]): \(error.message)")
+                let rows = try EmotionLabels.rows(Data(contentsOf: line.file), file: path) { _ in false }
                 #expect(
-                    error.message.hasPrefix(line[2].replacingOccurrences(of: "FILE", with: path)), "\(error.message)")
+                    line.outcome == "ok" && line.expected.hasPrefix("\(rows.count) rows"), "\(line): \(rows.count) rows"
+                )
+            } catch let error as LabelError {
+                #expect(error.code.rawValue == line.outcome, "\(line): \(error.message)")
+                #expect(
+                    error.message.hasPrefix(line.expected.replacingOccurrences(of: "FILE", with: path)),
+                    "\(error.message)")
                 #expect(!error.message.unicodeScalars.contains { $0.properties.generalCategory == .control })
             }
         }

@@ -83,21 +83,17 @@ struct HeadFitTests {
 
     @Test("every file of Tests/Corpus/heads is read or refused as expected.tsv says, naming the file, shown not sent")
     func corpus() throws {
-        let corpus = Fixtures.root.appendingPathComponent("Tests/Corpus/heads")
-        let lines = try String(contentsOf: corpus.appendingPathComponent("expected.tsv"), encoding: .utf8)
-            .split(separator: "\n").filter { !$0.hasPrefix("#") }.map { $0.split(separator: "\t").map(String.init) }
-        let files = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { $0 != "expected.tsv" }
-        #expect(Set(files) == Set(lines.map { $0[0] }), "every file has a line and every line a file")
-        for line in lines {
-            let path = corpus.appendingPathComponent(line[0]).path
+        for line in try Corpus.lines("heads") {
+            let path = line.file.path
             do {
-                let head = try EmotionHead.read(Data(contentsOf: URL(fileURLWithPath: path)), file: path)
-                #expect(line[1] == "ok", "\(line[0]) was read")
-                #expect(try EmotionHead.read(head.json(), file: path) == head, "\(line[0]) reads back as written")
+                let head = try EmotionHead.read(Data(contentsOf: line.file), file: path)
+                #expect(line.outcome == "ok", "\(line) was read")
+                #expect(try EmotionHead.read(head.json(), file: path) == head, "\(line) reads back as written")
             } catch let problem as ModelFileProblem {
-                #expect(line[1] == "refused", "\(line[0]): \(problem)")
+                #expect(line.outcome == "refused", "\(line): \(problem)")
                 #expect(
-                    problem.description.contains(line[2].replacingOccurrences(of: "FILE", with: path)), "\(problem)")
+                    problem.description.contains(line.expected.replacingOccurrences(of: "FILE", with: path)),
+                    "\(problem)")
                 #expect(!problem.description.unicodeScalars.contains { $0.properties.generalCategory == .control })
             }
         }

@@ -23,7 +23,7 @@ enum References {
         let outcome = try await Fixtures.run(
             URL(fileURLWithPath: "/usr/bin/python3"),
             [Fixtures.root.appendingPathComponent("Tests/SentinelEvalTests/References/mot_reference.py").path]
-                + pairs.flatMap { [$0.truth, $0.tracks] }, timeout: 120, environment: ["PYTHONPATH": folder.path])
+                + pairs.flatMap { [$0.truth, $0.tracks] }, timeout: 300, environment: ["PYTHONPATH": folder.path])
         guard outcome.status == 0 else {
             throw ReferenceError(message: "mot_reference.py failed (run `make references`?): \(outcome.errors)")
         }

@@ -16,7 +16,7 @@ import SentinelStore
 import SentinelTestSupport
 import Testing
 
-@Suite("SSE stream", .timeLimit(.minutes(4)))
+@Suite("SSE stream", .timeLimit(.minutes(5)))
 struct StreamTests {
     @Test("a client that disconnects mid-stream and resumes with Last-Event-ID gets every event once, in order")
     func resume() async throws {
@@ -102,18 +102,18 @@ struct StreamTests {
         // Deadlines wide enough for a loaded machine (the live-camera tests may run beside it): this is about loss.
         // Stop conditions look at the last message only: a reader that re-parsed every id per chunk was itself too
         // slow to keep up once the server got faster.
-        async let fast = server.stream(timeout: .seconds(110)) { $0.last?.id == "\(total)" }
+        async let fast = server.stream(timeout: .seconds(200)) { $0.last?.id == "\(total)" }
         let port = server.port
         let slow = Task { () async throws -> [EventStreamParser.Message] in
             var messages: [EventStreamParser.Message] = []
             var parser = EventStreamParser()
             var paused = false
-            try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(110)) { chunk in
+            try await LoopbackClient.get(port: port, path: "/events", timeout: .seconds(200)) { chunk in
                 messages += parser.feed(chunk.readableBytesView)
                 if !paused {
                     paused = true
                     // Not another byte until the server has cut a client off for being slow.
-                    _ = try await server.wait(seconds: 100) {
+                    _ = try await server.wait(seconds: 180) {
                         String(decoding: try await server.get("/metrics").1, as: UTF8.self).split(separator: "\n")
                             .contains {
                                 $0.hasPrefix("sentinel_events_dropped_total{reason=\"slow_client\"}")

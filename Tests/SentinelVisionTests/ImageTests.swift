@@ -13,22 +13,18 @@ struct ImageTests {
         "every file of Tests/Corpus/images: its header's size is the decoded image's, or it is refused by name before OpenCV allocates what the header claims"
     )
     func headers() throws {
-        let corpus = Fixtures.root.appendingPathComponent("Tests/Corpus/images")
-        let lines = try String(contentsOf: corpus.appendingPathComponent("expected.tsv"), encoding: .utf8)
-            .split(separator: "\n").filter { !$0.hasPrefix("#") }.map { $0.split(separator: "\t").map(String.init) }
-        let files = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { $0 != "expected.tsv" }
-        #expect(Set(files) == Set(lines.map { $0[0] }), "every file has a line and every line a file")
-        for line in lines {
-            let path = corpus.appendingPathComponent(line[0]).path
+        for line in try Corpus.lines("images") {
+            let path = line.file.path
             do {
                 let image = try Image(contentsOf: path)
                 let size = try ImageHeader.size(ofFile: path)
-                #expect(line[1] == "ok" && line[2] == "\(size.width)x\(size.height)", "\(line[0]): \(size)")
-                #expect(image.width == size.width && image.height == size.height, "\(line[0])")
+                #expect(line.outcome == "ok" && line.expected == "\(size.width)x\(size.height)", "\(line): \(size)")
+                #expect(image.width == size.width && image.height == size.height, "\(line)")
             } catch {
-                #expect(line[1] == "refused", "\(line[0]): \(error.message)")
+                #expect(line.outcome == "refused", "\(line): \(error.message)")
                 #expect(
-                    error.message.hasPrefix(line[2].replacingOccurrences(of: "FILE", with: path)), "\(error.message)")
+                    error.message.hasPrefix(line.expected.replacingOccurrences(of: "FILE", with: path)),
+                    "\(error.message)")
             }
         }
     }
