@@ -268,7 +268,9 @@ package enum HostName {
                 number <= 65_535
             else { return nil }
         }
-        return normalized(String(host))
+        // `.` alone is the root's trailing dot and names nothing (the fuzzer read it as the empty name).
+        let name = normalized(String(host))
+        return name.isEmpty ? nil : name
     }
 
     /// Lower case, without the trailing dot of a fully qualified name.
