@@ -24,9 +24,11 @@ public struct RecordingLabels: Sendable {
 
     /// A run's figures against these labels: the tracking figures, and with Sentinel's own truth the visits' (dwell,
     /// zone timing). `origin` turns the stored events' dates back into media seconds.
-    public func score(_ run: RunRecorder, origin: Date) -> (metrics: TrackMetrics, visits: VisitScore?) {
+    public func score(
+        _ run: RunRecorder, origin: Date
+    ) throws(TrackMetrics.TooLarge) -> (metrics: TrackMetrics, visits: VisitScore?) {
         (
-            TrackMetrics.evaluate(truth: tracks, tracks: run.tracks),
+            try TrackMetrics.evaluate(truth: tracks, tracks: run.tracks),
             truth.map { VisitScore.evaluate(truth: $0, observed: run.observed, events: run.events, origin: origin) }
         )
     }
@@ -200,7 +202,7 @@ public enum Trial {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let detectCost = cache.seconds / Double(max(cache.frames.count, 1))
-        let score = labels?.score(recorder, origin: cache.origin)
+        let score = try labels?.score(recorder, origin: cache.origin)
         return TrialOutcome(
             metrics: score?.metrics, visitors: score?.visits,
             stability: recorder.stability(origin: cache.origin), frames: cache.frames.count,

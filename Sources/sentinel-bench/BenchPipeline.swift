@@ -95,7 +95,7 @@ struct BenchPipeline: ParsableCommand {
                     let start = clock.now
                     let run = try runner.evaluationRun()
                     let fps = Double(run.frames.count) / (clock.now - start).seconds
-                    let score = labels.score(run, origin: runner.origin)
+                    let score = try labels.score(run, origin: runner.origin)
                     row(
                         program, fps: fps, recall: score.metrics.recall, idf1: score.metrics.idf1,
                         dwell: score.visits?.visitors.map(\.dwellError).max())

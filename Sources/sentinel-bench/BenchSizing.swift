@@ -165,7 +165,7 @@ struct BenchSizing: ParsableCommand {
                         let counts = runner.edge.snapshot
                         camera.captured += counts.captured
                         camera.dropped += counts.dropped
-                        let score = labels.score(recorder, origin: runner.origin)
+                        let score = try labels.score(recorder, origin: runner.origin)
                         camera.worstDwell = max(
                             camera.worstDwell, score.visits?.visitors.map(\.dwellError).max() ?? 0)
                     }

@@ -95,7 +95,7 @@ struct Eval: ParsableCommand {
                         input: recording, pace: .fastest, logger: makeLogger("sentinel.eval"))
                     let run = try runner.evaluationRun()
                     let name = "\(recording) \(kind.rawValue)"
-                    let score = labels.score(run, origin: runner.origin)
+                    let score = try labels.score(run, origin: runner.origin)
                     let sequence = Labels.Sequence(metrics: score.metrics, visitors: score.visits)
                     Self.print(name, sequence)
                     for line in run.summary(origin: runner.origin).lines { Swift.print("  " + line) }
@@ -173,10 +173,14 @@ struct Eval: ParsableCommand {
                             labels.height.map { VideoBounds(frames: frames, width: w, height: $0) }
                         }
                     }
-                let sequence = Labels.Sequence(
-                    metrics: TrackMetrics.evaluate(
-                        truth: labels, tracks: try TrackFile.read(tracksPath, video: bounds), threshold: threshold),
-                    visitors: nil)
+                let scored = try TrackFile.read(tracksPath, video: bounds)
+                let metrics: TrackMetrics
+                do {
+                    metrics = try TrackMetrics.evaluate(truth: labels, tracks: scored, threshold: threshold)
+                } catch {
+                    throw CommandError("\(tracksPath) against \(truthPath): \(error.message)")
+                }
+                let sequence = Labels.Sequence(metrics: metrics, visitors: nil)
                 // As given: two sequences may share a file name (MOT keeps each in its own folder).
                 let name = tracksPath
                 Swift.print(name)

@@ -123,7 +123,7 @@ struct TrackFileTests {
                 #expect(abs(a.box.x - b.box.x) < 1e-9 && abs(a.box.y - b.box.y) < 1e-9, "\(name)")
                 #expect(abs(a.box.width - b.box.width) < 1e-9 && abs(a.box.height - b.box.height) < 1e-9, "\(name)")
             }
-            let score = TrackMetrics.evaluate(truth: original, tracks: back)
+            let score = try TrackMetrics.evaluate(truth: original, tracks: back)
             #expect(score.idf1 == 1 && score.mota == 1 && abs(score.hota - 1) < 1e-12, "\(name)")
         }
     }
@@ -157,7 +157,7 @@ struct TrackFileTests {
             #expect(summary?["occluded"] as? Int == 0, "\(format): \(seen)")
         }
         let back = try TrackFile.read(out.appendingPathComponent("mot/gt/gt.txt").path)
-        let score = TrackMetrics.evaluate(truth: original, tracks: back)
+        let score = try TrackMetrics.evaluate(truth: original, tracks: back)
         #expect(score.idf1 == 1 && score.mota == 1, "datumaro's MOT: IDF1 \(score.idf1), MOTA \(score.mota)")
         let images = #expect(throws: LabelError.self) {
             _ = try TrackFile.read(out.appendingPathComponent("cvat/default.xml").path)

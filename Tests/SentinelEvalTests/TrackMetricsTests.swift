@@ -56,7 +56,7 @@ struct TrackMetricsTests {
         let expected = try await References.figures(References.sequences)
         var sequences: [TrackMetrics] = []
         for (index, pair) in References.sequences.enumerated() {
-            let metrics = TrackMetrics.evaluate(
+            let metrics = try TrackMetrics.evaluate(
                 truth: try TrackFile.read(pair.truth), tracks: try TrackFile.read(pair.tracks))
             sequences.append(metrics)
             try compare(figures(metrics), try #require(expected["\(index)"]), "\(pair.truth)")
@@ -93,12 +93,12 @@ struct TrackMetricsTests {
     }
 
     @Test("a perfect tracker scores 1 everywhere; one that swaps two ids halfway scores a switch each and IDF1 0.5")
-    func simpleCases() {
+    func simpleCases() throws {
         let a = Box(x: 0, y: 0, width: 10, height: 10)
         let b = Box(x: 100, y: 0, width: 10, height: 10)
         let truth = TrackSet(
             (0..<10).flatMap { [TrackSet.Entry(frame: $0, id: "1", box: a), .init(frame: $0, id: "2", box: b)] })
-        let perfect = TrackMetrics.evaluate(truth: truth, tracks: truth)
+        let perfect = try TrackMetrics.evaluate(truth: truth, tracks: truth)
         #expect(perfect.idf1 == 1 && perfect.mota == 1 && perfect.hota == 1 && perfect.motp == 0)
         let swapped = TrackSet(
             (0..<10).flatMap { f in
@@ -107,14 +107,14 @@ struct TrackMetricsTests {
                     .init(frame: f, id: f < 5 ? "y" : "x", box: b),
                 ]
             })
-        let metrics = TrackMetrics.evaluate(truth: truth, tracks: swapped)
+        let metrics = try TrackMetrics.evaluate(truth: truth, tracks: swapped)
         #expect(metrics.idSwitches == 2 && metrics.idf1 == 0.5 && metrics.mota == 0.9)
     }
 
     @Test(
         "30,000 ids on each side (a 1 MB MOT file) are scored: the ID and HOTA tables hold the pairs that overlap, not ids squared (7.4 GB before)"
     )
-    func manyIDs() {
+    func manyIDs() throws {
         let n = 30_000
         // Each id one box in a frame of its own, matched by the track of the same number; every 7th track shifted off.
         let truth = TrackSet(
@@ -128,7 +128,7 @@ struct TrackMetricsTests {
                     frame: $0 / 3, id: "\($0)",
                     box: Box(x: Double($0 % 3) * 50 + ($0 % 7 == 0 ? 30 : 0), y: 0, width: 20, height: 20))
             })
-        let metrics = TrackMetrics.evaluate(truth: truth, tracks: tracks)
+        let metrics = try TrackMetrics.evaluate(truth: truth, tracks: tracks)
         let missed = Double((0..<n).filter { $0 % 7 == 0 }.count)
         #expect(abs(metrics.idf1 - (Double(n) - missed) / Double(n)) < 1e-12)
         #expect(metrics.hota > 0.8 && metrics.hota < 1)
@@ -152,7 +152,7 @@ struct TrackMetricsTests {
         )
         try TrackFile.write(truth, to: paths.truth)
         try TrackFile.write(tracks, to: paths.tracks)
-        let metrics = TrackMetrics.evaluate(
+        let metrics = try TrackMetrics.evaluate(
             truth: try TrackFile.read(paths.truth), tracks: try TrackFile.read(paths.tracks))
         let f = Double(frames)
         #expect(abs(metrics.hota - (1 / f).squareRoot()) < 1e-12 && metrics.detA == 1)
@@ -160,5 +160,33 @@ struct TrackMetricsTests {
         #expect(metrics.idSwitches == people * (frames - 1))
         let expected = try #require(try await References.figures([paths])["0"])
         try compare(figures(metrics), expected, "stacked")
+    }
+
+    @Test(
+        "Beyond the bounds scoring is refused before it matches: 1,000 boxes stacked a frame over 100 frames (509 s and 4.89 GB before), ids new every frame on stacked boxes past 5 M overlapping pairs"
+    )
+    func stackedBeyondBounds() throws {
+        let box = Box(x: 40, y: 40, width: 30, height: 30)
+        func stacked(_ people: Int, _ frames: Int, newEveryFrame: Bool) -> TrackSet {
+            TrackSet(
+                (0..<frames).flatMap { f in
+                    (0..<people).map {
+                        TrackSet.Entry(frame: f, id: "\((newEveryFrame ? f * people : 0) + $0 + 1)", box: box)
+                    }
+                })
+        }
+        let crowd = stacked(1_000, 100, newEveryFrame: false)
+        #expect {
+            try TrackMetrics.evaluate(truth: crowd, tracks: crowd)
+        } throws: { error in
+            "\(error)".contains("frame 0 alone matches 1000 labelled with 1000 tracked boxes")
+        }
+        // 60 x 60 new pairs a frame: within the steps, past the pairs by frame 1,388.
+        let shifting = stacked(60, 1_400, newEveryFrame: true)
+        #expect {
+            try TrackMetrics.evaluate(truth: shifting, tracks: shifting)
+        } throws: { error in
+            "\(error)".contains("more than 5000000 pairs of a labelled and a tracked id overlap (by frame 1388)")
+        }
     }
 }

@@ -66,7 +66,7 @@ struct SampleRun: Sendable {
         let visits = Set(run.events.map(\.visitor.faceId)).count
         let originMilliseconds = Int64((runner.origin.timeIntervalSince1970 * 1000).rounded())
         run.internalIDs = Set((1...max(visits, 1)).map { "\(runner.source.id)#\(originMilliseconds)#\($0)" })
-        let score = RecordingLabels(truth).score(recorder, origin: runner.origin)
+        let score = try RecordingLabels(truth).score(recorder, origin: runner.origin)
         (run.tracking, run.visits) = (score.metrics, score.visits!)
         return run
     }

@@ -188,7 +188,7 @@ struct TuningTests {
                 tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
             }
         }
-        let replayed = TrackMetrics.evaluate(truth: labels.tracks, tracks: TrackSet(tracked))
+        let replayed = try TrackMetrics.evaluate(truth: labels.tracks, tracks: TrackSet(tracked))
         guard maxFps == 0 else {
             // Under a cadence, the squares a run detects are read from the whole frame's cached detections (the faces
             // whose centre lies in them): close to the run, not the same bytes.
