@@ -35,7 +35,8 @@ public struct ServerSettings: Sendable, Equatable {
     /// Seconds a connection may stay silent: before its request is complete (a slowloris), or between requests.
     /// Open SSE streams are not idle: they end with the client or the service.
     public var idleTimeoutSeconds = 10.0
-    /// Open connections at most; beyond, new ones wait in the listen backlog until one closes.
+    /// Open connections at most: the one that takes the last place closes the connection idle longest
+    /// (`IdleConnections`); when none other is idle, new ones wait in the listen backlog until one closes.
     public var maxConnections = 1_200
     /// Open SSE streams at most (within maxConnections); beyond, /events answers 503 with Retry-After.
     public var maxSubscribers = 1_000

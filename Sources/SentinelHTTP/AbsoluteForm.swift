@@ -31,26 +31,34 @@ final class AbsoluteFormAuthority: ChannelInboundHandler, RemovableChannelHandle
         return String(authority.split(separator: "@", omittingEmptySubsequences: false).last ?? authority)
     }
 
+}
+
+/// What every Sentinel server puts into its channels.
+package enum HTTPServing {
+    /// The handlers that make an absolute-form request's target name its host (`AbsoluteFormAuthority`) and, given a
+    /// roster, keep the connection's place in it (`IdleConnections`).
+    package static func handlers(_ roster: IdleConnections? = nil) -> [any RemovableChannelHandler] {
+        [Installer(roster: roster)]
+    }
+
     /// Put into a server's channels through Hummingbird's additional handlers (which come after the conversion to HTTP
-    /// types): places `AbsoluteFormAuthority` right after the HTTP/1 request decoder, then leaves.
+    /// types): places the handlers right after the HTTP/1 request decoder, where requests and answers are still
+    /// HTTP/1's own, then leaves.
     final class Installer: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Any
+        let roster: IdleConnections?
+        init(roster: IdleConnections?) { self.roster = roster }
 
         func handlerAdded(context: ChannelHandlerContext) {
             let pipeline = context.pipeline.syncOperations
             do {
                 let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
                 try pipeline.addHandler(AbsoluteFormAuthority(), position: .after(decoder))
+                if let roster { try pipeline.addHandler(IdleConnections.Tenant(roster), position: .after(decoder)) }
             } catch {
                 // No HTTP/1 decoder in this channel: nothing to guard.
             }
             pipeline.removeHandler(context: context, promise: nil)
         }
     }
-}
-
-/// What every Sentinel server puts into its channels.
-package enum HTTPServing {
-    /// The handler that makes an absolute-form request's target name its host (`AbsoluteFormAuthority`).
-    package static func absoluteForm() -> any RemovableChannelHandler { AbsoluteFormAuthority.Installer() }
 }

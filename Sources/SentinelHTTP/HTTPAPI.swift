@@ -42,11 +42,12 @@ public struct HTTPAPI: Sendable {
 
     /// The HTTP server answering this API, with the server settings' limits; `onListening` gets the bound port.
     package func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
-        Application(
+        let roster = IdleConnections(limit: settings.maxConnections)
+        return Application(
             router: router(),
             server: .http1(
                 configuration: .init(
-                    additionalChannelHandlers: [HTTPServing.absoluteForm()],
+                    additionalChannelHandlers: HTTPServing.handlers(roster),
                     idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1e9)),
                     httpDecoderConfiguration: .init(
                         maxHeaderFieldSize: 8 * 1_024, maxHeaderListSize: 16 * 1_024, maxHeaderFieldCount: 64))),

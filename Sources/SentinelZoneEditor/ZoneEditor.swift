@@ -60,7 +60,7 @@ public struct ZoneEditor: Sendable {
     {
         Application(
             router: router(),
-            server: .http1(configuration: .init(additionalChannelHandlers: [HTTPServing.absoluteForm()])),
+            server: .http1(configuration: .init(additionalChannelHandlers: HTTPServing.handlers())),
             configuration: .init(address: .hostname(host, port: port), serverName: "sentinel-zones"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)

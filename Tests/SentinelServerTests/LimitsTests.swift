@@ -61,29 +61,60 @@ struct LimitsTests {
         try await server.stop()
     }
 
-    @Test("connections beyond maxConnections wait until one closes; SSE clients beyond maxSubscribers get 503")
+    @Test(
+        "at maxConnections the connection idle longest is closed to make room, never one under way: beside idle connections a newcomer is served at once; only when every other place is busy does it wait for one; SSE clients beyond maxSubscribers get 503"
+    )
     func caps() async throws {
-        let server = try await TestServer(extra: "server: { maxConnections: 12, maxSubscribers: 2 }")
-        // Two streams fill the SSE cap; a third is refused with a reason and a retry time, not queued.
-        let streams = (0..<2).map { _ in
-            Task { try await server.stream(timeout: .seconds(20)) { _ in false } }
+        // Idle connections time out only after the test: every one closed here was closed to make room.
+        let server = try await TestServer(
+            extra: "server: { maxConnections: 12, maxSubscribers: 11, idleTimeoutSeconds: 120 }")
+        func stream() -> Task<Void, any Error> {
+            Task { _ = try await server.stream(timeout: .seconds(60)) { _ in false } }
         }
-        #expect(try await server.wait { server.service.broadcaster.subscriberCount == 2 })
+        func subscribers(_ count: Int) async throws {
+            #expect(try await server.wait { server.service.broadcaster.subscriberCount == count })
+        }
+        // Eleven streams fill the SSE cap; a twelfth is refused with a reason and a retry time, not queued.
+        var streams = (0..<11).map { _ in stream() }
+        try await subscribers(11)
         let (refused, body) = try await server.get("/events")
         #expect(refused.status == 503 && refused.header("Retry-After") == "3")
         #expect(String(decoding: body, as: UTF8.self).contains("server.maxSubscribers"))
-        // Ten silent connections bring the total to twelve: the next request is not served until one closes.
-        var idle = try (0..<10).map { _ in try RawConnection(port: server.port) }
+        streams.removeLast().cancel()
+        try await subscribers(10)
+
+        // Ten streams and silent connections: each one that takes the last place closes the one silent longest.
+        var silent: [RawConnection] = []
+        for _ in 0..<4 {
+            silent.append(try RawConnection(port: server.port))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let newcomer = try RawConnection(port: server.port)
+        newcomer.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        let served = await newcomer.received(seconds: 10)
+        #expect(String(decoding: served.data, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        for (index, connection) in silent.enumerated() {
+            let closed = await connection.received(seconds: 5).closed
+            #expect(closed, "silent connection \(index) still open")
+        }
+        try await subscribers(10)
+        #expect(server.service.broadcaster.subscriberCount == 10, "a stream was closed to make room")
+
+        // Eleven streams and one silent connection in the last place: nothing idle is left to close, so a newcomer
+        // is not accepted until a place frees; then the silent one makes room for it.
+        streams.append(stream())
+        try await subscribers(11)
+        let last = try RawConnection(port: server.port)
         try await Task.sleep(for: .milliseconds(300))
         let waiting = try RawConnection(port: server.port)
         waiting.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         let early = await waiting.received(seconds: 1)
         #expect(early.data.isEmpty && !early.closed, "\(String(decoding: early.data, as: UTF8.self))")
-        idle.removeLast(5)
+        streams.removeLast().cancel()
         let late = await waiting.received(seconds: 10)
         #expect(String(decoding: late.data, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        #expect(await last.received(seconds: 5).closed)
         for stream in streams { stream.cancel() }
         try await server.stop()
-        _ = idle
     }
 }
