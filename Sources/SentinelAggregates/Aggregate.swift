@@ -41,8 +41,14 @@ public struct Occupancy: Sendable {
         }
     }
 
-    /// Visitors present, as published, in order of arrival.
-    public var visitors: [VisitorRecord] { present.values.sorted { $0.arrival < $1.arrival }.map(\.record) }
+    /// Visitors present, as published, in order of arrival: those who arrived after the `after`-th arrival, at most
+    /// `limit`, and the arrival to continue after while more follow. A visitor present from one page to the next is
+    /// on exactly one of them (arrivals only grow: newcomers follow on later pages).
+    public func visitors(after: Int = 0, limit: Int = .max) -> (records: [VisitorRecord], next: Int?) {
+        let following = present.values.filter { $0.arrival > after }.sorted { $0.arrival < $1.arrival }
+        let page = following.prefix(limit)
+        return (page.map(\.record), following.count > limit ? page.last?.arrival : nil)
+    }
 
     /// Counts for every zone in `zones` (including empty ones), suppressed below the group size.
     ///

@@ -16,12 +16,6 @@ extension HTTPAPI {
     func visitors(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
         try APIQuery.accept(query, of: "/api/visitors")
-        guard query["from"] != nil || query["to"] != nil else {
-            let present = try live.now.occupancy.visitors.map { try JSONEncoder.sentinel().encode($0) }
-            return APIResponse.object([("visitors", APIResponse.array(present))])
-        }
-        let from = try APIQuery.date("from", in: query) ?? .distantPast
-        let to = try APIQuery.date("to", in: query) ?? .distantFuture
         let limit =
             try query["limit"].map { text in
                 guard let n = Int(text), (1...1000).contains(n) else {
@@ -29,16 +23,34 @@ extension HTTPAPI {
                 }
                 return n
             } ?? 100
-        let cursor = try query["cursor"].map { text in
-            guard let cursor = VisitCursor(String(text)) else {
-                throw HTTPError(.badRequest, message: "cursor=\(text) is not a cursor this API returned")
+        func cursor<Cursor>(_ read: (String) -> Cursor?) throws -> Cursor? {
+            try query["cursor"].map { text in
+                guard let cursor = read(String(text)) else {
+                    throw HTTPError(.badRequest, message: "cursor=\(text) is not a cursor this API returned")
+                }
+                return cursor
             }
-            return cursor
         }
-        let page = try await store.visits(from: from, to: to, after: cursor, limit: limit)
-        return APIResponse.object(
-            (page.next.map { [("nextCursor", Data("\"\($0)\"".utf8))] } ?? [])
-                + [("visitors", APIResponse.array(page.records))])
+        func page(_ records: [Data], next: String?) -> Response {
+            APIResponse.object(
+                (next.map { [("nextCursor", Data("\"\($0)\"".utf8))] } ?? []) + [
+                    ("visitors", APIResponse.array(records))
+                ])
+        }
+        // Present now (a fleet's may be tens of thousands), in order of arrival: the cursor is the last arrival given.
+        guard query["from"] != nil || query["to"] != nil else {
+            let after = try cursor {
+                $0.hasPrefix("arrival-") ? Int($0.dropFirst(8)).flatMap { $0 >= 0 ? $0 : nil } : nil
+            }
+            let present = live.now.occupancy.visitors(after: after ?? 0, limit: limit)
+            return page(
+                try present.records.map { try JSONEncoder.sentinel().encode($0) },
+                next: present.next.map { "arrival-\($0)" })
+        }
+        let from = try APIQuery.date("from", in: query) ?? .distantPast
+        let to = try APIQuery.date("to", in: query) ?? .distantFuture
+        let visits = try await store.visits(from: from, to: to, after: try cursor(VisitCursor.init), limit: limit)
+        return page(visits.records, next: visits.next?.description)
     }
 
     func visitor(_ faceId: String) async throws -> Response {

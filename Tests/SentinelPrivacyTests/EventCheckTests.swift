@@ -172,4 +172,41 @@ struct EventCheckTests {
             zones: [ZoneID(sourceId: "showroom", name: "display")], visits: visits, stays: stays, moods: moods)
         _ = try JSONEncoder.sentinel().encode(report)
     }
+
+    @Test(
+        "present visitors page in order of arrival: 30,000 present (22.6 MB in one answer before), paged by 1,000 while some leave and others arrive: each visitor present throughout is on exactly one page, newcomers on later ones"
+    )
+    func presentPages() throws {
+        var occupancy = Occupancy(minGroupSize: 1)
+        func visit(_ n: Int, _ type: VisitorEvent.Kind = .updated) {
+            occupancy.process(
+                PrivacyPolicy().forwarded(
+                    event {
+                        $0.type = type
+                        $0.visitor.faceId = "v\(n)"
+                    }
+                ).published)
+        }
+        for n in 0..<30_000 { visit(n) }
+        var seen: [String] = []
+        var after = 0
+        var pages = 0
+        while true {
+            let page = occupancy.visitors(after: after, limit: 1_000)
+            #expect(page.records.count <= 1_000)
+            seen += page.records.map(\.faceId)
+            pages += 1
+            // Between pages: one leaves from further on, one arrives.
+            visit(29_999 - pages, .exited)
+            visit(30_000 + pages)
+            guard let next = page.next else { break }
+            after = next
+        }
+        #expect(Set(seen).count == seen.count, "a visitor on two pages")
+        let leftEarly = Set((1...pages).map { "v\(29_999 - $0)" })
+        let stayed = (0..<30_000).map { "v\($0)" }.filter { !leftEarly.contains($0) }
+        #expect(Set(stayed).isSubset(of: Set(seen)), "a visitor present throughout missed")
+        #expect(seen.contains("v30001"), "a newcomer is on a later page")
+        #expect(occupancy.visitors().records.count == 30_000)
+    }
 }

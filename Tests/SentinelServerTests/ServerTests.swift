@@ -320,6 +320,14 @@ struct APITests {
             Visitors.self,
             from: try await server.get("/api/visitors?from=2020-01-01T00:00:00Z&limit=3&cursor=\(page1.nextCursor!)").1)
         #expect(page1.visitors.count == 3 && page2.visitors.count == 1 && page2.nextCursor == nil)
+        // Those present page the same way, by their own cursor; the other kind's is refused.
+        let here1 = try JSONDecoder.sentinel().decode(
+            Visitors.self, from: try await server.get("/api/visitors?limit=3").1)
+        let here2 = try JSONDecoder.sentinel().decode(
+            Visitors.self, from: try await server.get("/api/visitors?limit=3&cursor=\(here1.nextCursor!)").1)
+        #expect(here1.visitors.count == 3 && here2.visitors.count == 1 && here2.nextCursor == nil)
+        #expect(Set((here1.visitors + here2.visitors).map(\.faceId)).count == 4)
+        #expect(try await server.get("/api/visitors?cursor=\(page1.nextCursor!)").0.status == 400)
         // Four visitors in one zone: counts are published; the gauge has four votes.
         let zones = String(decoding: try await server.get("/api/zones").1, as: UTF8.self)
         #expect(

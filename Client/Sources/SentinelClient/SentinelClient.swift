@@ -75,7 +75,11 @@ public struct SentinelClient: Sendable {
     // MARK: REST
 
     /// Who is here now.
-    public func presentVisitors() async throws -> VisitorPage { try await get("/api/visitors") }
+    /// The visitors present now, in order of arrival, a page (at most `limit`, 1 to 1000) at a time: pass the page's
+    /// `nextCursor` as `cursor` for the next.
+    public func presentVisitors(limit: Int = 1000, cursor: String? = nil) async throws -> VisitorPage {
+        try await get("/api/visitors", [("limit", "\(limit)")] + (cursor.map { [("cursor", $0)] } ?? []))
+    }
 
     /// The visits that started in `from..<to`, a page (at most `limit`, 1 to 1000) at a time: pass the page's
     /// `nextCursor` as `cursor` for the next.

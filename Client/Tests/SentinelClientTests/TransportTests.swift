@@ -88,7 +88,7 @@ struct TransportTests {
         let sent = transport.requests
         #expect(
             sent.map { $0.url?.absoluteString } == [
-                "http://box.local:8080/sentinel/api/visitors", "http://box.local:8080/sentinel/api/zones",
+                "http://box.local:8080/sentinel/api/visitors?limit=1000", "http://box.local:8080/sentinel/api/zones",
             ])
         #expect(sent.allSatisfy { $0.value(forHTTPHeaderField: "Authorization") == "Bearer t0k" })
     }
