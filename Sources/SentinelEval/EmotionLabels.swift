@@ -98,7 +98,7 @@ public struct EmotionLabels: Sendable {
         }
         defer { try? handle.close() }
         let data: Data
-        do { data = try handle.read(upToCount: maxFileBytes + 1) ?? Data() } catch {
+        do { data = try handle.bytes(upTo: maxFileBytes + 1) } catch {
             throw LabelError(.unreadable, path, nil, "cannot read the file: \(error.localizedDescription)")
         }
         guard data.count <= maxFileBytes else {

@@ -308,6 +308,8 @@ extension TrackFile {
             predictions: role == .predictions ? [annotation] : nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        return String(decoding: (try? encoder.encode([task])) ?? Data(), as: UTF8.self) + "\n"
+        do { return String(decoding: try encoder.encode([task]), as: UTF8.self) + "\n" } catch {
+            throw LabelError(.malformed, path, nil, "cannot write the task: \(error)")
+        }
     }
 }

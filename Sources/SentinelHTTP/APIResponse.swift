@@ -26,7 +26,10 @@ package enum APIResponse {
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        json((try? JSONEncoder.sentinel().encode(APIErrorBody(error: message))) ?? Data(), status: status)
+        // JSONEncoder throws only for a number JSON cannot hold: an object of one string always encodes.
+        do { return json(try JSONEncoder.sentinel().encode(APIErrorBody(error: message)), status: status) } catch {
+            preconditionFailure("an error body did not encode: \(error)")
+        }
     }
 
     /// A JSON object from values that are JSON already (stored records and readings are kept as the API publishes

@@ -150,7 +150,7 @@ public final class MQTTOutput: Service, Sendable {
             progress.connects = state.connects
             try publish(client, settings.availabilityTopic, Data("online".utf8), &progress)
             if settings.homeAssistant {
-                for (topic, config) in discovery() { try publish(client, topic, config, &progress) }
+                for (topic, config) in try discovery() { try publish(client, topic, config, &progress) }
             }
             progress.occupancy = nil
             logger.notice("connected to the MQTT broker", metadata: ["broker": "\(settings.connection.url)"])
@@ -254,13 +254,13 @@ public final class MQTTOutput: Service, Sendable {
     /// number, `state_class: measurement`, so that Home Assistant keeps its history and long-term statistics (without
     /// it the mood was kept as text). The label is an `enum` sensor with its five options. A suppressed figure has no
     /// value, which Home Assistant shows as unknown.
-    func discovery() -> [(topic: String, config: Data)] {
+    func discovery() throws -> [(topic: String, config: Data)] {
         let nodeID = String("sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
         // The topic's node keeps the site's hyphens (Home Assistant allows them there, not in entity ids), so that the
         // broker's ACL can hold a site to its own discovery topics: `homeassistant/+/sentinel_%u/#`.
         let topicNode = String("sentinel_\(settings.site)".map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" })
         func sensor(_ object: String, _ name: String, _ topic: String, _ template: String, extra: [String: Any])
-            -> (String, Data)
+            throws -> (String, Data)
         {
             var config: [String: Any] = [
                 "name": name, "unique_id": "\(nodeID)_\(object)",
@@ -275,15 +275,15 @@ public final class MQTTOutput: Service, Sendable {
                 "origin": ["name": "Sentinel"],
             ]
             config.merge(extra) { $1 }
-            let data =
-                (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes]))
-                ?? Data()
+            // Never an empty payload instead: a retained empty config makes Home Assistant delete the entity.
+            let data = try JSONSerialization.data(
+                withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes])
             return ("\(settings.discoveryPrefix)/sensor/\(topicNode)/\(object)/config", data)
         }
         let count: [String: Any] = [
             "state_class": "measurement", "unit_of_measurement": "visitors", "suggested_display_precision": 0,
         ]
-        var sensors = [
+        var sensors = try [
             // The thermometer: a score from 0 (cold) to 100 (hot), no unit.
             sensor(
                 "mood", "Mood", settings.gaugeTopic,
@@ -301,7 +301,7 @@ public final class MQTTOutput: Service, Sendable {
             let key = zone.description
             let object = "zone_\(zone.sourceId)_\(zone.name)".map { $0.isLetter || $0.isNumber ? $0 : "_" }
             sensors.append(
-                sensor(
+                try sensor(
                     String(object), "Visitors in \(zone.name) (\(zone.sourceId))", settings.occupancyTopic,
                     "{{ value_json.zones['\(key)'].value if value_json.zones['\(key)'].value is defined else None }}",
                     extra: count))

@@ -114,8 +114,12 @@ public final class PseudonymKeyRing: Sendable {
         throws(PrivacyError)
     {
         let text = key.withUnsafeBytes { Data($0).base64EncodedString() }
-        let data =
-            (try? JSONEncoder().encode(Stored(epoch: epoch, rotationSeconds: rotationSeconds, key: text))) ?? Data()
+        let data: Data
+        do { data = try JSONEncoder().encode(Stored(epoch: epoch, rotationSeconds: rotationSeconds, key: text)) } catch
+        {
+            // An empty key file would be refused at the next start, and the ids of this one lost with it.
+            throw PrivacyError(.keyFile, "cannot write pseudonym key file \(path): \(error)")
+        }
         let temporary = path + ".new"
         unlink(temporary)  // O_CREAT keeps an existing file's mode
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -74,7 +74,7 @@ public enum ImageHeader {
         defer { try? handle.close() }
         return try size { offset, count in
             try handle.seek(toOffset: UInt64(offset))
-            return [UInt8](try handle.read(upToCount: count) ?? Data())
+            return [UInt8](try handle.bytes(upTo: count))
         }
     }
 
