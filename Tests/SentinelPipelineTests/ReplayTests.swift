@@ -113,7 +113,10 @@ struct ReplayTests {
 
     @Test("each visitor's dwell is within 0.6 s of the truth")
     func dwell() async throws {
-        for visitor in try await SampleRun.load().visits.visitors {
+        let run = try await SampleRun.load()
+        let truth = try #require(run.truth)
+        #expect(run.visits.visitors.count == Set(truth.frames.flatMap { $0.faces.map(\.visitor) }).count)
+        for visitor in run.visits.visitors {
             #expect(
                 visitor.dwellError <= 0.6,
                 "\(visitor.visitor): true \(visitor.trueDwell) s, measured \(visitor.measuredDwell) s")

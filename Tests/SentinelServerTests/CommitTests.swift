@@ -90,6 +90,8 @@ struct CommitTests {
             store: mine, hub: hub, broadcaster: broadcaster, live: live, policy: policy, publishing: publishing,
             clientBufferEvents: 256, telemetry: telemetry, logger: logger)
         #expect(services.count == 3 && services.first is LogFollower)
+        // What this replica publishes, as an SSE client gets it.
+        let client = try #require(broadcaster.subscribe(EventFilter(), capacity: 1_000))
         // Each log's connections and this replica's services, as its service group runs them.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for service in [mine, other] + services { group.addTask { try await service.run() } }
@@ -123,6 +125,22 @@ struct CommitTests {
             #expect(Set(logged.sources.keys) == ["a", "b"])
             // Who is present is the fleet's too, as of the last commit followed.
             #expect(live.now.occupancy.snapshot(zones: []).visitors == .value(2, visitors: 2))
+            // Published in the log's order, every row once, the other replica's among them.
+            let reader = Task {
+                var published: [Int64] = []
+                while published.count < rows.count, let items = await client.next() {
+                    for case .messages(let messages) in items { published += messages.events.map(\.id) }
+                }
+                return published
+            }
+            // A client that waits in vain ends (cancelled, its queue finishes) rather than hang the suite.
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(60))
+                reader.cancel()
+            }
+            let published = await reader.value
+            watchdog.cancel()
+            #expect(published == rows.map(\.id), "published \(published), logged \(rows.map(\.id))")
         }
     }
 }
