@@ -31,7 +31,9 @@ public final class PostgresEventStore: EventLog, Service {
     let leadConnection: PostgresConnection.Configuration
     private let lead = Mutex(Lead())
     /// Opens when `run()` starts the pool: a query waits for it there rather than lease from a pool not running.
-    private let running = Gate()
+    private let running = Doorbell()
+    /// How long a query waits for `run()`: a store whose service never runs fails its queries, not hangs them.
+    static let startTimeout = Duration.seconds(30)
 
     private struct Lead {
         var connection: PostgresConnection?
@@ -170,7 +172,12 @@ public final class PostgresEventStore: EventLog, Service {
     /// Runs `body` on the pool once it runs, its errors said as a store's: which server, and the server's own
     /// message.
     func guarded<T>(_ body: () async throws -> T) async throws(StoreError) -> T {
-        await running.wait()
+        guard await running.wait(timeout: Self.startTimeout) else {
+            throw StoreError(
+                .cannotOpen,
+                "database \(location): its connection pool is not running (not started within \(Self.startTimeout), "
+                    + "or the query was cancelled)")
+        }
         do { return try await body() } catch { throw failure(error) }
     }
 
@@ -228,30 +235,6 @@ public final class PostgresEventStore: EventLog, Service {
             return StoreError(code, "database \(location): \(message) (SQLSTATE \(state))", underlying: error)
         default:
             return StoreError(.other, "database \(location): \(error)", underlying: error)
-        }
-    }
-}
-
-/// Opens once; whoever waits before then resumes when it does.
-final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func open() {
-        let waiters = state.withLock { state in
-            defer { state = (true, []) }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        guard !state.withLock({ $0.open }) else { return }
-        await withCheckedContinuation { continuation in
-            let open = state.withLock { state in
-                if !state.open { state.waiters.append(continuation) }
-                return state.open
-            }
-            if open { continuation.resume() }
         }
     }
 }

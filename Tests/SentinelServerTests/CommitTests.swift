@@ -79,6 +79,11 @@ struct CommitTests {
         database.tls = .disable
         let mine = try await PostgresEventStore.open(database, logger: logger)
         let other = try await PostgresEventStore.open(database, logger: logger)
+        // A query before the pool runs waits for it, and ends when its task is cancelled (it hung for good).
+        let early = Task { try await mine.events(after: 0, limit: 1, bytes: 1 << 20) }
+        try await Task.sleep(for: .milliseconds(200))
+        early.cancel()
+        await #expect(throws: StoreError.self) { try await early.value }
         var policy = PrivacyPolicy()
         policy.minGroupSize = 1
         let telemetry = Telemetry()

@@ -205,4 +205,25 @@ struct FanOutTests {
         for subscription in [reader, idle] { broadcaster.unsubscribe(subscription) }
         #expect(broadcaster.holding == 0)
     }
+
+    @Test(
+        "the doorbell: a ring with nobody waiting is kept for the next wait (once), open stays open for every waiter, a wait ends false on its timeout or when cancelled"
+    )
+    func doorbell() async throws {
+        let bell = Doorbell()
+        bell.ring()
+        bell.ring()
+        #expect(await bell.wait(timeout: .seconds(30)))
+        #expect(!(await bell.wait(timeout: .milliseconds(50))), "two rings meanwhile count once")
+        let waiting = (0..<3).map { _ in Task { await bell.wait(timeout: .seconds(60)) } }
+        try await Task.sleep(for: .milliseconds(100))
+        bell.ring()
+        for waiter in waiting { #expect(await waiter.value, "a ring wakes every waiter") }
+        let cancelled = Task { await bell.wait(timeout: .seconds(60)) }
+        cancelled.cancel()
+        #expect(!(await cancelled.value))
+        bell.open()
+        #expect(await bell.wait(timeout: .seconds(30)))
+        #expect(await bell.wait(timeout: .seconds(30)), "open stays open")
+    }
 }
