@@ -127,6 +127,7 @@ let package = Package(
             dependencies: [
                 wire,
                 "SentinelCore", "SentinelPrivacy", "SentinelAggregates", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         /// What runs between the cameras and the edges: each source on its thread, the hub, the services that keep

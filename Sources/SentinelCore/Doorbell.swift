@@ -15,6 +15,9 @@ package final class Doorbell: Sendable {
 
     package init() {}
 
+    /// How many wait now (what a test waits for before it rings).
+    package var waiting: Int { state.withLock { $0.waiters.count } }
+
     package func ring() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             guard !state.waiters.isEmpty else {

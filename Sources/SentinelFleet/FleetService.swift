@@ -62,11 +62,10 @@ public struct FleetService: Sendable {
         // The gauge's readings are due by the clock: a fleet has no frames to tick it.
         let clock = GaugeClock(hub: hub)
         // Started in this order, stopped in reverse: the ingest first, then the writer, retention and (of a shared
-        // log) the follower, then the server, and last the PostgreSQL log's connections.
+        // log) the follower, then the server, and last the store (SQLite's checkpoints, PostgreSQL's connections).
         group = ServiceGroup(
             configuration: .init(
-                services: (pool.map { [.init(service: $0)] } ?? [])
-                    + [.init(service: api.application(onListening: onListening))]
+                services: [.init(service: store), .init(service: api.application(onListening: onListening))]
                     + log.map { .init(service: $0) } + [.init(service: clock), .init(service: ingest)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
     }

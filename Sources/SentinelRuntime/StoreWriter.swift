@@ -17,8 +17,9 @@ public final class StoreWriter: Service, Sendable {
     let store: any EventLog
     let hub: Hub
     let publisher: Publisher
-    /// Of a shared log: who publishes its commits.
+    /// Of a shared log: who publishes its commits, and whether this replica leads.
     let follower: LogFollower?
+    let leadership: Leadership?
     let live: LiveState
     let telemetry: Telemetry
     let logger: Logger
@@ -31,14 +32,11 @@ public final class StoreWriter: Service, Sendable {
     struct Progress {
         /// The store's last failure, to log a change of state once, not every retry.
         var failure: StoreError?
-        /// A shared log: whether this replica leads (asked once a second).
-        var leading = true
-        var leadAsked = ContinuousClock.now - .seconds(1)
     }
 
     /// The services that keep the event log, in the order a ServiceGroup starts them (it stops them in reverse):
-    /// of a shared log the follower, then retention, then the writer. So at shutdown the writer stores what the
-    /// sources left before the follower publishes it and ends the SSE streams.
+    /// of a shared log the follower and the leadership, then retention, then the writer. So at shutdown the writer
+    /// stores what the sources left before the follower publishes it and ends the SSE streams.
     public static func services(
         store: any EventLog, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
         publishing: Publishing, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
@@ -50,61 +48,29 @@ public final class StoreWriter: Service, Sendable {
             store.isShared
             ? LogFollower(store: store, policy: policy, publisher: publisher, batchLimit: batchLimit, logger: logger)
             : nil
+        let leadership = store.isShared ? Leadership(store: store) : nil
         let writer = StoreWriter(
-            store: store, hub: hub, publisher: publisher, follower: follower, live: live, policy: policy,
-            batchLimit: batchLimit, telemetry: telemetry, logger: logger)
+            store: store, hub: hub, publisher: publisher, follower: follower, leadership: leadership, live: live,
+            policy: policy, batchLimit: batchLimit, telemetry: telemetry, logger: logger)
         let retention = Retention(store: store, policy: policy.retention, telemetry: telemetry, logger: logger)
-        return (follower.map { [$0] } ?? []) + [retention, writer]
+        let shared: [any Service] = [follower as (any Service)?, leadership].compactMap { $0 }
+        return shared + [retention, writer]
     }
 
     init(
-        store: any EventLog, hub: Hub, publisher: Publisher, follower: LogFollower?, live: LiveState,
-        policy: PrivacyPolicy, batchLimit: Int, telemetry: Telemetry, logger: Logger
+        store: any EventLog, hub: Hub, publisher: Publisher, follower: LogFollower?, leadership: Leadership?,
+        live: LiveState, policy: PrivacyPolicy, batchLimit: Int, telemetry: Telemetry, logger: Logger
     ) {
         self.store = store
         self.hub = hub
         self.publisher = publisher
         self.follower = follower
+        self.leadership = leadership
         self.live = live
         self.policy = policy
         self.batchLimit = batchLimit
         self.telemetry = telemetry
         self.logger = logger
-    }
-
-    /// After a crash: the gauge's window comes back from the log, and the visits the crash left open end, published
-    /// like any exit, so no client keeps showing a visitor who is gone. Visits beyond retention are about to be
-    /// deleted, not announced. What the log holds is checked as if it came from outside (`EventCheck`): a store
-    /// written before events were checked may hold what would now be refused, and that is skipped, not voted with.
-    private func recover() async {
-        let decoder = JSONDecoder.sentinel()
-        let check = EventCheck(timeResolution: policy.timestampResolution)
-        var skipped = 0
-        func passes(_ event: VisitorEvent) -> Bool {
-            if (try? check.validate(event)) != nil { return true }
-            skipped += 1
-            return false
-        }
-        do {
-            let window = try await store.visitorEvents(since: Date().addingTimeInterval(-publisher.window))
-            publisher.restore(window.compactMap { try? decoder.decode(VisitorEvent.self, from: $0) }.filter(passes))
-        } catch {
-            logger.error("cannot read the gauge's window from the store", metadata: ["error": "\(error.message)"])
-        }
-        let kept = Date().addingTimeInterval(-policy.retention.maxAgeSeconds)
-        for record in store.interrupted {
-            guard let visitor = try? decoder.decode(VisitorRecord.self, from: record),
-                (visitor.lastSeen ?? .distantPast) >= kept
-            else { continue }
-            let exit = policy.interruptedExit(of: visitor)
-            if passes(exit.stored.event) { hub.submit(exit) }
-        }
-        if skipped > 0 {
-            logger.warning(
-                "skipped stored events that fail the event checks (written before they existed?)",
-                metadata: ["count": "\(skipped)"])
-        }
-        follower?.start(after: (try? await store.logBounds().last) ?? 0)
     }
 
     public func run() async {
@@ -139,10 +105,6 @@ public final class StoreWriter: Service, Sendable {
 
     /// Writes everything waiting; false when the database refused (the batch is back in the hub).
     func flush(_ progress: inout Progress) async -> Bool {
-        if store.isShared, ContinuousClock.now - progress.leadAsked >= .seconds(1) {
-            progress.leading = await store.leads()
-            progress.leadAsked = .now
-        }
         while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
             let batch = entries.compactMap(\.publication)
             var rows: [LoggedEvent] = []
@@ -162,62 +124,9 @@ public final class StoreWriter: Service, Sendable {
             // What was forwarded is safe now: the fleet's ingest acknowledges it at once, before it is published.
             hub.settle(batch.filter { $0.origin != nil }.count)
             // Of replicas, the one that leads has the gauge make readings.
-            let commit = Commit(rows: rows, of: entries, ticks: progress.leading)
+            let commit = Commit(rows: rows, of: entries, ticks: leadership?.leading ?? true)
             if let follower { follower.committed(commit) } else { publisher.publish(commit) }
         }
         return true
-    }
-
-    private func failed(_ error: StoreError, _ progress: inout Progress) {
-        if progress.failure?.code != error.code {
-            logger.error("cannot write the store; keeping events in memory", metadata: ["error": "\(error.message)"])
-        }
-        progress.failure = error
-        live.updateDatabase {
-            $0.writable = false
-            $0.message = error.message
-        }
-    }
-
-    private func wrote(_ count: Int, _ progress: inout Progress) {
-        publisher.broadcaster.commits.ring()
-        if progress.failure != nil {
-            logger.notice(
-                "the store is writable again; flushing the events kept in memory",
-                metadata: ["waiting": "\(hub.counts.waiting)"])
-            progress.failure = nil
-        }
-        live.updateDatabase {
-            $0.writable = true
-            $0.message = nil
-        }
-    }
-}
-
-/// Deletes what is past retention (by age, then the oldest beyond the size bound): at start and then by the clock,
-/// beside the writing, so a closed showroom still forgets on time.
-struct Retention: Service {
-    let store: any EventLog
-    let policy: RetentionPolicy
-    let telemetry: Telemetry
-    let logger: Logger
-
-    func run() async {
-        var job = RetentionJob(policy: policy)
-        var target = store
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            do {
-                if let run = try await job.runIfDue(now: Date(), on: &target), run.total > 0 {
-                    telemetry.retainedByAge.increment(by: run.byAge)
-                    telemetry.retainedBySize.increment(by: run.bySize)
-                    logger.info(
-                        "retention deleted old records",
-                        metadata: ["byAge": "\(run.byAge)", "bySize": "\(run.bySize)"])
-                }
-            } catch {
-                logger.error("retention failed", metadata: ["error": "\(error)"])
-            }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(policy.intervalSeconds)) }
-        }
     }
 }

@@ -99,11 +99,11 @@ public struct SentinelService: Sendable {
                 live: live, telemetry: telemetry, pool: pool, logger: logger)
         }
         // Started in this order, stopped in reverse: sources first, then the writer and retention, then the MQTT
-        // output (which forwards what the writer stored last), then the server. A source that ends (a recording played once)
-        // leaves the rest running.
+        // output (which forwards what the writer stored last), then the server, and last the store's checkpoints. A
+        // source that ends (a recording played once) leaves the rest running.
         typealias Entry = ServiceGroupConfiguration.ServiceConfiguration
         let services: [Entry] =
-            [Entry(service: app)]
+            [Entry(service: store), Entry(service: app)]
             + (mqtt.map {
                 [Entry(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)]
             } ?? []) + log.map { Entry(service: $0) }

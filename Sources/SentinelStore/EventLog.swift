@@ -3,13 +3,15 @@ public import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 public import SentinelWire
+public import ServiceLifecycle
 
 /// What a service stores into and serves from: the event log, visits, zone stays and gauge readings, whatever holds
 /// them. `EventStore` is the embedded one (SQLite, a box's and a single fleet's); a fleet of replicas shares a
 /// PostgreSQL one (`SentinelPostgres`). Both keep the same guarantees: a batch is one transaction, log ids and each
 /// stream's sequence numbers increase in commit order without gaps a reader could pass, and a forwarded event's
-/// origin (site, id) is stored once.
-public protocol EventLog: RetentionTarget, Sendable {
+/// origin (site, id) is stored once. A service group runs the log as its first service, stopped last: SQLite's
+/// checkpoints, PostgreSQL's connection pool.
+public protocol EventLog: RetentionTarget, Service, Sendable {
     /// Where the log is, for messages: a file's path, or a server's URL without its password.
     var location: String { get }
     /// The records of the visits a crash left open, closed as `interrupted` when the log was opened.

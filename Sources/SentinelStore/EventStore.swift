@@ -4,6 +4,7 @@ import SentinelAggregates
 import SentinelCore
 public import SentinelPrivacy
 public import SentinelWire
+import ServiceLifecycle
 import Synchronization
 
 /// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading. Either may have
@@ -114,7 +115,8 @@ public final class EventStore: EventLog {
     /// The longest visit stored (seconds from first to last sighting): a history query for visits overlapping a
     /// window only reads those first seen that long before it, on the `firstSeen` index.
     let longestVisit: Mutex<Double>
-    let checkpointer: Checkpointer
+    /// The checkpoints' connection of its own (`run()`).
+    let checkpoints: DatabaseQueue
     let owner: Owner
 
     /// Opens (creating it and its folder if needed) and migrates the database: one process at a time (see `Owner`). Visits left open by a crash are closed as
@@ -135,7 +137,7 @@ public final class EventStore: EventLog {
         let mode: mode_t = gid == nil ? 0o600 : 0o640
         var configuration = Configuration()
         configuration.busyMode = .timeout(2)
-        // Checkpoints are the checkpointer's, off the write path.
+        // Checkpoints are `run()`'s, off the write path.
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
         }
@@ -171,7 +173,7 @@ public final class EventStore: EventLog {
                     arguments: [exited, ExitReason.interrupted.rawValue, exited])
                 return open.map { Data($0.utf8) }
             }
-            checkpointer = try Checkpointer(path: path, configuration: configuration)
+            checkpoints = try DatabaseQueue(path: path, configuration: configuration)
             longestVisit = Mutex(
                 try pool.read { try Double.fetchOne($0, sql: "SELECT MAX(lastSeen - firstSeen) FROM visits") } ?? 0)
         } catch {
@@ -179,7 +181,20 @@ public final class EventStore: EventLog {
         }
     }
 
-    deinit { checkpointer.stop() }
+    /// Copies the write-ahead log into the database file off the write path, until the service group stops. SQLite's
+    /// own checkpoint runs inside the commit that takes the log past 1000 pages, so one batch in forty waited for the
+    /// database file to be written and synced. This runs a passive checkpoint every half second on a connection of
+    /// its own: it never waits for the writer or a reader, nor they for it, and the log restarts from its beginning
+    /// once everything in it is copied. A store that is not run keeps its log until retention reclaims it.
+    public func run() async {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                // Busy or locked: the next round tries again.
+                _ = try? await self.checkpoints.writeWithoutTransaction { try $0.checkpoint(.passive) }
+            }
+        }
+    }
 
     /// Gives up this store's claim on its database (see `Owner`): for a service that has stopped, so that another
     /// store may open it in this process, as one would in the next. A process that ends gives it up all the same.

@@ -94,7 +94,7 @@ struct CommitTests {
         let services = StoreWriter.services(
             store: mine, hub: hub, broadcaster: broadcaster, live: live, policy: policy, publishing: publishing,
             clientBufferEvents: 256, telemetry: telemetry, logger: logger)
-        #expect(services.count == 3 && services.first is LogFollower)
+        #expect(services.count == 4 && services.first is LogFollower)
         // What this replica publishes, as an SSE client gets it.
         let client = try #require(broadcaster.subscribe(EventFilter(), capacity: 1_000))
         // Each log's connections and this replica's services, as its service group runs them.

@@ -216,7 +216,7 @@ struct FanOutTests {
         #expect(await bell.wait(timeout: .seconds(30)))
         #expect(!(await bell.wait(timeout: .milliseconds(50))), "two rings meanwhile count once")
         let waiting = (0..<3).map { _ in Task { await bell.wait(timeout: .seconds(60)) } }
-        try await Task.sleep(for: .milliseconds(100))
+        while bell.waiting < 3 { try await Task.sleep(for: .milliseconds(10)) }
         bell.ring()
         for waiter in waiting { #expect(await waiter.value, "a ring wakes every waiter") }
         let cancelled = Task { await bell.wait(timeout: .seconds(60)) }

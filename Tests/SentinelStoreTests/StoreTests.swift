@@ -302,6 +302,35 @@ struct StoreTests {
         #expect(try await store.events(after: 2, limit: 10).map(\.id) == [3, 4, 5])
     }
 
+    @Test(
+        "run as a service, the SQLite store checkpoints off the write path: its write-ahead log restarts instead of growing by every batch, and the service ends when cancelled"
+    )
+    func checkpoints() async throws {
+        let path = try temporaryDatabase()
+        let store = try EventStore(path: path)
+        func walSize() throws -> Int {
+            try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0
+        }
+        var visit = Visit(start: start)
+        func write(_ batches: Range<Int>) async throws {
+            for n in batches { _ = try await store.append(try visit.whole(id: "cam#1#\(n + 1)", at: Double(n) * 60)) }
+        }
+        // Not run: nothing checkpoints (SQLite's own checkpoints are off), the log holds every batch.
+        try await write(0..<400)
+        let unchecked = try walSize()
+        let service = Task { await store.run() }
+        for more in [400..<600, 600..<800] {
+            try await Task.sleep(for: .seconds(1.5))
+            try await write(more)
+        }
+        // After a checkpoint the log restarts from its beginning: it holds the batches since, half the first 400.
+        let checked = try walSize()
+        #expect(checked <= unchecked, "log of \(checked) bytes, \(unchecked) before the checkpoints ran")
+        service.cancel()
+        await service.value
+        #expect(try await store.events(after: 0, limit: 4_000).count == 3_200)
+    }
+
     @Test("the database and its WAL files are readable by the service's user only, even one made 0644 before")
     func fileModes() async throws {
         let path = try temporaryDatabase()
