@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "SentinelMQTT",
             dependencies: [
-                "SentinelPublishing", "SentinelHosting",
+                "SentinelHosting",
                 wire,
                 "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelStore", "SentinelRuntime",
@@ -95,13 +95,14 @@ let package = Package(
         /// k-suppressed, with complementary suppression) and the retention schedule.
         .target(name: "SentinelAggregates", dependencies: [wire, "SentinelCore", "SentinelPrivacy"]),
         /// A minimal HTTP/1.1 client over SwiftNIO, for the SSE bench and the tests (raw bytes, exact
-        /// timing, streams dropped mid-way): not part of the server.
+        /// timing, streams dropped mid-way): test support, no part of the server.
         .target(
             name: "SentinelLoopback",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            path: "Tests/SentinelLoopback"
         ),
         /// Configuration: the files Sentinel reads (pipeline, service and fleet definitions, validated with line
         /// numbers), `--set`, the reference, and the editors that write a pipeline file back.
@@ -131,11 +132,11 @@ let package = Package(
             ]
         ),
         /// What runs between the cameras and the edges: each source on its thread, the hub, the services that keep
-        /// the event log, the live state the API reads, the SSE fan-out and the metrics.
+        /// the event log, the live state the API reads, the SSE fan-out and its wire format (`ServerSentEvents`, the
+        /// envelope MQTT carries too), and the metrics.
         .target(
             name: "SentinelRuntime",
             dependencies: [
-                "SentinelPublishing",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
@@ -148,8 +149,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        /// Publishing: the SSE wire format and the envelope that the event stream and MQTT both carry.
-        .target(name: "SentinelPublishing", dependencies: [wire, "SentinelCore", "SentinelStore"]),
         /// Hosting: what serving needs of the machine (tokens, the port, the store's folder and group, open files),
         /// for `sentinel run` and `sentinel fleet` alike.
         .target(
@@ -163,7 +162,7 @@ let package = Package(
         .target(
             name: "SentinelHTTP",
             dependencies: [
-                "SentinelPublishing", "SentinelHosting",
+                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
@@ -256,7 +255,6 @@ let package = Package(
         .executableTarget(
             name: "sentinel-fuzz",
             dependencies: [
-                "SentinelPublishing",
                 wire,
                 "SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning", "SentinelHTTP", "SentinelRuntime",
                 "SentinelVision", .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -292,7 +290,7 @@ let package = Package(
         .executableTarget(
             name: "sentinel-bench",
             dependencies: [
-                "SentinelHosting", "SentinelPublishing",
+                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
@@ -375,7 +373,7 @@ let package = Package(
         .testTarget(
             name: "SentinelServerTests",
             dependencies: [
-                "SentinelHosting", "SentinelPublishing",
+                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",

@@ -3,7 +3,6 @@ public import Hummingbird
 public import NIOCore
 import SentinelCore
 import SentinelHosting
-import SentinelPublishing
 import SentinelRuntime
 
 /// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only the live

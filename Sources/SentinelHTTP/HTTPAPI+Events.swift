@@ -8,7 +8,6 @@ import SentinelAggregates
 import SentinelConfig
 import SentinelCore
 import SentinelPrivacy
-import SentinelPublishing
 package import SentinelRuntime
 import SentinelStore
 import SentinelWire

@@ -5,7 +5,6 @@ import SentinelAggregates
 package import SentinelConfig
 package import SentinelCore
 package import SentinelPrivacy
-import SentinelPublishing
 package import SentinelRuntime
 package import SentinelStore
 import SentinelWire

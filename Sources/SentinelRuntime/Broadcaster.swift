@@ -2,7 +2,6 @@ import CoreMetrics
 import Foundation
 public import NIOCore
 public import SentinelCore
-import SentinelPublishing
 public import SentinelStore
 import Synchronization
 

@@ -6,7 +6,6 @@ import SentinelCommandLine
 import SentinelCore
 import SentinelLoopback
 import SentinelPrivacy
-import SentinelPublishing
 import SentinelRuntime
 import SentinelServer
 import SentinelStore

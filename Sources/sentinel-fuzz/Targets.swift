@@ -4,7 +4,6 @@ import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelHTTP
-import SentinelPublishing
 import SentinelRuntime
 import SentinelTuning
 import SentinelVision

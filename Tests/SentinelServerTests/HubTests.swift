@@ -3,7 +3,6 @@ import NIOCore
 import Prometheus
 import SentinelCore
 import SentinelPrivacy
-import SentinelPublishing
 import SentinelStore
 import SentinelWire
 import Synchronization

@@ -9,7 +9,6 @@ import SentinelHTTP
 import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
-import SentinelPublishing
 import SentinelRuntime
 import SentinelServer
 import SentinelStore
