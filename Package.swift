@@ -56,7 +56,6 @@ let package = Package(
         .target(
             name: "SentinelMQTT",
             dependencies: [
-                "SentinelHosting",
                 wire,
                 "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelStore", "SentinelRuntime",
@@ -149,20 +148,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        /// Hosting: what serving needs of the machine (tokens, the port, the store's folder and group, open files),
-        /// for `sentinel run` and `sentinel fleet` alike.
-        .target(
-            name: "SentinelHosting",
-            dependencies: [
-                "SentinelCore", "SentinelConfig",
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-            ]
-        ),
         /// The HTTP edge: the router, access by token, SSE, REST, the dashboard and the OpenAPI document.
         .target(
             name: "SentinelHTTP",
             dependencies: [
-                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
                 "SentinelStore",
@@ -177,21 +166,6 @@ let package = Package(
             ],
             resources: [.copy("openapi.json"), .copy("dashboard.html"), .copy("zone-editor.html")]
         ),
-        /// `sentinel run`: its definition (pipeline, store, server, MQTT) and the service group that runs it.
-        .target(
-            name: "SentinelServer",
-            dependencies: [
-                "SentinelHosting",
-                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
-                "SentinelModels", "SentinelVision", "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
         /// The fleet's store on a PostgreSQL server (postgres-nio), which replicas share: the same log as SQLite's.
         .target(
             name: "SentinelPostgres",
@@ -204,32 +178,25 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        /// `sentinel fleet`: the sites' events in from MQTT, checked, stored, and served as one showroom chain.
+        /// What each command runs, assembled from the layers below, a folder each: `sentinel run`'s service group
+        /// (Run), `sentinel fleet`'s ingest and group (Fleet), `sentinel zones`' editor (Zones), what serving needs of
+        /// the machine (Hosting: tokens, the port, the store's folder and group, open files), and what both
+        /// executables share (CommandLine: the command error, range checks, the models option, pipeline loading, the
+        /// logger).
         .target(
-            name: "SentinelFleet",
+            name: "SentinelAssembly",
             dependencies: [
-                "SentinelHosting",
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
-                "SentinelPostgres",
-                "SentinelRuntime", "SentinelHTTP", "SentinelMQTT",
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
-        /// `sentinel zones`: the zone editor, a page on loopback that draws zones on a masked frame and saves them.
-        .target(
-            name: "SentinelZoneEditor",
-            dependencies: [
-                wire,
-                "SentinelConfig", "SentinelCore", "SentinelModels", "SentinelPipeline", "SentinelVision",
-                "SentinelRuntime",
-                "SentinelHTTP", "SentinelServer",
+                "SentinelPostgres", "SentinelModels", "SentinelPipeline", "SentinelVision", "SentinelRuntime",
+                "SentinelHTTP", "SentinelMQTT",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -263,25 +230,13 @@ let package = Package(
         .executableTarget(
             name: "sentinel",
             dependencies: [
-                "SentinelHosting",
-                wire,
+                "SentinelAssembly", wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
                 "SentinelPrivacy",
                 "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelHTTP", "SentinelMQTT",
-                "SentinelVisitors", "SentinelServer", "SentinelFleet", "SentinelZoneEditor", "SentinelTuning",
-                "SentinelCommandLine",
+                "SentinelVisitors", "SentinelTuning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
-        /// What both executables share: the command error, range checks, the models option, pipeline loading, the
-        /// logger.
-        .target(
-            name: "SentinelCommandLine",
-            dependencies: [
-                "SentinelConfig", "SentinelCore", "SentinelModels", "SentinelVision",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -290,15 +245,13 @@ let package = Package(
         .executableTarget(
             name: "sentinel-bench",
             dependencies: [
-                "SentinelHosting",
-                wire,
+                "SentinelAssembly", wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
-                "SentinelStore", "SentinelRuntime", "SentinelServer", "SentinelLoopback", "SentinelPostgres",
+                "SentinelStore", "SentinelRuntime", "SentinelLoopback", "SentinelPostgres",
                 "SentinelMQTT", "SentinelAggregates",
                 "SentinelEval",
-                "SentinelSynth", "SentinelTuning", "SentinelCommandLine",
-                .product(name: "SentinelClient", package: "Client"),
+                "SentinelSynth", "SentinelTuning", .product(name: "SentinelClient", package: "Client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -330,7 +283,7 @@ let package = Package(
         .testTarget(
             name: "SentinelEndToEndTests",
             dependencies: [
-                "SentinelTestSupport", "SentinelCore", "SentinelServer", "SentinelSynth", "SentinelLoopback",
+                "SentinelTestSupport", "SentinelCore", "SentinelAssembly", "SentinelSynth", "SentinelLoopback",
                 "SentinelModels",
                 .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -373,11 +326,10 @@ let package = Package(
         .testTarget(
             name: "SentinelServerTests",
             dependencies: [
-                "SentinelHosting",
-                wire,
-                "SentinelConfig", "SentinelServer", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelAssembly", wire,
+                "SentinelConfig", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
-                "SentinelRuntime", "SentinelHTTP", "SentinelFleet", "SentinelPostgres", "SentinelVision",
+                "SentinelRuntime", "SentinelHTTP", "SentinelPostgres", "SentinelVision",
                 "SentinelPipeline",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -400,7 +352,7 @@ let package = Package(
                 wire,
                 "SentinelConfig", "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval",
                 "SentinelSynth", "SentinelCore", "SentinelVision", "SentinelStore",
-                "SentinelModels", "SentinelServer", "SentinelTestSupport", "SentinelTuning",
+                "SentinelModels", "SentinelAssembly", "SentinelTestSupport", "SentinelTuning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,8 +1,8 @@
 import Foundation
 public import Hummingbird
 public import NIOCore
+import SentinelConfig
 import SentinelCore
-import SentinelHosting
 import SentinelRuntime
 
 /// What a request may read. `visitors`: everything, per-visitor records included. `aggregates`: only the live

@@ -6,7 +6,6 @@ public import Logging
 public import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
-public import SentinelHosting
 import SentinelPrivacy
 public import SentinelRuntime
 public import SentinelStore

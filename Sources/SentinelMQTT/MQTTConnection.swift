@@ -1,7 +1,6 @@
 import Foundation
 package import SentinelConfig
 import SentinelCore
-import SentinelHosting
 import SentinelRuntime
 
 extension MQTTConnection {

@@ -1,13 +1,11 @@
 import ArgumentParser
 import Foundation
 import Logging
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
-import SentinelHosting
 import SentinelModels
 import SentinelPrivacy
-import SentinelServer
 import SentinelVision
 
 /// The benchmarks, an executable of their own so that the installed `sentinel` carries none of them (nor the loopback

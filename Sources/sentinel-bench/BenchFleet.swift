@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GRDB
 import Logging
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelMQTT

@@ -1,12 +1,11 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelMQTT
 import SentinelPrivacy
 import SentinelRuntime
-import SentinelServer
 import SentinelVision
 import SentinelWire
 import ServiceLifecycle

@@ -1,13 +1,12 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import SentinelAssembly
 import SentinelClient
-import SentinelCommandLine
 import SentinelCore
 import SentinelLoopback
 import SentinelPrivacy
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import ServiceLifecycle
 import Synchronization

@@ -3,15 +3,13 @@ import Foundation
 import Logging
 import NIOCore
 import SentinelAggregates
+import SentinelAssembly
 import SentinelClient
-import SentinelCommandLine
 import SentinelConfig
 import SentinelCore
-import SentinelHosting
 import SentinelLoopback
 import SentinelModels
 import SentinelPrivacy
-import SentinelServer
 import SentinelStore
 import SentinelVision
 import ServiceLifecycle

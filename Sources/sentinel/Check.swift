@@ -1,10 +1,9 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelPipeline
-import SentinelServer
 import SentinelVision
 import Synchronization
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelCore
 import SentinelVision
 import SentinelWire

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelTuning
 
 struct Diff: ParsableCommand {

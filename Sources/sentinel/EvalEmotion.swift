@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelEval

@@ -1,13 +1,10 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
-import SentinelFleet
 import SentinelHTTP
-import SentinelHosting
 import SentinelMQTT
-import SentinelServer
 
 struct Fleet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import FoundationEssentials
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelModels
 
 struct Models: ParsableCommand {

@@ -1,6 +1,6 @@
 public import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 public import SentinelCore
 import SentinelEval

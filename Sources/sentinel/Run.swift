@@ -1,12 +1,10 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
-import SentinelHosting
 import SentinelPipeline
-import SentinelServer
 import SentinelVision
 
 struct Run: AsyncParsableCommand {

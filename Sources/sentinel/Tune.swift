@@ -1,12 +1,11 @@
 public import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelEval
 import SentinelModels
 import SentinelPipeline
-import SentinelServer
 import SentinelTuning
 import SentinelVision
 import Synchronization

@@ -1,11 +1,9 @@
 import ArgumentParser
 import Foundation
-import SentinelCommandLine
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
-import SentinelServer
-import SentinelZoneEditor
 
 struct Zones: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,9 +1,9 @@
 import Foundation
 import NIOCore
+import SentinelAssembly
 import SentinelClient
 import SentinelCore
 import SentinelLoopback
-import SentinelServer
 import SentinelSynth
 import SentinelTestSupport
 import Testing

@@ -1,10 +1,10 @@
 import Foundation
 import GRDB
 import NIOCore
+import SentinelAssembly
 import SentinelClient
 import SentinelCore
 import SentinelLoopback
-import SentinelServer
 import SentinelTestSupport
 import Testing
 

@@ -1,10 +1,10 @@
 import Foundation
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelModels
 import SentinelPipeline
 import SentinelPrivacy
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import SentinelVision

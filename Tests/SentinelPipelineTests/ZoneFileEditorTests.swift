@@ -1,9 +1,9 @@
 import Foundation
 import Logging
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelPipeline
-import SentinelServer
 import SentinelSynth
 import SentinelTestSupport
 import SentinelVision

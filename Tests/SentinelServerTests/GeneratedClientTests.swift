@@ -2,9 +2,9 @@ import Foundation
 import NIOCore
 import OpenAPIRuntime
 import OpenAPIURLSession
+import SentinelAssembly
 import SentinelLoopback
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
+import SentinelAssembly
 import SentinelLoopback
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import Testing

@@ -1,8 +1,8 @@
 import Foundation
 import NIOCore
+import SentinelAssembly
 import SentinelLoopback
 import SentinelRuntime
-import SentinelServer
 import SentinelTestSupport
 import Testing
 

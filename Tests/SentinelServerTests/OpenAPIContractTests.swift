@@ -1,7 +1,7 @@
 import Foundation
+import SentinelAssembly
 import SentinelClient
 import SentinelCore
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import Testing

@@ -1,16 +1,14 @@
 import Foundation
 import GRDB
 import NIOCore
+import SentinelAssembly
 import SentinelClient
 import SentinelConfig
 import SentinelCore
-import SentinelFleet
 import SentinelHTTP
-import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import Testing

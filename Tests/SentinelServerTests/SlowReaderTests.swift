@@ -1,11 +1,10 @@
 import Foundation
 import NIOCore
+import SentinelAssembly
 import SentinelClient
-import SentinelFleet
 import SentinelHTTP
 import SentinelMQTT
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import Synchronization

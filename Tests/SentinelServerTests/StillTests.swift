@@ -1,15 +1,14 @@
 import Foundation
 import Logging
 import SentinelAggregates
+import SentinelAssembly
 import SentinelClient
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
-import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
 import SentinelRuntime
-import SentinelServer
 import SentinelTestSupport
 import SentinelVision
 import ServiceLifecycle

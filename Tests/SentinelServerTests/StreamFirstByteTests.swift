@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SentinelServer
+import SentinelAssembly
 import SentinelTestSupport
 import Synchronization
 import Testing

@@ -5,15 +5,14 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import NIOFoundationEssentialsCompat
+import SentinelAssembly
 import SentinelClient
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP
-import SentinelHosting
 import SentinelLoopback
 import SentinelPrivacy
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import ServiceLifecycle

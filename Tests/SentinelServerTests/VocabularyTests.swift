@@ -1,9 +1,9 @@
 import Foundation
+import SentinelAssembly
 import SentinelClient
 import SentinelCore
 import SentinelLoopback
 import SentinelRuntime
-import SentinelServer
 import SentinelStore
 import SentinelTestSupport
 import Testing

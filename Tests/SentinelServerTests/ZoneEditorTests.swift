@@ -1,9 +1,9 @@
 import Foundation
+import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelLoopback
 import SentinelModels
-import SentinelServer
 import SentinelTestSupport
 import SentinelVision
 import SentinelWire

@@ -9,7 +9,6 @@ import SentinelHTTP
 public import SentinelModels
 import SentinelPipeline
 import SentinelRuntime
-import SentinelServer
 import SentinelVision
 import SentinelWire
 public import ServiceLifecycle

@@ -7,7 +7,6 @@ import SentinelAggregates
 public import SentinelConfig
 public import SentinelCore
 public import SentinelHTTP
-public import SentinelHosting
 import SentinelMQTT
 public import SentinelModels
 import SentinelPrivacy

@@ -1,6 +1,6 @@
 import NIOCore
 import NIOPosix
-import SentinelConfig
+package import SentinelConfig
 
 extension ServerSettings {
     /// Throws unless this process can listen on `host:port` now: a port another program holds (a second `sentinel

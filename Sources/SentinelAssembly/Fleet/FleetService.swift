@@ -3,7 +3,6 @@ public import Logging
 public import SentinelConfig
 import SentinelCore
 import SentinelHTTP
-public import SentinelHosting
 import SentinelMQTT
 import SentinelPostgres
 import SentinelPrivacy
