@@ -121,12 +121,17 @@ let package = Package(
                 "SentinelPrivacy", "SentinelAggregates", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        /// SQLite through GRDB: the event log, visits, zone stays and gauge readings, written in batches.
+        /// The event log, visits, zone stays and gauge readings, written in batches: `EventLog`, and its two stores,
+        /// SQLite through GRDB (a box's, a single fleet's) and PostgreSQL through postgres-nio (replicas share it).
         .target(
             name: "SentinelStore",
             dependencies: [
                 wire,
-                "SentinelCore", "SentinelPrivacy", "SentinelAggregates", .product(name: "GRDB", package: "GRDB.swift"),
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -166,18 +171,6 @@ let package = Package(
             ],
             resources: [.copy("openapi.json"), .copy("dashboard.html"), .copy("zone-editor.html")]
         ),
-        /// The fleet's store on a PostgreSQL server (postgres-nio), which replicas share: the same log as SQLite's.
-        .target(
-            name: "SentinelPostgres",
-            dependencies: [
-                wire,
-                "SentinelConfig", "SentinelCore", "SentinelAggregates", "SentinelStore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
-        ),
         /// What each command runs, assembled from the layers below, a folder each: `sentinel run`'s service group
         /// (Run), `sentinel fleet`'s ingest and group (Fleet), `sentinel zones`' editor (Zones), what serving needs of
         /// the machine (Hosting: tokens, the port, the store's folder and group, open files), and what both
@@ -188,7 +181,7 @@ let package = Package(
             dependencies: [
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
-                "SentinelPostgres", "SentinelModels", "SentinelPipeline", "SentinelVision", "SentinelRuntime",
+                "SentinelModels", "SentinelPipeline", "SentinelVision", "SentinelRuntime",
                 "SentinelHTTP", "SentinelMQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -248,8 +241,7 @@ let package = Package(
                 "SentinelAssembly", wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
-                "SentinelStore", "SentinelRuntime", "SentinelLoopback", "SentinelPostgres",
-                "SentinelMQTT", "SentinelAggregates",
+                "SentinelStore", "SentinelRuntime", "SentinelLoopback", "SentinelMQTT", "SentinelAggregates",
                 "SentinelEval",
                 "SentinelSynth", "SentinelTuning", .product(name: "SentinelClient", package: "Client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -261,6 +253,7 @@ let package = Package(
         /// The bench's reference: the same decode + detect as a minimal C++ loop over OpenCV.
         .executableTarget(
             name: "sentinel-cxx-loop",
+            path: "Tests/Peers/sentinel-cxx-loop",
             cxxSettings: openCVHeaders,
             linkerSettings: openCVLibraries + [.linkedLibrary("m")]
         ),
@@ -317,7 +310,7 @@ let package = Package(
             name: "SentinelStoreTests",
             dependencies: [
                 wire,
-                "SentinelStore", "SentinelPostgres", "SentinelConfig", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelStore", "SentinelConfig", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -329,7 +322,7 @@ let package = Package(
                 "SentinelAssembly", wire,
                 "SentinelConfig", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
-                "SentinelRuntime", "SentinelHTTP", "SentinelPostgres", "SentinelVision",
+                "SentinelRuntime", "SentinelHTTP", "SentinelVision",
                 "SentinelPipeline",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

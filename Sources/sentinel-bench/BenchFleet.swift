@@ -6,7 +6,6 @@ import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelMQTT
-import SentinelPostgres
 import SentinelStore
 import SentinelVision
 import SentinelWire

@@ -3,7 +3,6 @@ import Logging
 import SentinelAggregates
 import SentinelConfig
 import SentinelCore
-import SentinelPostgres
 import SentinelPrivacy
 import SentinelStore
 import SentinelTestSupport

@@ -9,7 +9,6 @@ import SentinelCore
 import SentinelHTTP
 import SentinelLoopback
 import SentinelMQTT
-import SentinelPostgres
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore

@@ -4,7 +4,6 @@ import Logging
 import SentinelAggregates
 import SentinelConfig
 import SentinelCore
-import SentinelPostgres
 import SentinelPrivacy
 import SentinelTestSupport
 import SentinelWire

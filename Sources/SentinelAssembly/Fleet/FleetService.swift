@@ -4,7 +4,6 @@ public import SentinelConfig
 import SentinelCore
 import SentinelHTTP
 import SentinelMQTT
-import SentinelPostgres
 import SentinelPrivacy
 public import SentinelRuntime
 public import SentinelStore

@@ -1,7 +1,6 @@
 import Foundation
 import PostgresNIO
 public import SentinelConfig
-public import SentinelStore
 
 extension PostgresEventStore {
     /// The schema, a migration at a time, each applied once (recorded in `sentinel_migrations`): the SQLite store's

@@ -2,7 +2,6 @@ public import Foundation
 import PostgresNIO
 import SentinelAggregates
 import SentinelCore
-public import SentinelStore
 import SentinelWire
 
 /// Appends (ids, sequence numbers, each origin once), the visit rows every replica updates, and retention.

@@ -5,7 +5,6 @@ import PostgresNIO
 import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
-public import SentinelStore
 public import ServiceLifecycle
 import Synchronization
 

@@ -2,7 +2,6 @@ public import Foundation
 import PostgresNIO
 import SentinelAggregates
 import SentinelCore
-public import SentinelStore
 import SentinelWire
 
 /// What the API, the SSE stream and the reports read.
