@@ -60,7 +60,7 @@ test:
 lint:
 	swift format lint --strict -r Sources Tests Package.swift Client/Sources Client/Tests Client/Package.swift
 
-# Fuzzing: every parser of outside input as a libFuzzer target under AddressSanitizer (Sources/sentinel-fuzz), in a
+# Fuzzing: every parser of outside input as a libFuzzer target under AddressSanitizer (Tests/sentinel-fuzz), in a
 # build of its own. Each target runs FUZZ_SECONDS from its seeds (Tests/Corpus/...); what it finds is kept in
 # .build/fuzz/TARGET, a crash as .build/fuzz/TARGET/crash-*: add that file to the target's corpus folder with its
 # expected outcome, then fix it. (lld: gold crashes formatting a sanitized link.)

@@ -57,7 +57,7 @@ let package = Package(
             name: "SentinelMQTT",
             dependencies: [
                 wire,
-                "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelConfig", "CSentinelMQTT", "SentinelCore", "SentinelPrivacy",
                 "SentinelStore", "SentinelRuntime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -69,7 +69,9 @@ let package = Package(
         /// The Swift face of the bridge: images, frame sources, detectors, classifier, video writer.
         .target(
             name: "SentinelVision",
-            dependencies: [wire, "CSentinelCV", "SentinelCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                wire, "CSentinelCV", "SentinelCore", "Yams", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         /// The model manifest: where each model comes from, its checksum, and how to set it up.
         .target(
@@ -80,8 +82,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        /// Reproducible sample recordings with ground truth.
-        .target(name: "SentinelSynth", dependencies: [wire, "SentinelCore", "SentinelVision", "Yams"]),
         /// Detections to visitors: tracker, zones, dwell, emotion smoothing, events. Pure logic, no clock or I/O.
         .target(name: "SentinelVisitors", dependencies: [wire, "SentinelCore"]),
         /// The masking stage before every output: pseudonyms, field allowlists, coarse times, k-suppressed
@@ -90,9 +90,6 @@ let package = Package(
             name: "SentinelPrivacy",
             dependencies: [wire, "SentinelCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        /// What is computed over masked events, after the privacy stage: the sentiment gauge, occupancy (both
-        /// k-suppressed, with complementary suppression) and the retention schedule.
-        .target(name: "SentinelAggregates", dependencies: [wire, "SentinelCore", "SentinelPrivacy"]),
         /// A minimal HTTP/1.1 client over SwiftNIO, for the SSE bench and the tests (raw bytes, exact
         /// timing, streams dropped mid-way): test support, no part of the server.
         .target(
@@ -109,7 +106,7 @@ let package = Package(
             name: "SentinelConfig",
             dependencies: [
                 wire,
-                "SentinelCore", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "SentinelAggregates", "Yams",
+                "SentinelCore", "SentinelVisitors", "SentinelModels", "SentinelPrivacy", "Yams",
             ]
         ),
         /// The per-frame pipeline and the runner that drives one source.
@@ -118,7 +115,7 @@ let package = Package(
             dependencies: [
                 wire,
                 "SentinelCore", "SentinelConfig", "SentinelVision", "SentinelVisitors", "SentinelModels",
-                "SentinelPrivacy", "SentinelAggregates", .product(name: "Logging", package: "swift-log"),
+                "SentinelPrivacy", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         /// The event log, visits, zone stays and gauge readings, written in batches: `EventLog`, and its two stores,
@@ -127,7 +124,7 @@ let package = Package(
             name: "SentinelStore",
             dependencies: [
                 wire,
-                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -142,7 +139,7 @@ let package = Package(
             name: "SentinelRuntime",
             dependencies: [
                 wire,
-                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelPipeline",
                 "SentinelStore",
                 "SentinelModels", "SentinelVision",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -158,7 +155,7 @@ let package = Package(
             name: "SentinelHTTP",
             dependencies: [
                 wire,
-                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelPipeline",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelPipeline",
                 "SentinelStore",
                 "SentinelRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -180,7 +177,7 @@ let package = Package(
             name: "SentinelAssembly",
             dependencies: [
                 wire,
-                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelAggregates", "SentinelStore",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelStore",
                 "SentinelModels", "SentinelPipeline", "SentinelVision", "SentinelRuntime",
                 "SentinelHTTP", "SentinelMQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -209,7 +206,7 @@ let package = Package(
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPipeline",
                 "SentinelPrivacy",
                 "SentinelEval",
-                "SentinelVisitors", "SentinelAggregates", "Yams", .product(name: "Logging", package: "swift-log"),
+                "SentinelVisitors", "Yams", .product(name: "Logging", package: "swift-log"),
             ]),
         /// Every parser of outside input as a libFuzzer target (`make fuzz`), and their corpora's replay (`make test`).
         .executableTarget(
@@ -218,15 +215,15 @@ let package = Package(
                 wire,
                 "SentinelCore", "SentinelEval", "SentinelConfig", "SentinelTuning", "SentinelHTTP", "SentinelRuntime",
                 "SentinelVision", .product(name: "HummingbirdCore", package: "hummingbird"),
-            ]
+            ],
+            path: "Tests/sentinel-fuzz"
         ),
         .executableTarget(
             name: "sentinel",
             dependencies: [
                 "SentinelAssembly", wire,
-                "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelSynth", "SentinelEval",
-                "SentinelPrivacy",
-                "SentinelAggregates", "SentinelPipeline", "SentinelStore", "SentinelHTTP", "SentinelMQTT",
+                "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelEval",
+                "SentinelPrivacy", "SentinelPipeline", "SentinelStore", "SentinelHTTP", "SentinelMQTT",
                 "SentinelVisitors", "SentinelTuning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -241,9 +238,8 @@ let package = Package(
                 "SentinelAssembly", wire,
                 "SentinelConfig", "SentinelCore", "SentinelVision", "SentinelModels", "SentinelPrivacy",
                 "SentinelPipeline",
-                "SentinelStore", "SentinelRuntime", "SentinelLoopback", "SentinelMQTT", "SentinelAggregates",
-                "SentinelEval",
-                "SentinelSynth", "SentinelTuning", .product(name: "SentinelClient", package: "Client"),
+                "SentinelStore", "SentinelRuntime", "SentinelLoopback", "SentinelMQTT",
+                "SentinelEval", "SentinelTuning", .product(name: "SentinelClient", package: "Client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -261,7 +257,7 @@ let package = Package(
         .target(
             name: "SentinelTestSupport",
             dependencies: [
-                "SentinelModels", "SentinelSynth", "SentinelVision", "SentinelLoopback",
+                "SentinelModels", "SentinelVision", "SentinelLoopback",
                 .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -276,7 +272,7 @@ let package = Package(
         .testTarget(
             name: "SentinelEndToEndTests",
             dependencies: [
-                "SentinelTestSupport", "SentinelCore", "SentinelAssembly", "SentinelSynth", "SentinelLoopback",
+                "SentinelTestSupport", "SentinelCore", "SentinelAssembly", "SentinelVision", "SentinelLoopback",
                 "SentinelModels",
                 .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -296,7 +292,7 @@ let package = Package(
         .testTarget(
             name: "SentinelSynthTests",
             dependencies: [
-                wire, "SentinelSynth", "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport",
+                wire, "SentinelVision", "SentinelCore", "SentinelEval", "SentinelTestSupport",
             ]
         ),
         .testTarget(
@@ -305,12 +301,12 @@ let package = Package(
             exclude: ["References"]),
         .testTarget(name: "SentinelVisitorsTests", dependencies: [wire, "SentinelVisitors", "SentinelCore"]),
         .testTarget(
-            name: "SentinelPrivacyTests", dependencies: [wire, "SentinelPrivacy", "SentinelAggregates", "SentinelCore"]),
+            name: "SentinelPrivacyTests", dependencies: [wire, "SentinelPrivacy", "SentinelCore"]),
         .testTarget(
             name: "SentinelStoreTests",
             dependencies: [
                 wire,
-                "SentinelStore", "SentinelConfig", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelStore", "SentinelConfig", "SentinelPrivacy",
                 "SentinelCore", "SentinelTestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -320,7 +316,7 @@ let package = Package(
             name: "SentinelServerTests",
             dependencies: [
                 "SentinelAssembly", wire,
-                "SentinelConfig", "SentinelStore", "SentinelPrivacy", "SentinelAggregates",
+                "SentinelConfig", "SentinelStore", "SentinelPrivacy",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
                 "SentinelRuntime", "SentinelHTTP", "SentinelVision",
                 "SentinelPipeline",
@@ -344,7 +340,7 @@ let package = Package(
             dependencies: [
                 wire,
                 "SentinelConfig", "SentinelPipeline", "SentinelVisitors", "SentinelPrivacy", "SentinelEval",
-                "SentinelSynth", "SentinelCore", "SentinelVision", "SentinelStore",
+                "SentinelVision", "SentinelCore", "SentinelStore",
                 "SentinelModels", "SentinelAssembly", "SentinelTestSupport", "SentinelTuning",
                 .product(name: "Logging", package: "swift-log"),
             ]

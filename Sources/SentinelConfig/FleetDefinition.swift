@@ -1,5 +1,4 @@
 import Foundation
-public import SentinelAggregates
 public import SentinelCore
 public import SentinelPrivacy
 

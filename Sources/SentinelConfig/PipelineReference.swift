@@ -1,4 +1,3 @@
-import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
 import SentinelVisitors

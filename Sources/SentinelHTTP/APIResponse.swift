@@ -3,7 +3,6 @@ package import HTTPTypes
 import Hummingbird
 package import HummingbirdCore
 import Logging
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelRuntime

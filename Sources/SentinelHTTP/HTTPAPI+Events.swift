@@ -4,7 +4,6 @@ import Hummingbird
 package import HummingbirdCore
 import Logging
 import NIOCore
-import SentinelAggregates
 import SentinelConfig
 import SentinelCore
 import SentinelPrivacy

@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
-import SentinelAggregates
 import SentinelCore
 import SentinelPipeline
 import SentinelPrivacy

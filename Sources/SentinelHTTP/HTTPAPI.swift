@@ -3,10 +3,9 @@ import HTTPTypes
 public import Hummingbird
 import HummingbirdCore
 public import Logging
-public import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
-import SentinelPrivacy
+public import SentinelPrivacy
 public import SentinelRuntime
 public import SentinelStore
 package import ServiceLifecycle

@@ -3,7 +3,6 @@ import HTTPTypes
 public import Hummingbird
 import HummingbirdCore
 import Logging
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelRuntime

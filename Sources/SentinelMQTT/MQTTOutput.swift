@@ -1,7 +1,6 @@
 import CoreMetrics
 import Foundation
 package import Logging
-import SentinelAggregates
 package import SentinelConfig
 package import SentinelCore
 package import SentinelPrivacy

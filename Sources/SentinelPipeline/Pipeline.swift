@@ -1,5 +1,4 @@
 public import Foundation
-import SentinelAggregates
 public import SentinelConfig
 public import SentinelCore
 public import SentinelModels

@@ -1,7 +1,6 @@
 import CoreMetrics
 import Foundation
 import Metrics
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore

@@ -1,6 +1,5 @@
 import CoreMetrics
 public import Foundation
-import SentinelAggregates
 import SentinelCore
 public import SentinelPrivacy
 public import SentinelStore

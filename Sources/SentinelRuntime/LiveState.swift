@@ -1,7 +1,6 @@
 import Foundation
-public import SentinelAggregates
 public import SentinelCore
-import SentinelPrivacy
+public import SentinelPrivacy
 import SentinelStore
 public import SentinelWire
 import Synchronization

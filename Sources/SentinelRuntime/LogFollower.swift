@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelStore

@@ -1,7 +1,6 @@
 import CoreMetrics
 import Foundation
 import Logging
-import SentinelAggregates
 import SentinelPrivacy
 import SentinelStore
 import ServiceLifecycle

@@ -1,7 +1,6 @@
 import CoreMetrics
 import Foundation
 public import Logging
-public import SentinelAggregates
 import SentinelCore
 public import SentinelPrivacy
 public import SentinelStore

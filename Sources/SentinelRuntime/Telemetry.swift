@@ -2,7 +2,6 @@ public import CoreMetrics
 import Foundation
 import Metrics
 public import Prometheus
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 public import SentinelWire

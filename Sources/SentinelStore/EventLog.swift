@@ -1,7 +1,6 @@
 public import Foundation
-public import SentinelAggregates
 import SentinelCore
-import SentinelPrivacy
+public import SentinelPrivacy
 public import SentinelWire
 public import ServiceLifecycle
 

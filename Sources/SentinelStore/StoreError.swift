@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import SentinelAggregates
 public import SentinelCore
 import SentinelPrivacy
 import Synchronization

@@ -1,7 +1,7 @@
 import Foundation
-import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
+import SentinelPrivacy
 import SentinelVision
 import SentinelVisitors
 import Yams

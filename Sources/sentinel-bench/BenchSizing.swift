@@ -6,7 +6,6 @@ import SentinelCore
 import SentinelEval
 import SentinelModels
 import SentinelPipeline
-import SentinelSynth
 import SentinelTuning
 import SentinelVision
 import Synchronization

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import NIOCore
-import SentinelAggregates
 import SentinelAssembly
 import SentinelClient
 import SentinelConfig

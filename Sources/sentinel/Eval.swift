@@ -8,7 +8,6 @@ import SentinelEval
 import SentinelModels
 import SentinelPipeline
 import SentinelPrivacy
-import SentinelSynth
 import SentinelTuning
 import SentinelVision
 

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import SentinelAggregates
 import SentinelAssembly
 import SentinelConfig
 import SentinelCore

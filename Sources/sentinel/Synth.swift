@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SentinelAssembly
 import SentinelCore
-import SentinelSynth
+import SentinelVision
 
 struct Synth: ParsableCommand {
     static let configuration = CommandConfiguration(

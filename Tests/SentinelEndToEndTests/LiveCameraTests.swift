@@ -4,8 +4,8 @@ import SentinelAssembly
 import SentinelClient
 import SentinelCore
 import SentinelLoopback
-import SentinelSynth
 import SentinelTestSupport
+import SentinelVision
 import Testing
 
 /// `sentinel run` against a real camera stand-in: Debian's GStreamer RTSP server playing the sample recording in

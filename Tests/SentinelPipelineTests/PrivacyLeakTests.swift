@@ -5,7 +5,6 @@ import SentinelCore
 import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
-import SentinelSynth
 import SentinelTestSupport
 import SentinelTuning
 import SentinelVision

@@ -4,7 +4,6 @@ import SentinelAssembly
 import SentinelConfig
 import SentinelCore
 import SentinelPipeline
-import SentinelSynth
 import SentinelTestSupport
 import SentinelVision
 import SentinelVisitors

@@ -1,5 +1,4 @@
 import Foundation
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import SentinelWire

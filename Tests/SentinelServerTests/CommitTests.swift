@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import SentinelAggregates
 import SentinelConfig
 import SentinelCore
 import SentinelPrivacy

@@ -1,8 +1,8 @@
 import Foundation
-import SentinelAggregates
 import SentinelAssembly
 import SentinelClient
 import SentinelLoopback
+import SentinelPrivacy
 import SentinelStore
 import Testing
 

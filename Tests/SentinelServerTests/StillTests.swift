@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import SentinelAggregates
 import SentinelAssembly
 import SentinelClient
 import SentinelConfig

@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import Logging
-import SentinelAggregates
 import SentinelConfig
 import SentinelCore
 import SentinelPrivacy

@@ -1,7 +1,6 @@
 import Foundation
 import SentinelCore
 import SentinelEval
-import SentinelSynth
 import SentinelTestSupport
 import SentinelVision
 import Testing

@@ -1,6 +1,5 @@
 import Foundation
 import SentinelCore
-import SentinelSynth
 import SentinelTestSupport
 import SentinelVision
 import SentinelWire

@@ -1,5 +1,5 @@
 public import Foundation
-import SentinelSynth
+import SentinelVision
 
 extension Fixtures {
     /// The sample showroom scene's first `seconds`, rendered at 320x240 (Motion JPEG) into a new temporary folder:

@@ -1,7 +1,6 @@
 import CoreMetrics
 import Foundation
 import Logging
-import SentinelAggregates
 import SentinelConfig
 import SentinelCore
 import SentinelHTTP

@@ -3,7 +3,6 @@ import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
-import SentinelAggregates
 public import SentinelConfig
 public import SentinelCore
 public import SentinelHTTP

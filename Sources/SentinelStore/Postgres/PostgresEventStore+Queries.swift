@@ -1,7 +1,7 @@
 public import Foundation
 import PostgresNIO
-import SentinelAggregates
 import SentinelCore
+import SentinelPrivacy
 import SentinelWire
 
 /// What the API, the SSE stream and the reports read.

@@ -1,7 +1,7 @@
 public import Foundation
 import PostgresNIO
-import SentinelAggregates
 import SentinelCore
+import SentinelPrivacy
 import SentinelWire
 
 /// Appends (ids, sequence numbers, each origin once), the visit rows every replica updates, and retention.

@@ -2,9 +2,9 @@ public import Foundation
 public import Logging
 import NIOSSL
 import PostgresNIO
-import SentinelAggregates
 public import SentinelConfig
 import SentinelCore
+import SentinelPrivacy
 public import ServiceLifecycle
 import Synchronization
 

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import Synchronization

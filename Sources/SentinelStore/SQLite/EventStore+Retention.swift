@@ -1,6 +1,5 @@
 public import Foundation
 import GRDB
-import SentinelAggregates
 import SentinelCore
 import SentinelPrivacy
 import Synchronization
