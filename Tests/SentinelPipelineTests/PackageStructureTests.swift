@@ -30,10 +30,8 @@ struct PackageStructureTests {
         return modules
     }
 
-    @Test(
-        "every module a target imports is declared in Package.swift (targets and products alike), and every declared one is imported"
-    )
-    func dependenciesMatchImports() async throws {
+    /// The targets as `swift package dump-package` describes them.
+    static func targets() async throws -> [[String: Any]] {
         // A scratch folder of its own: the test run holds the package's .build.
         let scratch = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -43,7 +41,47 @@ struct PackageStructureTests {
         try #require(dump.status == 0, "\(dump.errors)")
         let package = try #require(
             try JSONSerialization.jsonObject(with: Data(dump.output.utf8)) as? [String: Any])
-        let targets = try #require(package["targets"] as? [[String: Any]])
+        return try #require(package["targets"] as? [[String: Any]])
+    }
+
+    /// A target's dependencies by name (targets and products alike).
+    static func dependencies(of target: [String: Any]) -> Set<String> {
+        Set(
+            (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency in
+                dependency.values.first.flatMap { ($0 as? [Any])?.first as? String }
+            })
+    }
+
+    @Test(
+        "docs/layout.md's layer table holds every target in Sources/ (and the fuzz targets) once, and each imports only from layers below its own"
+    )
+    func layers() async throws {
+        let text = try String(contentsOf: Fixtures.root.appendingPathComponent("docs/layout.md"), encoding: .utf8)
+        var layer: [String: Int] = [:]
+        for row in text.split(separator: "\n") {
+            guard let match = row.firstMatch(of: /^\| (\d+) [a-z ]+ \| (.*) \|$/), let number = Int(match.1) else {
+                continue
+            }
+            for name in match.2.matches(of: /`([A-Za-z-]+)`/).map({ String($0.1) }) where name != "SentinelWire" {
+                #expect(layer.updateValue(number, forKey: name) == nil, "\(name) is in two layers")
+            }
+        }
+        let sources = try FileManager.default.contentsOfDirectory(atPath: Fixtures.root.path + "/Sources")
+        #expect(Set(layer.keys) == Set(sources + ["sentinel-fuzz"]), "the table and Sources/ differ")
+        for target in try await Self.targets() {
+            guard let name = target["name"] as? String, let own = layer[name] else { continue }
+            for dependency in Self.dependencies(of: target) {
+                guard let theirs = layer[dependency] else { continue }
+                #expect(theirs < own, "\(name) (layer \(own)) imports \(dependency) (layer \(theirs))")
+            }
+        }
+    }
+
+    @Test(
+        "every module a target imports is declared in Package.swift (targets and products alike), and every declared one is imported"
+    )
+    func dependenciesMatchImports() async throws {
+        let targets = try await Self.targets()
         var checked = 0
         var dependencies: [String: Set<String>] = [:]
         for target in targets {
@@ -52,10 +90,7 @@ struct PackageStructureTests {
             guard kind != "system", kind != "binary" else { continue }
             let folder = Fixtures.root.appendingPathComponent(
                 target["path"] as? String ?? (kind == "test" ? "Tests/\(name)" : "Sources/\(name)"))
-            let declared = Set(
-                (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency in
-                    dependency.values.first.flatMap { ($0 as? [Any])?.first as? String }
-                })
+            let declared = Self.dependencies(of: target)
             var imported: Set<String> = []
             let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)
             while let file = files?.nextObject() as? URL {
