@@ -121,4 +121,61 @@ struct PackageStructureTests {
             #expect(!reached.contains("CSentinelCV"), "\(room) reaches the OpenCV bridge: \(reached.sorted())")
         }
     }
+
+    /// The names a module's code declares for others: its public and package declarations (enum cases included), and
+    /// every member of a public or package extension. More than it exports, never less: so an import is reported
+    /// unused only when a file names nothing of them.
+    static func exported(by folder: URL) throws -> Set<String> {
+        let declaration =
+            /\b(?:public|package|open)\s+(?:(?:static|final|override|mutating|nonisolated|convenience|required|class|indirect|lazy)\s+)*(?:struct|class|enum|protocol|actor|typealias|func|var|let|init|subscript|case)\s+([A-Za-z_]\w*)/
+        var names: Set<String> = []
+        let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)
+        while let file = files?.nextObject() as? URL {
+            guard file.pathExtension == "swift" else { continue }
+            let text = try String(contentsOf: file, encoding: .utf8)
+            names.formUnion(text.matches(of: declaration).map { String($0.1) })
+            names.formUnion(text.matches(of: /(?m)^\s*case\s+([a-z_]\w*)/).map { String($0.1) })
+            if text.contains("public extension") || text.contains("package extension") {
+                names.formUnion(text.matches(of: /\b(?:func|var|let)\s+([A-Za-z_]\w*)/).map { String($0.1) })
+            }
+        }
+        return names
+    }
+
+    @Test(
+        "no file imports one of the package's own modules and names nothing it declares (ZoneEditor imported SentinelServer and used none of it)"
+    )
+    func noUnusedImports() throws {
+        let root = Fixtures.root
+        var folders: [String: URL] = ["SentinelWire": root.appendingPathComponent("Client/Sources/SentinelWire")]
+        for name in try FileManager.default.contentsOfDirectory(atPath: root.path + "/Sources") {
+            folders[name] = root.appendingPathComponent("Sources/\(name)")
+        }
+        for name in ["SentinelLoopback", "SentinelTestSupport"] {
+            folders[name] = root.appendingPathComponent("Tests/\(name)")
+        }
+        let exported = try folders.mapValues { try Self.exported(by: $0) }
+        var checked = 0
+        for top in ["Sources", "Tests"] {
+            let files = FileManager.default.enumerator(
+                at: root.appendingPathComponent(top), includingPropertiesForKeys: nil)
+            while let file = files?.nextObject() as? URL {
+                guard file.pathExtension == "swift" else { continue }
+                let text = try String(contentsOf: file, encoding: .utf8)
+                let body = text.split(separator: "\n", omittingEmptySubsequences: false)
+                    .filter { !$0.contains("import ") }.joined(separator: "\n")
+                let words = Set(body.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+                for module in Self.imports(text) {
+                    // A C bridge declares in C: not read here.
+                    guard let names = exported[module], !names.isEmpty else { continue }
+                    checked += 1
+                    let used = !names.isDisjoint(with: words)
+                    #expect(
+                        used,
+                        "\(file.path.dropFirst(root.path.count + 1)) imports \(module) and names nothing it declares")
+                }
+            }
+        }
+        #expect(checked > 300, "only \(checked) imports checked")
+    }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import SentinelClient
-import SentinelLoopback
 import SentinelTestSupport
 import Synchronization
 import Testing
