@@ -115,7 +115,7 @@ let package = Package(
             dependencies: [
                 wire,
                 "SentinelCore", "SentinelConfig", "SentinelVision", "SentinelVisitors", "SentinelModels",
-                "SentinelPrivacy", .product(name: "Logging", package: "swift-log"),
+                "SentinelPrivacy", "SentinelEval", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         /// The event log, visits, zone stays and gauge readings, written in batches: `EventLog`, and its two stores,

@@ -5,6 +5,7 @@ public import SentinelConfig
 import SentinelCore
 public import SentinelEval
 public import SentinelModels
+public import SentinelPipeline
 import Synchronization
 
 /// A search over a pipeline's settings on recordings: each candidate (a set of `--set` values) is run over every

@@ -1,5 +1,6 @@
 public import Foundation
 import SentinelEval
+import SentinelPipeline
 
 /// `report.html`: one self-contained page (Chart.js from Debian's libjs-chart.js inlined) that an operator opens
 /// from the sweep's folder.

@@ -1,6 +1,7 @@
 public import Foundation
 import SentinelCore
 import SentinelEval
+import SentinelPipeline
 
 /// What a sweep writes: `trials.csv` (a row per trial, written as trials complete and read back to resume),
 /// `report.html` (ranked table, Pareto front of the objective against frames per second, each setting's effect, the

@@ -3,7 +3,7 @@ public import Logging
 public import SentinelConfig
 public import SentinelCore
 public import SentinelEval
-import SentinelPipeline
+public import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
 public import SentinelVisitors

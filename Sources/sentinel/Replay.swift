@@ -7,7 +7,6 @@ import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelStore
-import SentinelTuning
 import SentinelVision
 import SentinelWire
 

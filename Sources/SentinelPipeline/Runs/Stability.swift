@@ -23,6 +23,8 @@ public struct Stability: Sendable, Codable, Equatable {
     public var detectionGaps = 0.0
     public var visits = 0
 
+    public init() {}
+
     public static let splitSeconds = 3.0
     public static let splitDistance = 2.0
     public static let shortSeconds = 1.0

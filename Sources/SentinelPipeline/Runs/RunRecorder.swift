@@ -1,7 +1,6 @@
 public import Foundation
 import SentinelCore
 public import SentinelEval
-public import SentinelPipeline
 import SentinelPrivacy
 import SentinelVision
 public import SentinelWire
