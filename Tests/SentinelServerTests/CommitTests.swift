@@ -102,9 +102,9 @@ struct CommitTests {
             var mask = PrivacyMask(policy: policy, keys: try PseudonymKeyRing())
             func logged(_ enough: ([LoggedEvent]) -> Bool) async throws -> [LoggedEvent] {
                 var rows: [LoggedEvent] = []
-                for _ in 0..<200 where !enough(rows) {
-                    try await Task.sleep(for: .milliseconds(50))
+                _ = try await waitFor {
                     rows = try await other.events(after: 0, limit: 10)
+                    return enough(rows)
                 }
                 return rows
             }

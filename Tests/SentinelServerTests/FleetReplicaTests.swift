@@ -36,12 +36,12 @@ extension FleetTests {
         // 0.001 hours: 3.6 s.
         let fleet = try await TestFleet(
             broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: ", sessionExpiryHours: 0.001")
-        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        #expect(try await waitFor { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
         // The other replica: the same group, a session of its own that expires as the fleet's does.
         let replica = try MQTTClient(clientID: "replica-b", cleanStart: false, sessionExpiry: 4)
         try replica.subscribe("$share/test/sentinel/+/+/+")
         try replica.start(MQTTEndpoint(url: broker.url)!)
-        #expect(try await Self.poll { replica.state.connected })
+        #expect(try await waitFor { replica.state.connected })
         let lab = try await Self.site(broker, "lab")
         func publish(_ ids: ClosedRange<Int64>) throws {
             for id in ids {
@@ -53,18 +53,18 @@ extension FleetTests {
         try publish(1...6)
         var taken = 0
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 taken += replica.takeMessages().count
                 return try await fleet.events().filter { $0.type != .gauge }.count + taken == 6
             })
         #expect(taken > 0 && taken < 6, "the replica took \(taken) of 6")
         // The replica dies: once the broker keeps its session, its share is queued for it until the session expires.
         replica.stop()
-        #expect(try await Self.poll { sessionsAway() == 1 })
+        #expect(try await waitFor { sessionsAway() == 1 })
         try publish(7...12)
-        #expect(try await Self.poll { sessionsAway() == 0 }, "the replica's session did not expire")
+        #expect(try await waitFor { sessionsAway() == 0 }, "the replica's session did not expire")
         try publish(13...18)
-        #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 18 })
+        #expect(try await waitFor { try await fleet.service.store.received()["lab"] == 18 })
         let payloads = try await fleet.events().map { String(decoding: $0.payload, as: UTF8.self) }
         let ids = Set((1...18).filter { id in payloads.contains { $0.contains(Self.pseudonym(Int64(id))) } })
         #expect(
@@ -72,7 +72,7 @@ extension FleetTests {
         let held = 6 - Set(7...12).intersection(ids).count
         var health: [String: Any] = [:]
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 health = try await Self.siteHealth(fleet, "lab")
                 return health["lastId"] as? Int == 18
             })
@@ -104,7 +104,7 @@ extension FleetTests {
             try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
             let fleet = try await RunningSentinel(
                 arguments: ["fleet", file.path, "--port", "0"], folder: logs, database: database.url)
-            _ = try await Self.poll {
+            _ = try await waitFor {
                 let health = try await fleet.json("/healthz")
                 return (health["fleet"] as? [String: Any])?["connected"] as? Bool == true
             }
@@ -145,7 +145,7 @@ extension FleetTests {
         let log = try await PostgresEventStore.open(server, logger: logger)
         async let _ = log.run()
         var visitors: [String] = []
-        _ = try await Self.poll {
+        _ = try await waitFor {
             visitors = try await log.events(after: 0, limit: 10_000).filter { $0.type == .visitor(.entered) }.map {
                 try JSONDecoder.sentinel().decode(VisitorEvent.self, from: $0.payload).visitor.faceId
             }
@@ -195,7 +195,7 @@ extension FleetTests {
         let folder = try Fixtures.temporaryFolder()
         let fleet = try await TestFleet(
             central, folder: folder, sites: "{ allow: [lab] }", brokerExtra: try Self.fleetLogin(in: folder))
-        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        #expect(try await waitFor { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
         let box = try await TestServer(extra: "outputs:\n  mqtt: { url: \"\(site.url)\", site: lab }")
         func caughtUp() async throws -> Bool {
             let last = try await box.service.store.logBounds().last
@@ -219,7 +219,7 @@ extension FleetTests {
         #expect(stored.count == sent.count && sent.count == 30, "each once: \(stored.count) of \(sent.count)")
         var health: [String: Any] = [:]
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 health = try await Self.siteHealth(fleet, "lab")
                 return health["lastId"] as? Int == Int(try await box.service.store.logBounds().last)
             })

@@ -27,7 +27,7 @@ extension FleetTests {
         let folder = try Fixtures.temporaryFolder()
         let fleet = try await TestFleet(
             broker, folder: folder, sites: "{ allow: [lab, paris] }", brokerExtra: try Self.fleetLogin(in: folder))
-        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        #expect(try await waitFor { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
         let lab = try await Self.site(broker, "lab", password: "lab-secret")
         let ghost = try await Self.site(broker, "ghost", password: "ghost-secret")
         #expect(lab.state.connected && ghost.state.connected)
@@ -40,7 +40,7 @@ extension FleetTests {
         try lab.publish(topic: "sentinel/lab/showroom/visitor.entered", payload: Self.goodEvent(site: "lab", id: 2))
         var health: [String: Any] = [:]
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 health = try await Self.fleetHealth(fleet)
                 return try await fleet.service.store.received()["lab"] == 2
                     && health["rejected"] as? [String: Int] == ["site": 1]
@@ -54,7 +54,7 @@ extension FleetTests {
             })
         let anonymous = try MQTTClient(clientID: "anonymous", cleanStart: true, sessionExpiry: 0)
         try anonymous.start(MQTTEndpoint(url: broker.url)!)
-        #expect(try await Self.poll { anonymous.state.failures > 0 })
+        #expect(try await waitFor { anonymous.state.failures > 0 })
         #expect(!anonymous.state.connected)
         for client in [lab, ghost, anonymous] { client.stop() }
         try await fleet.stop()
@@ -77,7 +77,7 @@ extension FleetTests {
         let login = try Self.fleetLogin(in: folder)
         // The fleet's session, then the fleet away: the broker holds the whole backlog for it.
         var fleet = try await TestFleet(broker, folder: folder, sites: "{ allow: [lab] }", brokerExtra: login)
-        #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+        #expect(try await waitFor { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
         try await fleet.stop()
         let total: Int64 = 5_000
         let lab = try await Self.site(broker, "lab", password: "lab-secret")
@@ -89,7 +89,7 @@ extension FleetTests {
         // Every publish acknowledged by the broker, and accepted, before the fleet comes back.
         var acks: [MQTTClient.Ack] = []
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 acks += lab.takeAcks()
                 return acks.count == Int(total)
             }, "\(acks.count) acknowledged")
@@ -98,7 +98,7 @@ extension FleetTests {
         let current = fleet
         var health: [String: Any] = [:]
         #expect(
-            try await Self.poll(seconds: 90) {
+            try await waitFor(seconds: 90) {
                 health = try await Self.siteHealth(current, "lab")
                 return try await current.service.store.received()["lab"] == total
             }, "\(health)")
@@ -122,7 +122,7 @@ extension FleetTests {
         var fleet = try await TestFleet(broker, folder: folder, sites: "{ learn: 1 }")
         let site = try await Self.site(broker, "any")
         for run in 1...2 {
-            #expect(try await Self.poll { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
+            #expect(try await waitFor { try await Self.fleetHealth(fleet)["connected"] as? Bool == true })
             try site.publish(
                 topic: "sentinel/first/showroom/visitor.entered", payload: Self.goodEvent(site: "first", id: Int64(run))
             )
@@ -131,7 +131,7 @@ extension FleetTests {
                 payload: Self.goodEvent(site: "second", id: Int64(run)))
             var health: [String: Any] = [:]
             #expect(
-                try await Self.poll {
+                try await waitFor {
                     health = try await Self.fleetHealth(fleet)
                     return try await fleet.service.store.received() == ["first": Int64(run)]
                         && health["rejected"] as? [String: Int] == ["site": 1]

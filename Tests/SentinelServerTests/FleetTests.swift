@@ -202,7 +202,7 @@ struct FleetTests {
             broker, folder: try Fixtures.temporaryFolder(), minGroupSize: 1, sites: "{ allow: [lab] }")
         let site = try MQTTClient(clientID: "refused-site", cleanStart: true, sessionExpiry: 0)
         try site.start(MQTTEndpoint(url: broker.url)!)
-        #expect(try await Self.poll { site.state.connected })
+        #expect(try await waitFor { site.state.connected })
         let now = Date()
         func publish(_ file: String, _ type: String, id: Int) throws {
             let text = try String(
@@ -216,7 +216,7 @@ struct FleetTests {
         }
         try publish("good-entered.json", "visitor.entered", id: 1)
         // The site is known from its first stored event on: its refusals are counted as its own from then.
-        #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 1 })
+        #expect(try await waitFor { try await fleet.service.store.received()["lab"] == 1 })
         for id in 2...6 { try publish("valence-1e308.json", "visitor.updated", id: id) }
         // The site's own id on another source's topic: refused as topic, and not missing either.
         try publish("stream-mismatch.json", "visitor.updated", id: 7)
@@ -232,7 +232,7 @@ struct FleetTests {
         try publish("good-updated-after.json", "visitor.updated", id: 10)
         var lab: [String: Any] = [:]
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 let (_, body) = try await LoopbackClient.fetch(port: fleet.port, path: "/healthz")
                 let health =
                     (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["fleet"] as? [String: Any]
@@ -284,7 +284,7 @@ struct FleetTests {
         }
         let site = try MQTTClient(clientID: "hostile-site", cleanStart: true, sessionExpiry: 0)
         try site.start(MQTTEndpoint(url: broker.url)!)
-        #expect(try await Self.poll { site.state.connected })
+        #expect(try await waitFor { site.state.connected })
         let cases = try Self.mqttCorpus()
         let folderURL = Fixtures.root.appendingPathComponent("Tests/Corpus/mqtt")
         for (index, entry) in cases.enumerated() {
@@ -295,7 +295,7 @@ struct FleetTests {
                 .replacingOccurrences(of: "@PAD@", with: String(repeating: "x", count: 100_000))
             try site.publish(topic: "sentinel/" + entry.topic, payload: Data(text.utf8))
             // One at a time, so the outcomes are the corpus's order's.
-            if index == 0 { #expect(try await Self.poll { try await fleet.service.store.received()["lab"] == 1 }) }
+            if index == 0 { #expect(try await waitFor { try await fleet.service.store.received()["lab"] == 1 }) }
         }
         let stored = cases.filter { $0.topic.hasPrefix("lab/") && $0.outcome == "stored" }.count
         let expected = Dictionary(
@@ -303,7 +303,7 @@ struct FleetTests {
                 .map { ($0.outcome, 1) }, uniquingKeysWith: +)
         var lab: [String: Any] = [:]
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 lab = (try await health()["sites"] as? [[String: Any]])?.first { $0["site"] as? String == "lab" } ?? [:]
                 return lab["received"] as? Int == stored
                     && (lab["rejected"] as? [String: Int]).map { $0.values.reduce(0, +) }
@@ -327,7 +327,7 @@ struct FleetTests {
         unknown[barrier.outcome, default: 0] += 1
         var fleetHealth: [String: Any] = [:]
         #expect(
-            try await Self.poll {
+            try await waitFor {
                 fleetHealth = try await health()
                 return fleetHealth["rejected"] as? [String: Int] == unknown
             }, "\(fleetHealth)")
@@ -396,18 +396,8 @@ struct FleetTests {
         let client = try MQTTClient(clientID: "site-\(name)", cleanStart: true, sessionExpiry: 0)
         if let password { try client.credentials(username: name, password: password) }
         try client.start(MQTTEndpoint(url: broker.url)!)
-        _ = try await poll { client.state.connected }
+        _ = try await waitFor { client.state.connected }
         return client
-    }
-
-    /// Whether `condition` holds within `seconds`, asking every 20 ms.
-    static func poll(seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
     }
 
     static func fleetHealth(_ fleet: TestFleet) async throws -> [String: Any] {

@@ -62,7 +62,7 @@ struct SlowReaderTests {
         }
         var health: [String: Any] = [:]
         #expect(
-            try await FleetTests.poll(seconds: 60) {
+            try await waitFor(seconds: 60) {
                 health = try await FleetTests.siteHealth(fleet, "lab")
                 return try await fleet.service.store.received()["lab"] == total
             }, "\(health)")
@@ -101,9 +101,9 @@ final class IdleClients: Sendable {
         let opened = try (0..<count).map { _ in try RawConnection(port: port) }
         for connection in opened { connection.send("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n") }
         connections = Mutex(opened)
-        #expect(try await FleetTests.poll(seconds: 30) { broadcaster.subscriberCount == count })
+        #expect(try await waitFor(seconds: 30) { broadcaster.subscriberCount == count })
         #expect(
-            try await FleetTests.poll(seconds: 60) { broadcaster.subscriberCount < count }, "none cut off and closed")
+            try await waitFor(seconds: 60) { broadcaster.subscriberCount < count }, "none cut off and closed")
     }
 
     /// Checks the most the streams held against `limit`, closes the clients, and waits until nothing is held.
@@ -116,6 +116,6 @@ final class IdleClients: Sendable {
         connections.withLock { $0.removeAll() }
         let broadcaster = broadcaster
         #expect(
-            try await FleetTests.poll(seconds: 30) { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
+            try await waitFor(seconds: 30) { broadcaster.subscriberCount == 0 && broadcaster.holding == 0 })
     }
 }

@@ -143,14 +143,9 @@ final class TestServer: @unchecked Sendable {
         return messages
     }
 
-    /// Waits until `condition` holds, polling, for at most `seconds`.
+    /// Waits until `condition` holds, for at most `seconds` (`waitFor`).
     func wait(seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
+        try await waitFor(seconds: seconds, condition)
     }
 
     /// Whether the broker has acknowledged every event the box logged (its MQTT output's backlog is empty): what

@@ -201,14 +201,15 @@ public final class RunningSentinel: @unchecked Sendable {
     }()
 }
 
-/// Polls `condition` until it holds (true) or `seconds` pass (false); errors count as not yet.
-public func waitFor(seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+/// The tests' one way to wait for a condition: polls `condition` every 20 ms until it holds (true) or `seconds`
+/// pass; an error counts as not yet (a server still starting) until the last try, whose error is thrown.
+public func waitFor(seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
         if (try? await condition()) == true { return true }
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(20))
     }
-    return false
+    return try await condition()
 }
 
 extension Array where Element == EventStreamParser.Message {
