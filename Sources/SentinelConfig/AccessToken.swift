@@ -1,5 +1,5 @@
 import Foundation
-import SentinelCore
+public import SentinelCore
 
 /// Reads the bearer token from the configured file (its first line) or environment variable. Never from the
 /// pipeline file, which is shared and versioned. A token file every local user can read is refused, as ssh refuses
@@ -9,27 +9,27 @@ public enum AccessToken {
     /// than `minimumLength` is refused.
     public static func load(
         file: String?, environment name: String, key: String = "server.tokenFile", minimumLength: Int = 16
-    ) throws(ServiceError) -> String? {
+    ) throws(CommandError) -> String? {
         if let file {
             var status = stat()
             if stat(file, &status) == 0, status.st_mode & S_IROTH != 0 {
-                throw ServiceError(
+                throw CommandError(
                     "the token file \(file) (\(key)) is readable by every user (mode "
                         + String(status.st_mode & 0o777, radix: 8) + "): run chmod o-r \(file)")
             }
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw ServiceError("cannot read the token file \(file) (\(key))")
+                throw CommandError("cannot read the token file \(file) (\(key))")
             }
             let token =
                 text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             guard token.count >= minimumLength else {
-                throw ServiceError("the token in \(file) is shorter than \(minimumLength) characters")
+                throw CommandError("the token in \(file) is shorter than \(minimumLength) characters")
             }
             return token
         }
         if let token = ProcessInfo.processInfo.environment[name], !token.isEmpty {
             guard token.count >= minimumLength else {
-                throw ServiceError("the token in $\(name) is shorter than \(minimumLength) characters")
+                throw CommandError("the token in $\(name) is shorter than \(minimumLength) characters")
             }
             return token
         }

@@ -6,12 +6,12 @@ import SentinelRuntime
 extension MQTTConnection {
     /// The username and password, from the credentials file or the environment (nil: anonymous); `section` names
     /// the file's setting in messages.
-    func credentials(section: String) throws(ServiceError) -> (username: String, password: String)? {
+    func credentials(section: String) throws(CommandError) -> (username: String, password: String)? {
         if let line = try AccessToken.load(
             file: credentialsFile, environment: "", key: "\(section).credentialsFile", minimumLength: 1)
         {
             guard let colon = line.firstIndex(of: ":") else {
-                throw ServiceError("the credentials file \(credentialsFile ?? "") must hold one line username:password")
+                throw CommandError("the credentials file \(credentialsFile ?? "") must hold one line username:password")
             }
             return (String(line[..<colon]), String(line[line.index(after: colon)...]))
         }
@@ -47,7 +47,7 @@ extension MQTTConnection {
     package var endpoint: MQTTEndpoint {
         get throws {
             guard let endpoint = MQTTEndpoint(url: url) else {
-                throw ServiceError("\"\(url)\" is not a broker URL such as mqtt://broker.local:1883")
+                throw CommandError("\"\(url)\" is not a broker URL such as mqtt://broker.local:1883")
             }
             return endpoint
         }

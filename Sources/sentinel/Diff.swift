@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import SentinelAssembly
+import SentinelCore
 import SentinelTuning
 
 struct Diff: ParsableCommand {

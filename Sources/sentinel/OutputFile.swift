@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import SentinelAssembly
+import SentinelCore
 
 /// A file a command writes its output to, given by the user: `-` is standard output; a device, FIFO or socket is
 /// written in place (never replaced: `-o /dev/null` must not turn /dev/null into a regular file); a symlink is

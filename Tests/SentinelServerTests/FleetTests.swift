@@ -48,7 +48,7 @@ final class TestFleet {
             try await service.run()
         }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw ServiceError("the fleet ended before it listened") }
+        guard let port = await iterator.next() else { throw CommandError("the fleet ended before it listened") }
         self.port = port
     }
 

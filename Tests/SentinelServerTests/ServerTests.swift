@@ -409,7 +409,7 @@ struct AccessTests {
         let file = try Fixtures.temporaryFolder().appendingPathComponent("token").path
         try Data("s3cret-token-0123456789\n".utf8).write(to: URL(fileURLWithPath: file))
         chmod(file, 0o644)
-        let error = try #require(throws: ServiceError.self) { try AccessToken.load(file: file, environment: "") }
+        let error = try #require(throws: CommandError.self) { try AccessToken.load(file: file, environment: "") }
         #expect(error.description.contains("readable by every user (mode 644): run chmod o-r \(file)"))
         chmod(file, 0o640)
         #expect(try AccessToken.load(file: file, environment: "") == "s3cret-token-0123456789")

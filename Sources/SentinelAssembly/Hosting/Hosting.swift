@@ -69,12 +69,12 @@ public enum Hosting {
 
     /// Raises the open-file limit (the soft limit is often 1,024) so that `server.maxConnections` connections fit
     /// beside the store, the cameras and the models; fails, naming the setting, when the hard limit cannot.
-    static func reserveDescriptors(for server: ServerSettings) throws(ServiceError) {
+    static func reserveDescriptors(for server: ServerSettings) throws(CommandError) {
         let needed = rlim_t(server.maxConnections + 256)
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
         guard limit.rlim_max >= needed else {
-            throw ServiceError(
+            throw CommandError(
                 "\(server.maxConnections) connections need \(needed) open files, but this process may open at most "
                     + "\(limit.rlim_max) (ulimit -Hn; LimitNOFILE= under systemd): lower it or raise the limit")
         }

@@ -1,13 +1,14 @@
 import NIOCore
 import NIOPosix
 package import SentinelConfig
+package import SentinelCore
 
 extension ServerSettings {
     /// Throws unless this process can listen on `host:port` now: a port another program holds (a second `sentinel
     /// run`), one below 1024 without the right, a host that is not this machine's. `sentinel run` and `sentinel fleet`
     /// ask before they open the store or start a source, so an instance that cannot serve changes nothing. Port 0
     /// (any free port) always can.
-    package func checkListening() throws(ServiceError) {
+    package func checkListening() throws(CommandError) {
         guard port != 0 else { return }
         do {
             let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -15,11 +16,11 @@ extension ServerSettings {
                 .bind(host: host, port: port).wait()
             try channel.close().wait()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            throw ServiceError(
+            throw CommandError(
                 "cannot listen on \(host):\(port): another program holds that port (another sentinel? see "
                     + "`ss -ltnp 'sport = :\(port)'`); choose another with --port or server.port")
         } catch {
-            throw ServiceError("cannot listen on \(host):\(port): \(error)")
+            throw CommandError("cannot listen on \(host):\(port): \(error)")
         }
     }
 }

@@ -171,7 +171,7 @@ public struct SentinelService: Sendable {
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else {
             try await task.value
-            throw ServiceError("the service ended before it listened")
+            throw CommandError("the service ended before it listened")
         }
         return (service, port, task)
     }
