@@ -20,7 +20,8 @@ extension LiveEndpoint {
                 try bridge { snl_capture_open_url(url, &out, $0) }
             } catch {
                 let message = error.message.replacingOccurrences(of: url, with: description)
-                throw VisionError(error.code, diagnosis?.run(describing: description) ?? message)
+                let cause = diagnosis.map { "cannot open \(description): \($0.run(describing: description))" }
+                throw VisionError(error.code, cause ?? message)
             }
         }
         return out!

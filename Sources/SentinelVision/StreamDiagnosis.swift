@@ -82,7 +82,7 @@ public struct StreamDiagnosis: Sendable {
     /// them.
     public func preflight(describing described: String) throws(VisionError) {
         switch ask() {
-        case .failure(let problem): throw VisionError(.open, problem.text)
+        case .failure(let problem): throw VisionError(.open, "cannot open \(described): \(problem.text)")
         case .success(let answer?):
             guard credentials, let elsewhere = elsewhere(in: answer) else { return }
             throw VisionError(
