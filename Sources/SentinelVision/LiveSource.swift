@@ -8,20 +8,18 @@ extension LiveEndpoint {
         var out: OpaquePointer?
         switch self {
         case .device(let index, let width, let height):
-            do {
-                try bridge { snl_capture_open_device(Int32(index), Int32(width ?? 0), Int32(height ?? 0), &out, $0) }
-            } catch {
-                throw VisionError(error.code, deviceDiagnosis(index, of: error.message))
-            }
+            try bridge { snl_capture_open_device(Int32(index), Int32(width ?? 0), Int32(height ?? 0), &out, $0) }
         case .url(let url):
-            let diagnosis = StreamDiagnosis(url)
-            try diagnosis?.preflight(describing: description)
+            if let elsewhere = StreamDiagnosis(url)?.redirectElsewhere() {
+                throw VisionError(
+                    .open,
+                    "\(description) redirects to \(elsewhere), another host: not followed, since its user and password "
+                        + "would be sent there (give that address in the pipeline file if it is the camera)")
+            }
             do {
                 try bridge { snl_capture_open_url(url, &out, $0) }
             } catch {
-                let message = error.message.replacingOccurrences(of: url, with: description)
-                let cause = diagnosis.map { "cannot open \(description): \($0.run(describing: description))" }
-                throw VisionError(error.code, cause ?? message)
+                throw VisionError(error.code, error.message.replacingOccurrences(of: url, with: description))
             }
         }
         return out!

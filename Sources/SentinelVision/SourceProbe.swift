@@ -69,7 +69,7 @@ public struct SourceProbe: Sendable {
                 probe.read(try endpoint.open(), for: seconds, since: start)
             }
         } catch {
-            probe.problem = error.message
+            probe.problem = spec.diagnosis(of: error.message)
         }
         return probe
     }

@@ -5,22 +5,30 @@ import SentinelCore
     import Glibc
 #endif
 
-extension LiveEndpoint {
-    /// Why a device would not open, as exactly as can be found out: OpenCV says only "cannot open".
-    func deviceDiagnosis(_ index: Int, of message: String) -> String {
-        let path = "/dev/video\(index)"
-        if access(path, F_OK) != 0 {
-            let present = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
-                .filter { $0.hasPrefix("video") }.sorted().map { "/dev/\($0)" }
-            return "no such device \(path) ("
-                + (present.isEmpty
-                    ? "this machine has no V4L2 camera"
-                    : "this machine has \(present.joined(separator: ", "))") + ")"
+extension SourceSpec {
+    /// Why a source would not open, as exactly as can be found out: OpenCV says only "cannot open". A device is looked
+    /// for; a URL's host is resolved, connected to, and (RTSP, HTTP) asked for the stream, whose answer (401, 404) is
+    /// the cause.
+    func diagnosis(of message: String) -> String {
+        switch self {
+        case .file, .folder: return message
+        case .live(.device(let index, _, _)):
+            let path = "/dev/video\(index)"
+            if access(path, F_OK) != 0 {
+                let present = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+                    .filter { $0.hasPrefix("video") }.sorted().map { "/dev/\($0)" }
+                return "no such device \(path) ("
+                    + (present.isEmpty
+                        ? "this machine has no V4L2 camera"
+                        : "this machine has \(present.joined(separator: ", "))") + ")"
+            }
+            if access(path, R_OK | W_OK) != 0 {
+                return "\(path): permission denied (add the user that runs sentinel to the group video)"
+            }
+            return "\(message) (\(path) exists and may be read: busy in another program, or not a capture device)"
+        case .live(.url(let text)):
+            return StreamDiagnosis(text)?.run(describing: description) ?? message
         }
-        if access(path, R_OK | W_OK) != 0 {
-            return "\(path): permission denied (add the user that runs sentinel to the group video)"
-        }
-        return "\(message) (\(path) exists and may be read: busy in another program, or not a capture device)"
     }
 }
 
@@ -62,8 +70,7 @@ public struct StreamDiagnosis: Sendable {
         credentials = at != nil
     }
 
-    /// Why FFmpeg could not open the stream, in words naming the place (`described`, the URL without its password):
-    /// the server is asked again, and its answer (401, 404) is the cause.
+    /// The cause, in words naming the place (`described`, the URL without its password).
     func run(describing described: String) -> String {
         switch ask() {
         case .failure(let problem): problem.text
@@ -73,24 +80,13 @@ public struct StreamDiagnosis: Sendable {
         }
     }
 
-    /// Asks the server for the stream before FFmpeg opens it, and refuses one that is not there, does not answer
-    /// within `timeout`, or (to a URL with a user and password) sends the client to another host or port: FFmpeg
-    /// would send them on to it (an RTSP redirect keeps the first URL's credentials). OpenCV holds one lock over every
-    /// FFmpeg open in the process, so a camera that accepts and never answers held every other source's open (a
-    /// recording's reopening, a hundred cameras probed at once) for FFmpeg's whole timeout; asked here, it holds only
-    /// its own thread. Any answer, even 401 or 404, is left to FFmpeg, which has the user and password. Asked without
-    /// them.
-    public func preflight(describing described: String) throws(VisionError) {
-        switch ask() {
-        case .failure(let problem): throw VisionError(.open, "cannot open \(described): \(problem.text)")
-        case .success(let answer?):
-            guard credentials, let elsewhere = elsewhere(in: answer) else { return }
-            throw VisionError(
-                .open,
-                "\(described) redirects to \(elsewhere), another host: not followed, since its user and password "
-                    + "would be sent there (give that address in the pipeline file if it is the camera)")
-        case .success(nil): return
-        }
+    /// Where the server sends a client that asks for the stream, when that is another host or port than the URL's:
+    /// a URL with a user and password is not opened there, since FFmpeg would send them on to it (an RTSP redirect
+    /// keeps the first URL's credentials). Nil when the server answers otherwise, or not at all (the open then says
+    /// why). Asked without the user and password.
+    public func redirectElsewhere() -> String? {
+        guard credentials, case .success(let answer?) = ask() else { return nil }
+        return elsewhere(in: answer)
     }
 
     /// Where a server's answer (its first bytes) sends the client, as `LiveEndpoint.forPeople` renders it, when that
