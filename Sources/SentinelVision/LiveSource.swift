@@ -10,12 +10,7 @@ extension LiveEndpoint {
         case .device(let index, let width, let height):
             try bridge { snl_capture_open_device(Int32(index), Int32(width ?? 0), Int32(height ?? 0), &out, $0) }
         case .url(let url):
-            if let elsewhere = StreamDiagnosis(url)?.redirectElsewhere() {
-                throw VisionError(
-                    .open,
-                    "\(description) redirects to \(elsewhere), another host: not followed, since its user and password "
-                        + "would be sent there (give that address in the pipeline file if it is the camera)")
-            }
+            try StreamDiagnosis(url)?.preflight(describing: description)
             do {
                 try bridge { snl_capture_open_url(url, &out, $0) }
             } catch {

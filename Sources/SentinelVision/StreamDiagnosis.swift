@@ -72,7 +72,7 @@ public struct StreamDiagnosis: Sendable {
 
     /// The cause, in words naming the place (`described`, the URL without its password).
     func run(describing described: String) -> String {
-        switch ask() {
+        switch ask(.stream) {
         case .failure(let problem): problem.text
         case .success(nil):
             "\(place) accepts connections, but the stream cannot be read (FFmpeg: cannot open \(described))"
@@ -80,13 +80,24 @@ public struct StreamDiagnosis: Sendable {
         }
     }
 
-    /// Where the server sends a client that asks for the stream, when that is another host or port than the URL's:
-    /// a URL with a user and password is not opened there, since FFmpeg would send them on to it (an RTSP redirect
-    /// keeps the first URL's credentials). Nil when the server answers otherwise, or not at all (the open then says
-    /// why). Asked without the user and password.
-    public func redirectElsewhere() -> String? {
-        guard credentials, case .success(let answer?) = ask() else { return nil }
-        return elsewhere(in: answer)
+    /// Asks the server before FFmpeg opens the stream, and refuses one that is not there or does not answer within
+    /// `timeout`: OpenCV holds one lock over every FFmpeg open in the process, so a camera that accepts and never
+    /// answers held every other source's open (a recording's reopening, a hundred cameras probed at once) for FFmpeg's
+    /// whole timeout; asked here, it holds only its own thread. Any answer will do, and an RTSP server is asked what
+    /// FFmpeg asks first (OPTIONS: no stream is prepared for it). A URL with a user and password is asked for the stream
+    /// instead (DESCRIBE), without them, and refused when the server sends the client to another host or port: FFmpeg would send them on
+    /// to it (an RTSP redirect keeps the first URL's credentials).
+    public func preflight(describing described: String) throws(VisionError) {
+        switch ask(credentials ? .stream : .presence) {
+        case .failure(let problem): throw VisionError(.open, "cannot open \(described): \(problem.text)")
+        case .success(let answer?):
+            guard credentials, let elsewhere = elsewhere(in: answer) else { return }
+            throw VisionError(
+                .open,
+                "\(described) redirects to \(elsewhere), another host: not followed, since its user and password "
+                    + "would be sent there (give that address in the pipeline file if it is the camera)")
+        case .success(nil): return
+        }
     }
 
     /// Where a server's answer (its first bytes) sends the client, as `LiveEndpoint.forPeople` renders it, when that
@@ -110,9 +121,11 @@ public struct StreamDiagnosis: Sendable {
 
     struct Problem: Error { let text: String }
 
-    /// The server's first bytes in answer to the request for the stream (nil for a scheme not asked, HTTPS), or why
-    /// there are none.
-    private func ask() -> Result<[UInt8]?, Problem> {
+    /// What the server is asked: whether it answers at all, or for the stream.
+    enum Question { case presence, stream }
+
+    /// The server's first bytes in answer to `question` (nil for a scheme not asked, HTTPS), or why there are none.
+    private func ask(_ question: Question) -> Result<[UInt8]?, Problem> {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
@@ -121,35 +134,28 @@ public struct StreamDiagnosis: Sendable {
             return .failure(Problem(text: "no such host \(host) (\(String(cString: gai_strerror(resolved))))"))
         }
         defer { freeaddrinfo(found) }
-        let socket = Glibc.socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
-        guard socket >= 0 else {
-            return .failure(Problem(text: "cannot make a socket (\(String(cString: strerror(errno))))"))
-        }
-        defer { close(socket) }
-        var wait = timeval(tv_sec: Int(Self.timeout), tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        if connect(socket, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
-            switch errno {
-            case ECONNREFUSED:
-                return .failure(Problem(text: "connection refused by \(place): nothing listens on that port"))
-            case EINPROGRESS, EAGAIN, ETIMEDOUT:
-                return .failure(
-                    Problem(
-                        text:
-                            "no answer from \(place) within \(Int(Self.timeout)) s (timed out: a wrong address, or a firewall)"
-                    ))
-            default: return .failure(Problem(text: "cannot connect to \(place): \(String(cString: strerror(errno)))"))
+        // Each of the host's addresses in turn, as FFmpeg tries them (localhost may be ::1 first and the camera
+        // listen on 127.0.0.1 only); the first address's failure is the one said.
+        var failure: Problem?
+        var connected: Int32?
+        for address in sequence(first: first, next: { $0.pointee.ai_next }) where connected == nil {
+            switch connect(address.pointee) {
+            case .success(let socket): connected = socket
+            case .failure(let problem): failure = failure ?? problem
             }
         }
+        guard let socket = connected else { return .failure(failure!) }
+        defer { close(socket) }
         let request: String
-        switch scheme {
-        case "rtsp":
+        switch (scheme, question) {
+        case ("rtsp", .presence):
+            request = "OPTIONS \(target) RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: sentinel-probe\r\n\r\n"
+        case ("rtsp", .stream):
             request =
                 "DESCRIBE \(target) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\nUser-Agent: sentinel-probe\r\n\r\n"
-        case "http":
-            request =
-                "GET \(target) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: sentinel-probe\r\n\r\n"
+        case ("http", _):
+            // The first bytes of the stream's answer, as FFmpeg asks (some cameras answer nothing else).
+            request = "GET \(target) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: sentinel-probe\r\n\r\n"
         default:
             return .success(nil)
         }
@@ -175,6 +181,31 @@ public struct StreamDiagnosis: Sendable {
                 ))
         }
         return .success(Array(buffer[0..<count]))
+    }
+
+    /// A socket connected to `address`, waiting at most `timeout` to connect, send and receive.
+    private func connect(_ address: addrinfo) -> Result<Int32, Problem> {
+        let socket = Glibc.socket(address.ai_family, address.ai_socktype, address.ai_protocol)
+        guard socket >= 0 else {
+            return .failure(Problem(text: "cannot make a socket (\(String(cString: strerror(errno))))"))
+        }
+        var wait = timeval(tv_sec: Int(Self.timeout), tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        guard Glibc.connect(socket, address.ai_addr, address.ai_addrlen) != 0 else { return .success(socket) }
+        let error = errno
+        close(socket)
+        switch error {
+        case ECONNREFUSED:
+            return .failure(Problem(text: "connection refused by \(place): nothing listens on that port"))
+        case EINPROGRESS, EAGAIN, ETIMEDOUT:
+            return .failure(
+                Problem(
+                    text:
+                        "no answer from \(place) within \(Int(Self.timeout)) s (timed out: a wrong address, or a firewall)"
+                ))
+        default: return .failure(Problem(text: "cannot connect to \(place): \(String(cString: strerror(error)))"))
+        }
     }
 
     /// What a server's first bytes say, in words: the status of its RTSP or HTTP answer (the reason phrase with its

@@ -128,7 +128,9 @@ struct CredentialTests {
 
         // A redirect on the same host and port is followed as before (the open then fails on this stand-in).
         let same = try AnsweringPort(rounds: 1, answer: Self.moved(to: "/other"))
-        #expect(StreamDiagnosis("rtsp://admin:secret@127.0.0.1:\(same.port)/cam")?.redirectElsewhere() == nil)
+        #expect(throws: Never.self) {
+            try StreamDiagnosis("rtsp://admin:secret@127.0.0.1:\(same.port)/cam")?.preflight(describing: "the camera")
+        }
         withExtendedLifetime((camera, same)) {}
     }
 }

@@ -198,3 +198,35 @@ extension LiveSourceTests {
         withExtendedLifetime(ports) {}
     }
 }
+
+extension LiveSourceTests {
+    @Test(
+        "sentinel check --probe on 12 cameras that accept and never answer beside a recording: each is said to be silent (asked first with RTSP OPTIONS, 5 s, then diagnosed), none holds FFmpeg's one open at a time (12 x its 10 s timeout before), and the recording is read"
+    )
+    func silentCameras() async throws {
+        // Listening, never accepting: the kernel completes each connection, and nothing is ever said on it.
+        let silent = try (0..<12).map { _ in
+            let port = try AnsweringPort(nil)
+            try #require(listen(port.listener, 16) == 0)
+            return port
+        }
+        let pipeline = try Fixtures.temporaryFolder().appendingPathComponent("cameras.yml")
+        try Data(
+            ("version: 1\nsources:\n  - id: recording\n    input: \(Fixtures.recording())\n"
+                + silent.indices.map { "  - id: c\($0)\n    input: rtsp://127.0.0.1:\(silent[$0].port)/live\n" }
+                .joined()).utf8
+        ).write(to: pipeline)
+        // Serialised behind FFmpeg's lock the probe took over 120 s; asked first, about 10 (the preflight's 5 s, then the
+        // diagnosis' 5 s, each camera on its own thread).
+        let outcome = try await Fixtures.run(
+            Fixtures.sentinel, ["check", "--probe", "--probe-seconds", "1", pipeline.path], timeout: 80)
+        #expect(!outcome.timedOut && outcome.status == 1, "\(outcome.output)")
+        let lines = outcome.output.split(separator: "\n")
+        for index in silent.indices {
+            let line = lines.first { $0.hasPrefix("source c\(index): ") } ?? ""
+            #expect(line.contains("accepted the connection but did not answer RTSP within 5 s"), "\(line)")
+        }
+        #expect(lines.contains { $0.hasPrefix("source recording: ") && $0.contains(" 640x480, ") }, "\(outcome.output)")
+        withExtendedLifetime(silent) {}
+    }
+}
