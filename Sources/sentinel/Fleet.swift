@@ -21,14 +21,7 @@ struct Fleet: AsyncParsableCommand {
     @Argument(help: "Fleet file (see Pipelines/fleet.yml).")
     var fleet: String?
 
-    @Option(help: "Address to listen on (default: the fleet file's server.host, 127.0.0.1).")
-    var host: String?
-
-    @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the fleet file's server.port, 8080).")
-    var port: Int?
-
-    @Option(help: "SQLite database (default: the fleet file's database server, else its store.path).")
-    var database: String?
+    @OptionGroup var serving: ServingOptions
 
     @Flag(help: "Check the fleet file and this machine, print ok or every problem, and exit.")
     var check = false
@@ -37,7 +30,6 @@ struct Fleet: AsyncParsableCommand {
     var reference = false
 
     func validate() throws {
-        try checkRange(port, "port", ServerSettings.portRange)
         if fleet == nil, !reference { throw ValidationError("a fleet file is needed") }
     }
 
@@ -46,10 +38,7 @@ struct Fleet: AsyncParsableCommand {
             print(FleetDefinition.reference, terminator: "")
             return
         }
-        var options = HostingOptions()
-        options.databasePath = database
-        options.host = host
-        options.port = port
+        let options = serving.hosting()
         let definition: FleetDefinition
         do {
             definition = try FleetDefinition.load(fleet!)
@@ -60,7 +49,7 @@ struct Fleet: AsyncParsableCommand {
             }
         } catch { throw CommandError(error.description) }
         let logger = makeLogger("sentinel.fleet")
-        let host = host ?? definition.server.host
+        let host = serving.host ?? definition.server.host
         let service: FleetService
         do {
             service = try await FleetService(definition: definition, options: options, logger: logger) { port in

@@ -16,6 +16,36 @@ let defaultPipeline: String = {
     return share.appendingPathComponent("pipelines/showroom.yml").path
 }()
 
+/// Where `run` and `fleet` listen and store, over what their file says.
+struct ServingOptions: ParsableArguments {
+    @Option(help: "Address to listen on (default: the file's server.host, 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the file's server.port, 8080).")
+    var port: Int?
+
+    @Option(
+        help: """
+            SQLite database (default: the file's store.path; a fleet file's database server first; for a pipeline \
+            of the installation, such as its demo, NAME.sqlite in the state directory).
+            """)
+    var database: String?
+
+    func validate() throws {
+        // The range `sentinel check` holds server.port to: a larger value would wrap to another port.
+        try checkRange(port, "port", ServerSettings.portRange)
+    }
+
+    /// These options, with `database` where none was given.
+    func hosting(database fallback: String? = nil) -> HostingOptions {
+        var options = HostingOptions()
+        options.host = host
+        options.port = port
+        options.databasePath = database ?? fallback
+        return options
+    }
+}
+
 /// Which face detector to run and how.
 struct DetectorOptions: ParsableArguments {
     @Option(help: "Face detector: \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")

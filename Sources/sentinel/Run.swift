@@ -27,29 +27,13 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Play recordings again from the start when they end (for demos).")
     var loop = false
 
-    @Option(help: "Address to listen on (default: the pipeline's server.host, 127.0.0.1).")
-    var host: String?
-
-    @Option(help: "Port to listen on, 0-65535 (0: any free port; default: the pipeline's server.port, 8080).")
-    var port: Int?
-
-    @Option(
-        help: """
-            SQLite database (default: the pipeline's store.path; for a pipeline of the installation, such as its \
-            demo, NAME.sqlite in the state directory).
-            """)
-    var database: String?
+    @OptionGroup var serving: ServingOptions
 
     @Flag(help: "Log each event (pseudonymous id, type and zone only) at debug level.")
     var verbose = false
 
     @OptionGroup var settings: SettingOverrides
     @OptionGroup var models: ModelOptions
-
-    func validate() throws {
-        // The range `sentinel check` holds server.port to: a larger value would wrap to another port.
-        try checkRange(port, "port", ServerSettings.portRange)
-    }
 
     func run() async throws {
         let definition: ServiceDefinition
@@ -61,10 +45,8 @@ struct Run: AsyncParsableCommand {
         var options = SentinelService.Options()
         options.pace = pace
         options.loop = loop
-        options.hosting.databasePath = database ?? Self.installedDatabase(for: pipeline)
-        options.hosting.host = host
-        options.hosting.port = port
-        let host = host ?? definition.server.host
+        options.hosting = serving.hosting(database: Self.installedDatabase(for: pipeline))
+        let host = serving.host ?? definition.server.host
         let service: SentinelService
         do {
             service = try SentinelService(
