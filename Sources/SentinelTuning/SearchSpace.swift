@@ -27,6 +27,8 @@ public struct SearchSpace: Sendable {
         case idf1, hota, mota, dwell, splits, stability
         /// Whether a larger value is better.
         public var maximised: Bool { self != .dwell && self != .splits }
+        /// Whether `a` is a better value than `b`.
+        public func better(_ a: Double, than b: Double) -> Bool { maximised ? a > b : a < b }
         /// Whether it needs labels (and which).
         public var needsLabels: Bool { self != .stability }
         /// As a report's column names it.

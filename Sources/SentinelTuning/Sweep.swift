@@ -226,9 +226,6 @@ public final class Sweep: Sendable {
         return figures
     }
 
-    /// Whether `a` is a better objective value than `b`.
-    public func better(_ a: Double, than b: Double) -> Bool { space.objective.maximised ? a > b : a < b }
-
     /// The search: candidates from the space, run on every core in batches, each result handed to `record` as it
     /// comes (in completion order) and skipped when `done` already holds its settings (a resumed sweep).
     public func run(done: [Result], record: @escaping @Sendable (Result) -> Void) throws -> [Result] {
@@ -276,7 +273,7 @@ public final class Sweep: Sendable {
             var radius = 0.25
             while remaining > 0 {
                 let ranked = results.filter { $0.objective != nil }.sorted {
-                    better($0.objective!, than: $1.objective!)
+                    space.objective.better($0.objective!, than: $1.objective!)
                 }
                 guard !ranked.isEmpty else { break }
                 let batch = min(remaining, max(workers * 2, 8))

@@ -82,9 +82,7 @@ struct Tune: ParsableCommand {
         let (results, resumed, kept, elapsed) = try Self.trials(
             sweep, space, names: names, inputs: inputs, in: folder, folderExisted: folderExisted)
         let csv = folder.appendingPathComponent("trials.csv")
-        // Ties go to the earliest trial, whatever order a resumed sweep read them in.
-        let valid = results.filter { $0.objective != nil }.sorted { $0.number < $1.number }
-        guard let leader = valid.min(by: { sweep.better($0.objective!, than: $1.objective!) }) else {
+        guard results.contains(where: { $0.objective != nil }) else {
             let reasons = Set(results.compactMap(\.problem)).prefix(3).joined(separator: "; ")
             throw CommandError("no trial gave a valid pipeline: \(reasons)")
         }
@@ -96,9 +94,10 @@ struct Tune: ParsableCommand {
         print(
             "replay determinism: the file's settings run twice give \(baseline.deterministic ? "the same" : "DIFFERENT") visits"
         )
+        // A trial with an objective exists (checked above).
         let verdict = TuneVerdict(
-            valid: valid, leader: leader, baseline: baseline, sweep: sweep,
-            fileValues: PipelineReference.values(of: definition))
+            results, space: sweep.space, fileObjective: baseline.objective, noise: baseline.noise,
+            fileValues: PipelineReference.values(of: definition))!
         let best = verdict.best
         if !heldOut.isEmpty, baseline.heldOutBestTrial != (best?.number ?? 0) {
             try sweep.prepare(heldOut)
@@ -110,7 +109,7 @@ struct Tune: ParsableCommand {
         }
         try baseline.write(in: folder)
         let agreement = SweepReport.labelFreeAgreement(results)
-        verdict.say(baseline: baseline, heldOut: heldOut.map(\.name), agreement: agreement)
+        Self.say(verdict, space: space, baseline: baseline, heldOut: heldOut.map(\.name), agreement: agreement)
         try Self.writeReport(
             space, results, baseline: baseline, verdict: verdict, tuned: names, heldOut: heldOut.map(\.name),
             speedUp: speedUp, agreement: agreement, in: folder)
@@ -393,42 +392,17 @@ struct TrialProgress {
     }
 }
 
-/// What a sweep found: among the valid trials, the leader and, of those tied with it (within the noise: the
-/// objective's resolution, or what the file's settings move between two runs), the one nearest the file's own
-/// values; it is the winner only if it beats the file's settings by more than the noise, else they stay.
-struct TuneVerdict {
-    let valid: [Sweep.Result]
-    let leader: Sweep.Result
-    let nearest: Sweep.Result
-    let beaten: Bool
-    let sweep: Sweep
-
-    var best: Sweep.Result? { beaten ? nearest : nil }
-    var space: SearchSpace { sweep.space }
-
-    init(
-        valid: [Sweep.Result], leader: Sweep.Result, baseline: TuneBaseline, sweep: Sweep, fileValues: [String: String]
-    ) {
-        let noise = baseline.noise
-        let space = sweep.space
-        beaten =
-            baseline.objective.map { file in
-                sweep.better(leader.objective! + (space.objective.maximised ? -noise : noise), than: file)
-            } ?? true
-        nearest = valid.filter { abs($0.objective! - leader.objective!) <= noise }.min {
-            space.distance($0.settings, from: fileValues) < space.distance($1.settings, from: fileValues)
-        }!
-        self.valid = valid
-        self.leader = leader
-        self.sweep = sweep
-    }
-
+extension Tune {
     /// What the sweep found, as `tune` prints it: the winner's settings or why the file's own stay, the held-out
     /// figures, and how the label-free measures agreed with the labels.
-    func say(baseline: TuneBaseline, heldOut: [String], agreement: [(measure: String, idf1: Double?, dwell: Double?)]) {
+    static func say(
+        _ verdict: TuneVerdict, space: SearchSpace, baseline: TuneBaseline, heldOut: [String],
+        agreement: [(measure: String, idf1: Double?, dwell: Double?)]
+    ) {
+        let nearest = verdict.nearest
         let objectiveName = space.objective.rawValue
         func value(_ objective: Double?) -> String { objective.map { String(format: "%.4f", $0) } ?? "–" }
-        if let best {
+        if let best = verdict.best {
             print(
                 "best: trial \(best.number), \(objectiveName) \(value(best.objective)) (the file's settings: \(value(baseline.objective)))"
             )
@@ -437,8 +411,7 @@ struct TuneVerdict {
             print(
                 "best: the file's settings, \(objectiveName) \(value(baseline.objective)): no trial beat them by more than \(baseline.noise) (the best, trial \(nearest.number), \(value(nearest.objective))); nothing to change"
             )
-            let worst = valid.map { $0.objective! }.min(by: { sweep.better($1, than: $0) })!
-            if abs(worst - leader.objective!) <= baseline.noise {
+            if verdict.allTied {
                 print(
                     "every trial scored the same: these recordings' labels cannot tell the settings apart (label a clip where the settings matter: more visitors, crossings, someone hidden for a while, or search other settings)"
                 )

@@ -30,6 +30,35 @@ struct TuningTests {
         #expect(CSV.field("a,b") == "\"a,b\"" && CSV.field("\tx") == "'\tx")
     }
 
+    @Test(
+        "the verdict: the leader's ties within the noise go to the trial nearest the file's values, which wins only by more than the noise; invalid trials are left out; a sweep that cannot tell settings apart says so"
+    )
+    func verdict() throws {
+        let space = try SearchSpace.parse(
+            "search: grid\nobjective: idf1\nsettings:\n  detector.threshold: [0.5, 0.6, 0.7, 0.8]\n", file: "space.yml")
+        func trial(_ number: Int, _ threshold: String, _ objective: Double?) -> Sweep.Result {
+            Sweep.Result(
+                number: number, settings: ["detector.threshold": threshold], objective: objective,
+                problem: objective == nil ? "not valid" : nil, combined: .init(), perRecording: [:])
+        }
+        let file = ["detector.threshold": "0.6"]
+        let results = [trial(1, "0.5", 0.80), trial(2, "0.6", 0.795), trial(3, "0.7", 0.70), trial(4, "0.8", nil)]
+        // 0.80 and 0.795 tie within 0.01: the one at the file's own value is chosen, and it beats 0.70 by more.
+        let won = try #require(TuneVerdict(results, space: space, fileObjective: 0.70, noise: 0.01, fileValues: file))
+        #expect(won.leader.number == 1 && won.nearest.number == 2 && won.best?.number == 2 && !won.allTied)
+        // Against a file that scores 0.795, no trial wins by more than the noise: the file's settings stay.
+        let kept = try #require(TuneVerdict(results, space: space, fileObjective: 0.795, noise: 0.01, fileValues: file))
+        #expect(!kept.beaten && kept.best == nil)
+        // Lower is better for dwell; within a noise of 0.2 every trial ties.
+        let dwell = try SearchSpace.parse(
+            "search: grid\nobjective: dwell\nsettings:\n  detector.threshold: [0.5, 0.6]\n", file: "space.yml")
+        let tied = try #require(
+            TuneVerdict(results, space: dwell, fileObjective: nil, noise: 0.2, fileValues: file))
+        #expect(tied.leader.number == 3 && tied.beaten && tied.allTied)
+        #expect(
+            TuneVerdict([trial(4, "0.8", nil)], space: space, fileObjective: 0.7, noise: 0.01, fileValues: [:]) == nil)
+    }
+
     @Test("a space: lists, from/to/step, declared ranges; grids count every combination; random is seeded")
     func space() throws {
         let space = try SearchSpace.parse(
