@@ -155,9 +155,7 @@ let package = Package(
             name: "SentinelHTTP",
             dependencies: [
                 wire,
-                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelPipeline",
-                "SentinelStore",
-                "SentinelRuntime",
+                "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelStore", "SentinelRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -319,7 +317,6 @@ let package = Package(
                 "SentinelConfig", "SentinelStore", "SentinelPrivacy",
                 "SentinelCore", "SentinelTestSupport", "SentinelLoopback", "SentinelMQTT", "SentinelModels",
                 "SentinelRuntime", "SentinelHTTP", "SentinelVision",
-                "SentinelPipeline",
                 .product(name: "SentinelClient", package: "Client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -4,7 +4,6 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import SentinelCore
-import SentinelPipeline
 import SentinelPrivacy
 import SentinelRuntime
 import SentinelStore

@@ -1,36 +1,21 @@
 import Foundation
 public import Logging
 public import SentinelConfig
-import SentinelCore
+public import SentinelCore
 public import SentinelModels
 import SentinelPrivacy
 public import SentinelVision
 import SentinelVisitors
 
-/// A frame of a source with every face hidden as the review video hides it: the zone editor's frame to draw zones on
-/// (`take`), and the dashboard's still of a running camera (`Stills`).
-///
-/// `take` runs the pipeline on the source up to the moment asked for (a recording's media time; a camera's seconds after
-/// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
-/// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
-/// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the faces' masks
-/// are the same as from the start, at any point of an hour-long file. What is masked beyond them (`ForegroundWatch`)
-/// learns the empty scene from the span's first frame: someone standing still there, partly in view at an edge, is
-/// masked only once they move or are found. Nothing is stored or published. Setting `stop` abandons the frame (the
-/// editor shutting down).
-public struct SourceSnapshot: Sendable {
-    public var jpeg: [UInt8]
-    public var width: Int
-    public var height: Int
-    /// Media time of the frame, in seconds.
-    public var time: Double
-    /// Regions hidden.
-    public var masked: Int
-
-    package init(jpeg: [UInt8], width: Int, height: Int, time: Double, masked: Int) {
-        (self.jpeg, self.width, self.height, self.time, self.masked) = (jpeg, width, height, time, masked)
-    }
-
+extension SourceSnapshot {
+    /// The frame of `source` at `seconds`: runs the pipeline on the source up to the moment asked for (a recording's media time; a camera's seconds after
+    /// its first frame), so that the masks follow the tracker as they do in review video: a face the detector misses in
+    /// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
+    /// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the faces' masks
+    /// are the same as from the start, at any point of an hour-long file. What is masked beyond them (`ForegroundWatch`)
+    /// learns the empty scene from the span's first frame: someone standing still there, partly in view at an edge, is
+    /// masked only once they move or are found. Nothing is stored or published. Setting `stop` abandons the frame (the
+    /// editor shutting down).
     public static func take(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,
         at seconds: Double, stop: StopFlag = StopFlag(), logger: Logger

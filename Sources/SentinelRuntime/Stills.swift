@@ -1,5 +1,5 @@
 public import Foundation
-public import SentinelPipeline
+public import SentinelCore
 import Synchronization
 
 /// Each running camera's latest frame with every face masked (`SourceSnapshot`, the zone editor's masking), made

@@ -1,5 +1,5 @@
 import Foundation
-import SentinelPipeline
+import SentinelCore
 import Testing
 
 @testable import SentinelRuntime
