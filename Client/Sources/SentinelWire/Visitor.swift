@@ -1,19 +1,9 @@
 import Foundation
 
-/// The seven expressions of the FER2013 emotion model, in its output order.
+/// The seven expressions of the FER2013 emotion model, in its output order: their names on the wire. What each means
+/// to the gauge (its valence) is the server's, in SentinelCore.
 public enum Emotion: String, Sendable, Codable, CaseIterable {
     case angry, disgust, fear, happy, sad, surprise, neutral
-
-    /// How the gauge reads each expression, -1 (negative) to 1 (positive).
-    public var valence: Double {
-        switch self {
-        case .happy: 1
-        case .surprise: 0.5
-        case .neutral: 0
-        case .sad, .fear: -0.75
-        case .angry, .disgust: -1
-        }
-    }
 }
 
 /// A visitor's expression as published: one of the model's, or `unknown` while its readings are too few or too unsure
