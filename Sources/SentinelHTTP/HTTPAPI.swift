@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 public import Hummingbird
@@ -40,7 +41,9 @@ public struct HTTPAPI: Sendable {
 
     /// The HTTP server answering this API, with the server settings' limits; `onListening` gets the bound port.
     package func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
-        let roster = IdleConnections(limit: settings.maxConnections)
+        let roster = IdleConnections(
+            limit: settings.maxConnections,
+            closedToMakeRoom: { [telemetry] in telemetry.idleConnectionsClosed.increment() })
         return Application(
             router: router(),
             server: .http1(

@@ -18,11 +18,13 @@ package final class IdleConnections: Sendable {
 
     private let limit: Int
     private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
-    /// Connections closed to make room, since the start.
-    package var reclaimed: Int { reclaimCount.withLock { $0 } }
-    private let reclaimCount = Mutex(0)
+    /// Told of each connection closed to make room (a metric counts them).
+    private let closedToMakeRoom: @Sendable () -> Void
 
-    package init(limit: Int) { self.limit = limit }
+    package init(limit: Int, closedToMakeRoom: @escaping @Sendable () -> Void) {
+        self.limit = limit
+        self.closedToMakeRoom = closedToMakeRoom
+    }
 
     func opened(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)
@@ -36,7 +38,7 @@ package final class IdleConnections: Sendable {
             return oldest.value.channel
         }
         guard let oldest else { return }
-        reclaimCount.withLock { $0 += 1 }
+        closedToMakeRoom()
         oldest.close(promise: nil)
     }
 

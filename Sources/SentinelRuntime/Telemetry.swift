@@ -30,6 +30,8 @@ public final class Telemetry: Sendable {
             label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
         droppedBySlowClient = CoreMetrics.Counter(
             label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
+        idleConnectionsClosed = CoreMetrics.Counter(
+            label: "sentinel_http_idle_connections_closed_total", factory: factory)
         mqttPublished = CoreMetrics.Counter(label: "sentinel_mqtt_published_total", factory: factory)
         mqttBacklog = CoreMetrics.Gauge(label: "sentinel_mqtt_backlog_events", factory: factory)
         fleetReceived = CoreMetrics.Counter(
@@ -63,6 +65,8 @@ public final class Telemetry: Sendable {
     public let droppedByStoreBuffer: CoreMetrics.Counter
     /// Messages a slow SSE client did not get because it was cut off.
     public let droppedBySlowClient: CoreMetrics.Counter
+    /// Idle connections closed to make room for a new one, `server.maxConnections` being reached.
+    public let idleConnectionsClosed: CoreMetrics.Counter
     /// Log events sent to the MQTT broker (again after a crash, so at least the events forwarded).
     public let mqttPublished: CoreMetrics.Counter
     /// Log events the broker has not acknowledged yet.
@@ -191,6 +195,8 @@ public final class Telemetry: Sendable {
         "sentinel_sse_subscribers": "SSE clients connected now.",
         "sentinel_mqtt_published_total": "Log events sent to the MQTT broker.",
         "sentinel_mqtt_backlog_events": "Log events the MQTT broker has not acknowledged yet.",
+        "sentinel_http_idle_connections_closed_total":
+            "Idle connections closed to make room for a new one (server.maxConnections reached).",
         "sentinel_fleet_messages_total":
             "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
         "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",

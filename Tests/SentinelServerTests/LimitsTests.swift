@@ -99,6 +99,11 @@ struct LimitsTests {
         }
         try await subscribers(10)
         #expect(server.service.broadcaster.subscriberCount == 10, "a stream was closed to make room")
+        let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
+        let closedCount = metrics.firstMatch(of: #/\nsentinel_http_idle_connections_closed_total (\d+)/#).flatMap {
+            Int($0.1)
+        }
+        #expect((closedCount ?? 0) >= 4, "each closed to make room is counted: \(String(describing: closedCount))")
 
         // Eleven streams and one silent connection in the last place: nothing idle is left to close, so a newcomer
         // is not accepted until a place frees; then the silent one makes room for it.
