@@ -320,6 +320,58 @@ public struct EmotionCalibration: Sendable, Equatable, Codable {
         .flag("mirror", \.mirror, "whether the mirror image was read too"),
     ]
 
+    /// The calibration as it is written: every figure to four decimals.
+    public var rounded: EmotionCalibration {
+        func r(_ x: Double) -> Double { (x * 10_000).rounded() / 10_000 }
+        return EmotionCalibration(
+            temperature: r(temperature), scales: scales.map(r), offsets: offsets.map(r), valence: valence.map(r),
+            fitted: fitted, fittedWith: fittedWith)
+    }
+
+    /// The calibration, `rounded`, as the keys of a pipeline's `emotion.calibration:` section and their values, read
+    /// off the setting tables that section is read with: what `sentinel eval emotion --fit --apply` writes, and
+    /// (`block`) what it prints. Text is JSON-quoted, which YAML reads back as written.
+    public var entries: [(key: String, value: String)] {
+        let written = rounded
+        var entries: [(key: String, value: String)] = []
+        func add<Owner>(_ prefix: String, _ table: [Setting<Owner>], _ owner: Owner) {
+            for setting in table {
+                guard case .optionalText(let path) = setting.kind else {
+                    entries.append((prefix + setting.key, setting.value(in: owner)))
+                    continue
+                }
+                guard let text = owner[keyPath: path], let json = try? JSONEncoder().encode(text) else { continue }
+                entries.append((prefix + setting.key, String(decoding: json, as: UTF8.self)))
+            }
+        }
+        add("", Self.settings, written)
+        add("scales.", Self.scaleSettings, written)
+        add("offsets.", Self.offsetSettings, written)
+        add("valence.", Self.valenceSettings, written)
+        if let crop = written.fittedWith { add("fittedWith.", Self.cropSettings, crop) }
+        return entries
+    }
+
+    /// `entries` as a `calibration:` block of Models/models.yml or of a pipeline's `emotion:` section, a subsection
+    /// on one line.
+    public var block: [String] {
+        var lines = ["calibration:"]
+        var sections: [(name: String, items: [String])] = []
+        for (key, value) in entries {
+            guard let dot = key.firstIndex(of: ".") else {
+                lines.append("  \(key): \(value)")
+                continue
+            }
+            let (name, item) = (String(key[..<dot]), "\(key[key.index(after: dot)...]): \(value)")
+            if sections.last?.name == name {
+                sections[sections.count - 1].items.append(item)
+            } else {
+                sections.append((name, [item]))
+            }
+        }
+        return lines + sections.map { "  \($0.name): { \($0.items.joined(separator: ", ")) }" }
+    }
+
     enum CodingKeys: String, CodingKey { case temperature, scales, offsets, valence, fitted, fittedWith }
 
     /// Scales, offsets and valence by expression name; one left out keeps its default (1, 0, its own valence).

@@ -196,10 +196,11 @@ extension Eval {
                 print(
                     "\nthe calibration fitted on all \(faces.count) faces (Models/models.yml's block, or a pipeline's emotion: section):"
                 )
-                for line in Self.lines(calibration) { print("  " + line) }
+                for line in calibration.block { print("  " + line) }
                 if apply {
-                    try Self.write(Self.settings(calibration), into: pipeline, store: store) {
-                        $0.emotionCalibration == Self.rounded(calibration)
+                    let settings = calibration.entries.map { ("emotion.calibration.\($0.key)", $0.value) }
+                    try Self.write(settings, into: pipeline, store: store) {
+                        $0.emotionCalibration == calibration.rounded
                     }
                     print("applied to \(pipeline) (emotion.calibration)")
                 } else {
@@ -310,57 +311,6 @@ extension Eval {
                                 "accuracy %.3f, mean recall %.3f, calibration error %.3f, valence correlation %.3f",
                             score.accuracy, score.meanRecall, score.calibrationError, score.valenceCorrelation))
             }
-        }
-
-        /// Figures as written: four decimals.
-        static func rounded(_ calibration: EmotionCalibration) -> EmotionCalibration {
-            func r(_ x: Double) -> Double { (x * 10_000).rounded() / 10_000 }
-            return EmotionCalibration(
-                temperature: r(calibration.temperature), scales: calibration.scales.map(r),
-                offsets: calibration.offsets.map(r),
-                valence: calibration.valence.map(r), fitted: calibration.fitted, fittedWith: calibration.fittedWith)
-        }
-
-        static func settings(_ calibration: EmotionCalibration) -> [(key: String, value: String)] {
-            let c = rounded(calibration)
-            func text(_ x: Double) -> String { String(format: "%.4f", x) }
-            var settings = [("emotion.calibration.temperature", text(c.temperature))]
-            for (emotion, scale) in zip(Emotion.allCases, c.scales) {
-                settings.append(("emotion.calibration.scales.\(emotion.rawValue)", text(scale)))
-            }
-            for (emotion, offset) in zip(Emotion.allCases, c.offsets) {
-                settings.append(("emotion.calibration.offsets.\(emotion.rawValue)", text(offset)))
-            }
-            for (emotion, valence) in zip(Emotion.allCases, c.valence) {
-                settings.append(("emotion.calibration.valence.\(emotion.rawValue)", text(valence)))
-            }
-            if let fitted = c.fitted, let data = try? JSONEncoder().encode(fitted) {
-                settings.append(("emotion.calibration.fitted", String(decoding: data, as: UTF8.self)))
-            }
-            if let crop = c.fittedWith {
-                settings += [
-                    ("emotion.calibration.fittedWith.margin", "\(crop.margin)"),
-                    ("emotion.calibration.fittedWith.align", "\(crop.align)"),
-                    ("emotion.calibration.fittedWith.mirror", "\(crop.mirror)"),
-                ]
-            }
-            return settings
-        }
-
-        /// The calibration as a `calibration:` block of Models/models.yml or of a pipeline's `emotion:` section.
-        static func lines(_ calibration: EmotionCalibration) -> [String] {
-            let c = rounded(calibration)
-            func block(_ name: String, _ values: [Double]) -> String {
-                "  \(name): { "
-                    + zip(Emotion.allCases, values).map { "\($0.rawValue): \(String(format: "%.4f", $1))" }
-                    .joined(separator: ", ") + " }"
-            }
-            return ["calibration:", String(format: "  temperature: %.4f", c.temperature)]
-                + [block("scales", c.scales), block("offsets", c.offsets), block("valence", c.valence)]
-                + (c.fitted.map { ["  fitted: \($0)"] } ?? [])
-                + (c.fittedWith.map {
-                    ["  fittedWith: { margin: \($0.margin), align: \($0.align), mirror: \($0.mirror) }"]
-                } ?? [])
         }
 
         static func report(_ s: EmotionScore, minConfidence: Double) {

@@ -324,6 +324,52 @@ struct EvalEmotionTests {
             "\(refused.output)\(refused.errors)")
     }
 
+    @Test(
+        "--fit on a model without a feature layer fits a calibration: printed as a models.yml block, --apply writes it into the pipeline as the setting tables read it (its fitted text quoted, how the faces were read), check accepts it, and eval reads with it"
+    )
+    func fitCalibration() async throws {
+        let (folder, labels) = try await twelvePeople()
+        // The shipped model described without its feature layer and head: a calibration is all that can be fitted.
+        let models = folder.appendingPathComponent("models")
+        try FileManager.default.createDirectory(at: models, withIntermediateDirectories: true)
+        let manifest = try String(
+            contentsOf: Fixtures.root.appendingPathComponent("Models/models.yml"), encoding: .utf8)
+        let bare = manifest.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("      features: ") && !$0.hasPrefix("      head: ") }.joined(separator: "\n")
+        try bare.write(to: models.appendingPathComponent("models.yml"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(
+            at: models.appendingPathComponent("cache"),
+            withDestinationURL: Fixtures.root.appendingPathComponent("Models/cache"))
+        let pipeline = folder.appendingPathComponent("p.yml").path
+        try "version: 1\nsources:\n  - id: door\n    input: rtsp://127.0.0.1:9/stream\nemotion:\n  minConfidence: 0.4\n"
+            .write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let fitted = try await sentinel([
+            "eval", "emotion", folder.path, "--labels", labels, "--pipeline", pipeline, "--models", models.path,
+            "--fit", "--folds", "3", "--apply",
+        ])
+        #expect(fitted.status == 0, "\(fitted.output)\(fitted.errors)")
+        #expect(
+            fitted.output.contains("model alone (recall, valence) calibration (recall, valence)"), "\(fitted.output)")
+        let block = fitted.output.split(separator: "\n").drop { !$0.hasSuffix("  calibration:") }.prefix(8).map(
+            String.init)
+        #expect(block.count == 8 && block[1].contains("  temperature: "), "\(block)")
+        #expect(
+            block.contains { $0.contains("  fitted: \"sentinel eval emotion --fit on 24 faces of 24 people") },
+            "\(block)")
+        #expect(block.contains { $0.contains("  valence: { angry: ") }, "\(block)")
+        #expect(block.contains { $0.contains("  fittedWith: { margin: 0.1, align: true, mirror: true }") }, "\(block)")
+        #expect(fitted.output.contains("applied to \(pipeline) (emotion.calibration)"), "\(fitted.output)")
+        let written = try String(contentsOfFile: pipeline, encoding: .utf8)
+        #expect(written.contains("minConfidence: 0.4") && written.contains("calibration:"), "\(written)")
+        let check = try await sentinel(["check", pipeline, "--models", models.path])
+        #expect(check.status == 0, "\(check.output)\(check.errors)")
+        let again = try await sentinel([
+            "eval", "emotion", folder.path, "--labels", labels, "--pipeline", pipeline, "--models", models.path,
+        ])
+        #expect(again.output.contains("read with the pipeline's calibration"), "\(again.output)")
+        #expect(again.output.contains("in-sample: it was fitted on these very photos"), "\(again.output)")
+    }
+
     @Test("check refuses a face detector named as the emotion model, with the file and line")
     func detectorIsNoClassifier() async throws {
         let pipeline = try Fixtures.temporaryFolder().appendingPathComponent("p.yml").path
