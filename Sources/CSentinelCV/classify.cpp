@@ -31,7 +31,8 @@ cv::Mat square_crop(const cv::Mat &frame, const snl_face &face, const snl_classi
     float side = std::max(box.width, box.height) * (1 + 2 * in.margin);
     float cx = box.x + box.width / 2, cy = box.y + box.height / 2;
     if (in.align && face.landmark_count >= 2) {
-        // The eyes are the first two landmarks of every detector that gives five; which is which does not matter.
+        // The eyes are the first two landmarks (the order Detection.landmarks names, which every detector keeps);
+        // which is which does not matter.
         float x0 = face.landmarks[0], y0 = face.landmarks[1], x1 = face.landmarks[2], y1 = face.landmarks[3];
         if (x1 < x0) std::swap(x0, x1), std::swap(y0, y1);
         double angle = std::atan2(y1 - y0, x1 - x0);

@@ -70,7 +70,8 @@ public struct ClassifierDescription: Sendable, Equatable, Codable {
     public struct Crop: Sendable, Equatable, Codable {
         /// Added to each side of the square around the face box, as a fraction of the box's longer side.
         public var margin: Double
-        /// `eyes`: the crop is turned so that the eyes are level, where the detector gives landmarks.
+        /// `eyes`: the crop is turned so that the eyes are level, where the detector gives landmarks (the first two,
+        /// as `Detection.landmarks` orders them).
         public var align: Alignment
 
         public init(margin: Double, align: Alignment) {

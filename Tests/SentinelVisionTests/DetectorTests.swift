@@ -60,13 +60,22 @@ struct DetectorTests {
         #expect(found.isEmpty)
     }
 
-    @Test("landmarks come with CenterFace boxes and lie inside them")
-    func landmarksInsideBox() throws {
-        let found = try detector(.centerface).detect(try Image(contentsOf: Fixtures.photo("grace_hopper_512x512.jpg")))
-        let face = try #require(found.first)
-        #expect(face.landmarks.count == 5)
-        for point in face.landmarks {
-            #expect(point.x > face.box.x && point.x < face.box.maxX && point.y > face.box.y && point.y < face.box.maxY)
+    @Test(
+        "landmarks come in the order Detection names (eyes, nose tip, mouth corners; image-left first) and lie inside the box: the emotion crop turns the face by the first two",
+        arguments: [DetectorKind.centerface, .retinaface] + (Fixtures.hasModel("yunet") ? [.yunet] : []))
+    func landmarkOrder(kind: DetectorKind) throws {
+        for photo in ["grace_hopper_512x512.jpg", "astronaut.png"] {
+            let found = try detector(kind).detect(try Image(contentsOf: Fixtures.photo(photo)))
+            let face = try #require(found.first)
+            try #require(face.landmarks.count == 5, "\(kind) on \(photo)")
+            let (eyes, nose, mouth) = (face.landmarks[0...1], face.landmarks[2], face.landmarks[3...4])
+            for point in face.landmarks {
+                let inside =
+                    point.x > face.box.x && point.x < face.box.maxX && point.y > face.box.y && point.y < face.box.maxY
+                #expect(inside, "\(kind) on \(photo): \(point) outside \(face.box)")
+            }
+            #expect(eyes.first!.x < eyes.last!.x && mouth.first!.x < mouth.last!.x, "\(kind) on \(photo): \(face)")
+            #expect(eyes.allSatisfy { $0.y < nose.y } && mouth.allSatisfy { $0.y > nose.y }, "\(kind) on \(photo)")
         }
     }
 
