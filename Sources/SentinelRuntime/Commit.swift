@@ -57,19 +57,16 @@ extension Commit {
     }
 }
 
-/// Where commits go, in log order. The gauge votes with each visitor event and makes its readings at the ticks
-/// (a reading goes back to the hub and is logged in the next transaction, like any publication), so the mood
-/// counts what the log holds, whichever replica wrote it; then who is present, the showroom's metrics and the SSE
-/// clients.
+/// Where commits go, in log order. The gauge votes with each visitor event and makes its readings at the ticks, so
+/// the mood counts what the log holds, whichever replica wrote it; then who is present, the showroom's metrics and
+/// the SSE clients. The readings are handed back to whoever published the commit, to be logged like any publication.
 final class Publisher: Sendable {
-    let hub: Hub
     let live: LiveState
     let broadcaster: Broadcaster
     let telemetry: Telemetry
     let gauge: Mutex<SentimentGauge>
 
-    init(hub: Hub, live: LiveState, broadcaster: Broadcaster, publishing: Publishing, telemetry: Telemetry) {
-        self.hub = hub
+    init(live: LiveState, broadcaster: Broadcaster, publishing: Publishing, telemetry: Telemetry) {
         self.live = live
         self.broadcaster = broadcaster
         self.telemetry = telemetry
@@ -86,7 +83,8 @@ final class Publisher: Sendable {
         }
     }
 
-    func publish(_ commit: Commit) {
+    /// Publishes `commit`; returns the gauge readings its ticks made, which the event log has yet to hold.
+    func publish(_ commit: Commit) -> [GaugeReading] {
         let readings = gauge.withLock { gauge in
             commit.items.compactMap { item -> GaugeReading? in
                 switch item {
@@ -98,7 +96,6 @@ final class Publisher: Sendable {
                 }
             }
         }
-        for reading in readings { hub.publish(reading) }
         let events = commit.events
         live.commit(events, gauge: commit.gauge)
         telemetry.record(events)
@@ -107,6 +104,7 @@ final class Publisher: Sendable {
         telemetry.publishLatency.recordInterval(since: published)
         telemetry.eventsPublished.increment(by: commit.rows.count)
         for captured in commit.capturedAt { telemetry.captureToPublish.recordInterval(since: captured) }
+        return readings
     }
 
     /// Ends the SSE streams: nothing more is published.

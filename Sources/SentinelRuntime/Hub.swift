@@ -77,8 +77,8 @@ public final class Hub: Sendable {
     }
 
     /// The gauge's reading, made when a tick was committed: logged in the gauge's stream.
-    func publish(_ reading: GaugeReading) {
-        append(.publication(.gauge(reading), capturedAt: nil))
+    func publish(_ readings: [GaugeReading]) {
+        for reading in readings { append(.publication(.gauge(reading), capturedAt: nil)) }
     }
 
     /// How many forwarded entries, the oldest first, are settled: committed by the writer (or found logged already),

@@ -13,6 +13,8 @@ import Synchronization
 /// back typed from its writer (`committed`); only the others' are read from their JSON.
 final class LogFollower: Service, Sendable {
     let store: any EventLog
+    /// Where the gauge's readings go to be logged.
+    let hub: Hub
     let policy: PrivacyPolicy
     let publisher: Publisher
     let batchLimit: Int
@@ -29,8 +31,11 @@ final class LogFollower: Service, Sendable {
         var ticks: [(after: Int64, time: Date)] = []
     }
 
-    init(store: any EventLog, policy: PrivacyPolicy, publisher: Publisher, batchLimit: Int, logger: Logger) {
+    init(
+        store: any EventLog, hub: Hub, policy: PrivacyPolicy, publisher: Publisher, batchLimit: Int, logger: Logger
+    ) {
         self.store = store
+        self.hub = hub
         self.policy = policy
         self.publisher = publisher
         self.batchLimit = batchLimit
@@ -80,7 +85,7 @@ final class LogFollower: Service, Sendable {
             let rows = try await store.events(after: position, limit: batchLimit)
             position = rows.last?.id ?? position
             let commit = read(rows, through: position)
-            if !commit.isEmpty { publisher.publish(commit) }
+            if !commit.isEmpty { hub.publish(publisher.publish(commit)) }
             state.withLock { $0.position = position }
             if rows.count < batchLimit { return }
         }

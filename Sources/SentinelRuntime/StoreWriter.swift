@@ -41,11 +41,11 @@ public final class StoreWriter: Service, Sendable {
         publishing: Publishing, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
     ) -> [any Service] {
         let batchLimit = min(500, max(1, clientBufferEvents / 2))
-        let publisher = Publisher(
-            hub: hub, live: live, broadcaster: broadcaster, publishing: publishing, telemetry: telemetry)
+        let publisher = Publisher(live: live, broadcaster: broadcaster, publishing: publishing, telemetry: telemetry)
         let follower =
             store.isShared
-            ? LogFollower(store: store, policy: policy, publisher: publisher, batchLimit: batchLimit, logger: logger)
+            ? LogFollower(
+                store: store, hub: hub, policy: policy, publisher: publisher, batchLimit: batchLimit, logger: logger)
             : nil
         let leadership = store.isShared ? Leadership(store: store) : nil
         let writer = StoreWriter(
@@ -124,7 +124,9 @@ public final class StoreWriter: Service, Sendable {
             hub.settle(batch.filter { $0.origin != nil }.count)
             // Of replicas, the one that leads has the gauge make readings.
             let commit = Commit(rows: rows, of: entries, ticks: leadership?.leading ?? true)
-            if let follower { follower.committed(commit) } else { publisher.publish(commit) }
+            // The gauge's readings go in the log by the hub, in a later transaction (a shared log's follower hands
+            // them on the same way).
+            if let follower { follower.committed(commit) } else { hub.publish(publisher.publish(commit)) }
         }
         return true
     }
