@@ -62,7 +62,7 @@ public struct FleetDefinition: Sendable {
 
     /// What the fleet publishes across sites: the gauge overall and per camera and zone of every site as their
     /// events name them, who is present, the reports, under the fleet's own k.
-    package var publishing: Publishing { Publishing(policy: privacy, gauge: gauge) }
+    package var aggregation: Aggregation { Aggregation(policy: privacy, gauge: gauge) }
 
     /// Every tunable setting of a fleet file, as commented YAML.
     public static var reference: String {

@@ -198,7 +198,7 @@ extension PipelineDefinition {
 
     /// What this pipeline publishes over its masked events, under its privacy: the gauge over every source and zone,
     /// who is present, the reports.
-    public var publishing: Publishing {
-        Publishing(policy: privacy, gauge: gauge, sources: sources.map(\.id), zones: zoneIDs)
+    public var aggregation: Aggregation {
+        Aggregation(policy: privacy, gauge: gauge, sources: sources.map(\.id), zones: zoneIDs)
     }
 }

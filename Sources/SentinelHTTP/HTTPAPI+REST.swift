@@ -136,7 +136,7 @@ extension HTTPAPI {
         let to = try APIQuery.date("to", in: query) ?? Date()
         let from = try APIQuery.date("from", in: query) ?? to.addingTimeInterval(-86_400)
         guard from < to else { throw HTTPError(.badRequest, message: "from must be before to") }
-        let builder = publishing.reports()
+        let builder = aggregation.reports()
         guard to.timeIntervalSince(from) / bucket.seconds <= Double(Self.maxPeriods) else {
             throw HTTPError(
                 .badRequest,
@@ -226,7 +226,7 @@ extension HTTPAPI {
             (try? APIResponse.encode(
                 ZoneList(
                     zones: list, visitors: snapshot.visitors, emotions: snapshot.emotions,
-                    minGroupSize: publishing.minGroupSize)))
+                    minGroupSize: aggregation.minGroupSize)))
             ?? APIResponse.error(.internalServerError, "")
     }
 

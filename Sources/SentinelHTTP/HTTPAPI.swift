@@ -21,12 +21,12 @@ public struct HTTPAPI: Sendable {
     let telemetry: Telemetry
     let tokens: AccessTokens
     /// k and the reports' rules: what the REST handlers publish under.
-    let publishing: Publishing
+    let aggregation: Aggregation
     let logger: Logger
 
     public init(
         settings: ServerSettings, store: any EventLog, live: LiveState, hub: Hub, broadcaster: Broadcaster,
-        telemetry: Telemetry, tokens: AccessTokens, publishing: Publishing, logger: Logger
+        telemetry: Telemetry, tokens: AccessTokens, aggregation: Aggregation, logger: Logger
     ) {
         self.settings = settings
         self.store = store
@@ -35,7 +35,7 @@ public struct HTTPAPI: Sendable {
         self.broadcaster = broadcaster
         self.telemetry = telemetry
         self.tokens = tokens
-        self.publishing = publishing
+        self.aggregation = aggregation
         self.logger = logger
     }
 

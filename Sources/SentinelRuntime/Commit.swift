@@ -30,7 +30,7 @@ struct Commit: Sendable {
 
 extension Commit {
     /// What the writer committed of a batch of the hub's entries, `rows` being what the log returned for their
-    /// publications: a forwarded event the log holds already is left out of both. Ticks are kept when `ticks`
+    /// log entries: a forwarded event the log holds already is left out of both. Ticks are kept when `ticks`
     /// (the replica leads, or the log is its own).
     init(rows: [LoggedEvent], of entries: [Hub.Entry], ticks: Bool) {
         let logged = Set(rows.lazy.filter { $0.type != .gauge }.map(\.payload))
@@ -39,9 +39,9 @@ extension Commit {
             switch entry {
             case .event(let masked, _, _):
                 logged.contains(masked.published.json) ? .event(masked.published) : nil
-            case .publication(.visitor(_, let published, _), _):
+            case .logEntry(.visitor(_, let published, _), _):
                 logged.contains(published.json) ? .event(published) : nil
-            case .publication(.gauge, _):
+            case .logEntry(.gauge, _):
                 nil
             case .tick(let time):
                 ticks ? .tick(time) : nil
@@ -49,7 +49,7 @@ extension Commit {
         }
         gauge =
             entries.lazy.compactMap { entry -> GaugeReading? in
-                if case .publication(.gauge(let reading, origin: nil), _) = entry { reading } else { nil }
+                if case .logEntry(.gauge(let reading, origin: nil), _) = entry { reading } else { nil }
             }.last
         capturedAt = entries.compactMap { entry in
             if case .event(_, let capturedAt?, _) = entry { capturedAt } else { nil }
@@ -59,18 +59,18 @@ extension Commit {
 
 /// Where commits go, in log order. The gauge votes with each visitor event and makes its readings at the ticks, so
 /// the mood counts what the log holds, whichever replica wrote it; then who is present, the showroom's metrics and
-/// the SSE clients. The readings are handed back to whoever published the commit, to be logged like any publication.
+/// the SSE clients. The readings are handed back to whoever published the commit, to be logged like any log entry.
 final class Publisher: Sendable {
     let live: LiveState
     let broadcaster: Broadcaster
     let telemetry: Telemetry
     let gauge: Mutex<SentimentGauge>
 
-    init(live: LiveState, broadcaster: Broadcaster, publishing: Publishing, telemetry: Telemetry) {
+    init(live: LiveState, broadcaster: Broadcaster, aggregation: Aggregation, telemetry: Telemetry) {
         self.live = live
         self.broadcaster = broadcaster
         self.telemetry = telemetry
-        gauge = Mutex(publishing.sentimentGauge())
+        gauge = Mutex(aggregation.sentimentGauge())
     }
 
     /// How far back the gauge's window reaches.

@@ -21,12 +21,12 @@ public final class Hub: Sendable {
     enum Entry: Sendable {
         /// A visitor event as the mask let it through; `capturedAt` is when its frame was captured, if known (for the
         /// latency metric); `origin` where it was logged first, if another box forwarded it.
-        case event(Masked, capturedAt: ContinuousClock.Instant?, origin: Publication.Origin? = nil)
+        case event(Masked, capturedAt: ContinuousClock.Instant?, origin: LogEntry.Origin? = nil)
         /// A frame was processed at this time (media time on the wall clock): the gauge may make a reading once what
         /// came before is committed.
         case tick(Date)
         /// A gauge reading, the gauge's own or one another box forwarded: logged as it is.
-        case publication(Publication, capturedAt: ContinuousClock.Instant?)
+        case logEntry(LogEntry, capturedAt: ContinuousClock.Instant?)
     }
 
     private struct Queue {
@@ -66,19 +66,19 @@ public final class Hub: Sendable {
     /// What another box logged and forwarded (`sentinel fleet`): a visitor event as this box's policy masks it.
     /// Returns its place among the forwarded entries (see `settled`).
     @discardableResult
-    public func forward(_ masked: Masked, origin: Publication.Origin) -> Int {
+    public func forward(_ masked: Masked, origin: LogEntry.Origin) -> Int {
         append(.event(masked, capturedAt: nil, origin: origin))
     }
 
     /// A gauge reading another box logged and forwarded: logged as it is, in that site's gauge stream.
     @discardableResult
-    public func forward(_ reading: GaugeReading, origin: Publication.Origin) -> Int {
-        append(.publication(.gauge(reading, origin: origin), capturedAt: nil))
+    public func forward(_ reading: GaugeReading, origin: LogEntry.Origin) -> Int {
+        append(.logEntry(.gauge(reading, origin: origin), capturedAt: nil))
     }
 
     /// The gauge's reading, made when a tick was committed: logged in the gauge's stream.
     func publish(_ readings: [GaugeReading]) {
-        for reading in readings { append(.publication(.gauge(reading), capturedAt: nil)) }
+        for reading in readings { append(.logEntry(.gauge(reading), capturedAt: nil)) }
     }
 
     /// How many forwarded entries, the oldest first, are settled: committed by the writer (or found logged already),
@@ -163,15 +163,15 @@ public final class Hub: Sendable {
 
 extension Hub.Entry {
     /// What the entry asks the log to hold; nil for a tick.
-    var publication: Publication? {
+    var logEntry: LogEntry? {
         switch self {
         case .event(let masked, _, let origin):
             .visitor(stored: masked.stored, published: masked.published, origin: origin)
         case .tick: nil
-        case .publication(let publication, _): publication
+        case .logEntry(let logEntry, _): logEntry
         }
     }
 
     /// Whether another box logged it first.
-    var isForwarded: Bool { publication?.origin != nil }
+    var isForwarded: Bool { logEntry?.origin != nil }
 }

@@ -6,7 +6,7 @@ public import SentinelWire
 import Synchronization
 
 /// What the REST API reports about now, each part written by its one owner: who is present and the latest gauge
-/// reading by the store writer (from committed publications only, so it agrees with the store), each source's
+/// reading by the store writer (from committed log entries only, so it agrees with the store), each source's
 /// health by that source, the database's by the writer, the MQTT output's by that output; in a fleet, the sources
 /// and zones known and each site's state by the fleet's ingest.
 public final class LiveState: Sendable {
@@ -61,11 +61,11 @@ public final class LiveState: Sendable {
 
     /// `running` are the sources this process runs (their health is reported, and their stills shown where `stills`
     /// allows); `catalogue` every source and zone the API knows.
-    public init(running: [String], catalogue: Catalogue, publishing: Publishing, stills: Bool = false) {
+    public init(running: [String], catalogue: Catalogue, aggregation: Aggregation, stills: Bool = false) {
         self.stills = Stills(sources: running, allowed: stills)
         state = Mutex(
             State(
-                now: Now(occupancy: publishing.occupancy()),
+                now: Now(occupancy: aggregation.occupancy()),
                 sources: Dictionary(uniqueKeysWithValues: running.map { ($0, SourceHealth()) }), catalogue: catalogue))
     }
 

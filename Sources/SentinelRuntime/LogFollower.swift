@@ -105,7 +105,7 @@ final class LogFollower: Service, Sendable {
             switch row.type {
             case .visitor:
                 if let event = event ?? (try? policy.logged(row.payload)) { commit.items.append(.event(event)) }
-            case .gauge where row.streamId == Publication.gaugeStream:
+            case .gauge where row.streamId == LogEntry.gaugeStream:
                 commit.gauge = try? JSONDecoder.sentinel().decode(GaugeReading.self, from: row.payload)
             case .gauge:
                 break

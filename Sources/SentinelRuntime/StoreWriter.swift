@@ -23,7 +23,7 @@ public final class StoreWriter: Service, Sendable {
     let telemetry: Telemetry
     let logger: Logger
     let policy: PrivacyPolicy
-    /// Publications per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
+    /// Log entries per transaction at most. A batch reaches each SSE client's queue at once, so it is kept to half
     /// the smallest queue: a client that keeps up is never cut off by one batch.
     let batchLimit: Int
 
@@ -38,10 +38,10 @@ public final class StoreWriter: Service, Sendable {
     /// stores what the sources left before the follower publishes it and ends the SSE streams.
     public static func services(
         store: any EventLog, hub: Hub, broadcaster: Broadcaster, live: LiveState, policy: PrivacyPolicy,
-        publishing: Publishing, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
+        aggregation: Aggregation, clientBufferEvents: Int, telemetry: Telemetry, logger: Logger
     ) -> [any Service] {
         let batchLimit = min(500, max(1, clientBufferEvents / 2))
-        let publisher = Publisher(live: live, broadcaster: broadcaster, publishing: publishing, telemetry: telemetry)
+        let publisher = Publisher(live: live, broadcaster: broadcaster, aggregation: aggregation, telemetry: telemetry)
         let follower =
             store.isShared
             ? LogFollower(
@@ -105,7 +105,7 @@ public final class StoreWriter: Service, Sendable {
     /// Writes everything waiting; false when the database refused (the batch is back in the hub).
     func flush(_ progress: inout Progress) async -> Bool {
         while case let entries = hub.take(limit: batchLimit), !entries.isEmpty {
-            let batch = entries.compactMap(\.publication)
+            let batch = entries.compactMap(\.logEntry)
             var rows: [LoggedEvent] = []
             if !batch.isEmpty {
                 let start = ContinuousClock.now

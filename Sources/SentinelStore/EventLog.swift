@@ -21,9 +21,9 @@ public protocol EventLog: RetentionTarget, Service, Sendable {
 
     /// A cheap query that fails when the log cannot be read.
     func check() async throws(StoreError)
-    /// Writes a batch in one transaction and returns its log rows, ids assigned. A forwarded publication whose
+    /// Writes a batch in one transaction and returns its log rows, ids assigned. A forwarded log entry whose
     /// origin is logged already is left out (and not returned).
-    func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent]
+    func append(_ batch: [LogEntry]) async throws(StoreError) -> [LoggedEvent]
     /// Log rows after `id`, oldest first: at most `limit`, and no more after the one whose payloads bring the page to
     /// `bytes` (a page holds at least one row).
     func events(after id: Int64, limit: Int, bytes: Int) async throws(StoreError) -> [LoggedEvent]
@@ -113,14 +113,14 @@ public struct VisitCursor: Sendable, Equatable, LosslessStringConvertible {
     public var description: String { "\(firstSeen):\(row)" }
 }
 
-extension Publication {
-    /// The stream a publication is logged in: its camera's, or a gauge's (a site's readings are a stream of their own
+extension LogEntry {
+    /// The stream a log entry is logged in: its camera's, or a gauge's (a site's readings are a stream of their own
     /// beside the fleet's).
     package var streamId: String {
         switch self {
         case .visitor(_, let published, _): published.event.visitor.sourceId
         case .gauge(_, let origin):
-            origin.map { SiteSource.id(site: $0.site, source: Publication.gaugeStream) } ?? Publication.gaugeStream
+            origin.map { SiteSource.id(site: $0.site, source: LogEntry.gaugeStream) } ?? LogEntry.gaugeStream
         }
     }
 

@@ -15,13 +15,13 @@ extension EventStore {
         }
     }
 
-    static func isLogged(_ origin: Publication.Origin, in db: Database) throws -> Bool {
+    static func isLogged(_ origin: LogEntry.Origin, in db: Database) throws -> Bool {
         let last = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT received FROM inbox WHERE site = ?"), arguments: [origin.site])
         return origin.id <= last ?? 0
     }
 
-    static func received(_ origin: Publication.Origin, in db: Database) throws {
+    static func received(_ origin: LogEntry.Origin, in db: Database) throws {
         try db.cachedStatement(
             sql: """
                 INSERT INTO inbox (site, received) VALUES (?, ?)

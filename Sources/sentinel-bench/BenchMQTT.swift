@@ -68,7 +68,7 @@ struct BenchMQTT: AsyncParsableCommand {
         await service.group.triggerGracefulShutdown()
         try await server.value
 
-        // Log id k + 1 is the k-th event submitted: one writer, no other publication in this run.
+        // Log id k + 1 is the k-th event submitted: one writer, no other log entry in this run.
         var latencies: [Double] = []
         for k in 0..<events {
             guard let arrived = arrivals.first[Int64(k + 1)] else { continue }

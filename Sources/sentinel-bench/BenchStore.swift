@@ -272,11 +272,11 @@ struct BenchStore: AsyncParsableCommand {
         let visits = (events - have) / perVisit
         let span = 30 * 86_400.0
         let first = Date().addingTimeInterval(-span)
-        var gauge = Publishing(
+        var gauge = Aggregation(
             policy: policy, gauge: GaugeSettings(), sources: Self.cameras,
             zones: Self.cameras.flatMap { camera in Self.zones.map { ZoneID(sourceId: camera, name: $0) } }
         ).sentimentGauge()
-        var batch: [Publication] = []
+        var batch: [LogEntry] = []
         var written = 0
         let clock = ContinuousClock()
         let start = clock.now
@@ -312,7 +312,7 @@ struct BenchStore: AsyncParsableCommand {
         let perBatch = max(1, Int(rate / 5))
         while Date() < end {
             let due = ContinuousClock.now + .milliseconds(200)
-            var batch: [Publication] = []
+            var batch: [LogEntry] = []
             while batch.count < perBatch {
                 for event in Self.visit(n, at: Date(), source: Self.cameras[n % Self.cameras.count]) {
                     let masked = try mask.mask(event)

@@ -98,7 +98,7 @@ struct Replay: ParsableCommand {
             logger: logger)
         let sink = try OutputFile(path: output ?? "-")
         let video = try annotate.map(OutputVideo.init)
-        var gauge = definition.publishing.sentimentGauge()
+        var gauge = definition.aggregation.sentimentGauge()
         let encoder = JSONEncoder.sentinel()
         let review = video.map {
             ReviewVideo(

@@ -187,7 +187,7 @@ struct SentimentGaugeTests {
     @Test(
         "a reading is published when it changes meaningfully (a figure shown, a label, a score moved 5 points) and every publishEverySeconds, not on every small move"
     )
-    func publishing() {
+    func aggregation() {
         var g = gauge(every: 30)
         #expect(g.tick(now: start) != nil)
         #expect(g.tick(now: start.addingTimeInterval(1)) == nil)

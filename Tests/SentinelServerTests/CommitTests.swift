@@ -40,13 +40,13 @@ struct CommitTests {
         let new = try event("cam#1#2", at: 2, mask: &mask)
         let entries: [Hub.Entry] = [
             .event(held, capturedAt: nil, origin: .init(site: "b", id: 7)), .event(new, capturedAt: .now),
-            .tick(start.addingTimeInterval(3)), .publication(.gauge(reading(at: 3)), capturedAt: nil),
-            .publication(.gauge(reading(at: 4), origin: .init(site: "b", id: 8)), capturedAt: nil),
+            .tick(start.addingTimeInterval(3)), .logEntry(.gauge(reading(at: 3)), capturedAt: nil),
+            .logEntry(.gauge(reading(at: 4), origin: .init(site: "b", id: 8)), capturedAt: nil),
         ]
         let encoder = JSONEncoder.sentinel()
         // The log took the new event and the gauge's own reading, not the event it held from site b.
         let rows = try [entries[1], entries[3], entries[4]].enumerated().map { index, entry in
-            var row = try #require(entry.publication).logRow(sequenceNumber: 1, encoder: encoder)
+            var row = try #require(entry.logEntry).logRow(sequenceNumber: 1, encoder: encoder)
             row.id = Int64(index + 1)
             return row
         }
@@ -87,10 +87,10 @@ struct CommitTests {
         let telemetry = Telemetry()
         let hub = Hub(bound: 100, telemetry: telemetry)
         let broadcaster = Broadcaster(telemetry: telemetry)
-        let publishing = Publishing(policy: policy, gauge: GaugeSettings())
-        let live = LiveState(running: [], catalogue: .init(sources: [], zones: []), publishing: publishing)
+        let aggregation = Aggregation(policy: policy, gauge: GaugeSettings())
+        let live = LiveState(running: [], catalogue: .init(sources: [], zones: []), aggregation: aggregation)
         let services = StoreWriter.services(
-            store: mine, hub: hub, broadcaster: broadcaster, live: live, policy: policy, publishing: publishing,
+            store: mine, hub: hub, broadcaster: broadcaster, live: live, policy: policy, aggregation: aggregation,
             clientBufferEvents: 256, telemetry: telemetry, logger: logger)
         #expect(services.count == 4 && services.first is LogFollower)
         // What this replica publishes, as an SSE client gets it.

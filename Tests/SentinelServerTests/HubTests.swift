@@ -23,7 +23,7 @@ struct HubTests {
             switch entry {
             case .event(let masked, _, _): "event \(Int(masked.stored.event.time.timeIntervalSince1970))"
             case .tick(let time): "tick \(Int(time.timeIntervalSince1970))"
-            case .publication: "publication"
+            case .logEntry: "logEntry"
             }
         }
     }

@@ -10,17 +10,17 @@ import Testing
 
 @testable import SentinelStore
 
-/// Masked publications as a source hands them over: one visit through two zones.
+/// Masked log entries as a source hands them over: one visit through two zones.
 struct Visit {
     var mask = PrivacyMask(policy: PrivacyPolicy(), keys: try! PseudonymKeyRing())
     let start: Date
 
     init(start: Date) { self.start = start }
 
-    mutating func publication(
+    mutating func logEntry(
         _ type: VisitorEvent.Kind, id: String = "cam#1#1", at second: Double, stay: VisitorEvent.Stay? = nil,
         reason: ExitReason? = nil, since first: Double = 0
-    ) throws -> Publication {
+    ) throws -> LogEntry {
         let time = start.addingTimeInterval(second)
         let visitor = VisitorRecord(
             faceId: id, sourceId: "cam", zone: stay?.zone, state: type == .exited ? .exited : .active,
@@ -34,18 +34,18 @@ struct Visit {
     }
 
     /// entered, zoneEntered display, zoneExited display (dwell 4 s), exited.
-    mutating func whole(id: String = "cam#1#1", at offset: Double = 0) throws -> [Publication] {
+    mutating func whole(id: String = "cam#1#1", at offset: Double = 0) throws -> [LogEntry] {
         let entered = start.addingTimeInterval(offset + 1)
         return [
-            try publication(.entered, id: id, at: offset, since: offset),
-            try publication(
+            try logEntry(.entered, id: id, at: offset, since: offset),
+            try logEntry(
                 .zoneEntered, id: id, at: offset + 1, stay: .init(zone: "display", enteredAt: entered), since: offset),
-            try publication(
+            try logEntry(
                 .zoneExited, id: id, at: offset + 5,
                 stay: .init(
                     zone: "display", enteredAt: entered, exitedAt: entered.addingTimeInterval(4), dwellSeconds: 4),
                 since: offset),
-            try publication(.exited, id: id, at: offset + 6, reason: .lost, since: offset),
+            try logEntry(.exited, id: id, at: offset + 6, reason: .lost, since: offset),
         ]
     }
 }
@@ -142,7 +142,7 @@ struct StoreTests {
     @Test("a forwarded event is logged once: its site's id again is left out", arguments: LogKind.allCases)
     func forwardedOnce(kind: LogKind) async throws {
         try await kind.with { log, reopen in
-            func forwarded(_ ids: [Int64]) -> [Publication] {
+            func forwarded(_ ids: [Int64]) -> [LogEntry] {
                 ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
             }
             let first = try await log.append(forwarded([1, 2, 3]))
@@ -159,7 +159,7 @@ struct StoreTests {
         arguments: LogKind.allCases)
     func forwardedOnceAfterRetention(kind: LogKind) async throws {
         try await kind.with { log, reopen in
-            func forwarded(_ ids: [Int64]) -> [Publication] {
+            func forwarded(_ ids: [Int64]) -> [LogEntry] {
                 ids.map { .gauge(reading(at: Double($0)), origin: .init(site: "paris-1", id: $0)) }
             }
             _ = try await log.append(forwarded([1, 2, 3]))
@@ -209,7 +209,7 @@ struct StoreTests {
         try await kind.with { store, _ in
             var visit = Visit(start: start)
             _ = try await store.append(
-                try (1...1_000).map { try visit.publication(.entered, id: "cam#1#\($0)", at: 0) })
+                try (1...1_000).map { try visit.logEntry(.entered, id: "cam#1#\($0)", at: 0) })
             var target = store as! any RetentionTarget
             let (before, _) = try await target.storedSize()
             var policy = RetentionPolicy()
@@ -257,11 +257,11 @@ struct StoreTests {
             let second = try await open()
             // Each replica gets its share of a site's messages, and the same few (a broker delivering again what a dead
             // replica never acknowledged) overlap: ids 1-205, 50 of them twice.
-            func batches(offset: Int64) -> [[Publication]] {
-                (0..<Int64(20)).map { (batch: Int64) -> [Publication] in
-                    (Int64(1)...10).map { (i: Int64) -> Publication in
+            func batches(offset: Int64) -> [[LogEntry]] {
+                (0..<Int64(20)).map { (batch: Int64) -> [LogEntry] in
+                    (Int64(1)...10).map { (i: Int64) -> LogEntry in
                         let id: Int64 = batch * 10 + i + offset
-                        return Publication.gauge(reading(at: Double(id)), origin: .init(site: "lyon-2", id: id))
+                        return LogEntry.gauge(reading(at: Double(id)), origin: .init(site: "lyon-2", id: id))
                     }
                 }
             }
@@ -573,10 +573,10 @@ struct StoreTests {
         try await kind.with { store, _ in
             var visit = Visit(start: start)
             // One visit an hour for two days (the whole() visit lasts 8 s), and one that began 30 hours before the end.
-            var batch: [Publication] = []
+            var batch: [LogEntry] = []
             for hour in 0..<48 { batch += try visit.whole(id: "cam#1#\(hour)", at: Double(hour) * 3_600) }
-            batch.append(try visit.publication(.entered, id: "cam#2#1", at: 18 * 3_600, since: 18 * 3_600))
-            batch.append(try visit.publication(.updated, id: "cam#2#1", at: 47 * 3_600 + 10, since: 18 * 3_600))
+            batch.append(try visit.logEntry(.entered, id: "cam#2#1", at: 18 * 3_600, since: 18 * 3_600))
+            batch.append(try visit.logEntry(.updated, id: "cam#2#1", at: 47 * 3_600 + 10, since: 18 * 3_600))
             _ = try await store.append(batch)
             // The last six hours: six hourly visits, and the long one (first seen before them).
             let from = start.addingTimeInterval(42 * 3_600 - 1)

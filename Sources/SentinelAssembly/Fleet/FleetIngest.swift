@@ -238,7 +238,7 @@ final class FleetIngest: Service, Sendable {
         guard (store.isShared ? 1...window.upperBound : window).contains(envelope.id) else {
             throw InvalidEvent(.id, "id", "beyond the ids the site's last one (\(last)) makes plausible")
         }
-        let origin = Publication.Origin(site: site, id: envelope.id)
+        let origin = LogEntry.Origin(site: site, id: envelope.id)
         let place: Int
         do throws(InvalidEvent) {
             // The site's own id, refused for what the message says: below, so that it is not counted missing.

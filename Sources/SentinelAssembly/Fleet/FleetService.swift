@@ -39,16 +39,16 @@ public struct FleetService: Sendable {
                 path: options.databasePath ?? definition.store.path, group: definition.store.group, ownsVisits: false)
         let telemetry = Telemetry()
         self.telemetry = telemetry
-        let publishing = definition.publishing
+        let aggregation = definition.aggregation
         let live = LiveState(
-            running: [], catalogue: LiveState.Catalogue(sources: [], zones: []), publishing: publishing)
+            running: [], catalogue: LiveState.Catalogue(sources: [], zones: []), aggregation: aggregation)
         self.live = live
         let broadcaster = Broadcaster(telemetry: telemetry, memoryLimit: server.streamMemoryMegabytes << 20)
         self.broadcaster = broadcaster
         let hub = Hub(bound: definition.store.bufferEvents, telemetry: telemetry)
         let log = StoreWriter.services(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
-            publishing: publishing, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
+            aggregation: aggregation, clientBufferEvents: server.clientBufferEvents, telemetry: telemetry,
             logger: logger)
         let ingest = FleetIngest(
             broker: definition.broker, sites: definition.sites, store: store, hub: hub,
@@ -56,7 +56,7 @@ public struct FleetService: Sendable {
             policy: definition.privacy, telemetry: telemetry, logger: logger)
         let api = HTTPAPI(
             settings: server, store: store, live: live, hub: hub, broadcaster: broadcaster, telemetry: telemetry,
-            tokens: tokens, publishing: publishing, logger: logger)
+            tokens: tokens, aggregation: aggregation, logger: logger)
         // The gauge's readings are due by the clock: a fleet has no frames to tick it.
         let clock = GaugeClock(hub: hub)
         // Started in this order, stopped in reverse: the ingest first, then the writer, retention and (of a shared

@@ -53,7 +53,7 @@ public struct SentinelService: Sendable {
         store = try EventStore(path: options.hosting.databasePath ?? service.store.path, group: service.store.group)
         let started = definition.sources.filter { options.sources?.contains($0.id) ?? true }
         let telemetry = Telemetry()
-        let publishing = definition.publishing
+        let aggregation = definition.aggregation
         let live = LiveState(
             running: started.map(\.id),
             catalogue: LiveState.Catalogue(
@@ -64,7 +64,7 @@ public struct SentinelService: Sendable {
                             id: ZoneID(sourceId: source.id, name: $0.name), emotion: $0.emotion, polygon: $0.polygon,
                             units: $0.units)
                     }
-                }), publishing: publishing, stills: definition.privacy.review.stills)
+                }), aggregation: aggregation, stills: definition.privacy.review.stills)
         self.telemetry = telemetry
         self.live = live
         broadcaster = Broadcaster(telemetry: telemetry, memoryLimit: server.streamMemoryMegabytes << 20)
@@ -72,12 +72,12 @@ public struct SentinelService: Sendable {
         self.hub = hub
         let log = StoreWriter.services(
             store: store, hub: hub, broadcaster: broadcaster, live: live, policy: definition.privacy,
-            publishing: publishing, clientBufferEvents: server.clientBufferEvents,
+            aggregation: aggregation, clientBufferEvents: server.clientBufferEvents,
             telemetry: telemetry, logger: logger)
         let keys = try PseudonymKeyRing(settings: definition.privacy.pseudonyms)
         let api = HTTPAPI(
             settings: server, store: store, live: live, hub: hub,
-            broadcaster: broadcaster, telemetry: telemetry, tokens: tokens, publishing: publishing, logger: logger)
+            broadcaster: broadcaster, telemetry: telemetry, tokens: tokens, aggregation: aggregation, logger: logger)
         self.api = api
         let app = api.application(onListening: onListening)
         var mqtt: MQTTOutput?

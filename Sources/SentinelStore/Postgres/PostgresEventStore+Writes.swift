@@ -6,7 +6,7 @@ import SentinelWire
 
 /// Appends (ids, sequence numbers, each origin once), the visit rows every replica updates, and retention.
 extension PostgresEventStore {
-    public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
+    public func append(_ batch: [LogEntry]) async throws(StoreError) -> [LoggedEvent] {
         guard !batch.isEmpty else { return [] }
         return try await guarded {
             try await self.client.withTransaction(logger: self.logger) { db in
@@ -15,7 +15,7 @@ extension PostgresEventStore {
         }
     }
 
-    func append(_ batch: [Publication], in db: PostgresConnection) async throws -> [LoggedEvent] {
+    func append(_ batch: [LogEntry], in db: PostgresConnection) async throws -> [LoggedEvent] {
         try await db.query("SELECT pg_advisory_xact_lock(\(Self.appendLock))", logger: logger)
         let fresh = try await unlogged(batch, in: db)
         guard !fresh.isEmpty else { return [] }
@@ -25,9 +25,9 @@ extension PostgresEventStore {
         var longest = 0.0
         var visits: [(event: VisitorEvent, record: Data)] = []
         var received: [String: Int64] = [:]
-        for publication in fresh {
-            if let origin = publication.origin { received[origin.site] = max(received[origin.site] ?? 0, origin.id) }
-            guard let visit = try publication.visit(encoder: encoder) else { continue }
+        for logEntry in fresh {
+            if let origin = logEntry.origin { received[origin.site] = max(received[origin.site] ?? 0, origin.id) }
+            guard let visit = try logEntry.visit(encoder: encoder) else { continue }
             visits.append((visit.event, visit.record))
             longest = max(longest, visit.span)
         }
@@ -47,7 +47,7 @@ extension PostgresEventStore {
     }
 
     /// What of `batch` is not logged yet, found in one round trip under the append lock.
-    private func unlogged(_ batch: [Publication], in db: PostgresConnection) async throws -> [Publication] {
+    private func unlogged(_ batch: [LogEntry], in db: PostgresConnection) async throws -> [LogEntry] {
         // Each origin once, whichever replica stored it, and every origin up to the highest retention deleted of its
         // site (inbox.retired; `retired` rows).
         var seen = Set<String>()
@@ -65,14 +65,14 @@ extension PostgresEventStore {
                 if isRetired { retired[site] = id } else { seen.insert("\(site) \(id)") }
             }
         }
-        return batch.filter { publication in
-            guard let origin = publication.origin else { return true }
+        return batch.filter { logEntry in
+            guard let origin = logEntry.origin else { return true }
             return origin.id > retired[origin.site] ?? 0 && seen.insert("\(origin.site) \(origin.id)").inserted
         }
     }
 
     /// `fresh` as log rows: each with the next id of the log and the next sequence number of its stream.
-    private func numbered(_ fresh: [Publication], in db: PostgresConnection) async throws -> [LoggedEvent] {
+    private func numbered(_ fresh: [LogEntry], in db: PostgresConnection) async throws -> [LoggedEvent] {
         var sequences: [String: Int64] = [:]
         let streams = Array(Set(fresh.map(\.streamId)))
         let last = try await db.query(
@@ -90,11 +90,11 @@ extension PostgresEventStore {
         ids.sort()
         let encoder = JSONEncoder.sentinel()
         var rows: [LoggedEvent] = []
-        for (publication, id) in zip(fresh, ids) {
-            let stream = publication.streamId
+        for (logEntry, id) in zip(fresh, ids) {
+            let stream = logEntry.streamId
             let number = sequences[stream, default: 0] + 1
             sequences[stream] = number
-            var row = try publication.logRow(sequenceNumber: number, encoder: encoder)
+            var row = try logEntry.logRow(sequenceNumber: number, encoder: encoder)
             row.id = id
             rows.append(row)
         }
@@ -102,7 +102,7 @@ extension PostgresEventStore {
     }
 
     /// Writes `rows` (made of `fresh`, in order) into the events table, the gauge readings among them also into theirs.
-    private func insert(_ rows: [LoggedEvent], of fresh: [Publication], in db: PostgresConnection) async throws {
+    private func insert(_ rows: [LoggedEvent], of fresh: [LogEntry], in db: PostgresConnection) async throws {
         try await db.query(
             """
             INSERT INTO events (id, stream_id, sequence_number, type, time, zone, payload, origin_site, origin_id)

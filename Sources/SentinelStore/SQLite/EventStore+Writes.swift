@@ -7,9 +7,9 @@ import Synchronization
 
 extension EventStore {
     /// The write runs on GRDB's writer queue: waiting for a lock held by another process suspends the caller instead
-    /// of blocking its thread. A forwarded publication is logged already when its id is at or below the last one
+    /// of blocking its thread. A forwarded log entry is logged already when its id is at or below the last one
     /// stored from its site: one ingest takes each site's ids in order.
-    public func append(_ batch: [Publication]) async throws(StoreError) -> [LoggedEvent] {
+    public func append(_ batch: [LogEntry]) async throws(StoreError) -> [LoggedEvent] {
         guard !batch.isEmpty else { return [] }
         do {
             let written = try await pool.write { db in
@@ -26,11 +26,11 @@ extension EventStore {
                 }
                 var logged: [LoggedEvent] = []
                 var longest = 0.0
-                for publication in batch {
-                    if let origin = publication.origin, try Self.isLogged(origin, in: db) { continue }
-                    var row = try publication.logRow(
-                        sequenceNumber: try next(publication.streamId), encoder: encoder)
-                    if let visit = try publication.visit(encoder: encoder) {
+                for logEntry in batch {
+                    if let origin = logEntry.origin, try Self.isLogged(origin, in: db) { continue }
+                    var row = try logEntry.logRow(
+                        sequenceNumber: try next(logEntry.streamId), encoder: encoder)
+                    if let visit = try logEntry.visit(encoder: encoder) {
                         try Self.record(visit.event, record: visit.record, in: db)
                         longest = max(longest, visit.span)
                     }
@@ -44,8 +44,8 @@ extension EventStore {
                             String(decoding: row.payload, as: UTF8.self),
                         ])
                     row.id = db.lastInsertedRowID
-                    if let origin = publication.origin { try Self.received(origin, in: db) }
-                    if case .gauge = publication {
+                    if let origin = logEntry.origin { try Self.received(origin, in: db) }
+                    if case .gauge = logEntry {
                         try db.cachedStatement(
                             sql: "INSERT INTO gaugeReadings (eventId, time, reading) VALUES (?, ?, ?)"
                         ).execute(

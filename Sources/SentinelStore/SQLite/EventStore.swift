@@ -9,7 +9,7 @@ import Synchronization
 /// Something to publish: a visitor event that has passed the mask for the store, or a gauge reading. Either may have
 /// been logged by another box first and forwarded (`sentinel fleet`): its origin is then stored with it, in the same
 /// transaction, so each (site, id) is logged once.
-public enum Publication: Sendable {
+public enum LogEntry: Sendable {
     case visitor(stored: MaskedEvent, published: MaskedEvent, origin: Origin? = nil)
     case gauge(GaugeReading, origin: Origin? = nil)
 

@@ -6,7 +6,7 @@ public import SentinelPrivacy
 /// all under one group size k (`minGroupSize`, the privacy policy's) and the policy's time resolution. `run`,
 /// `replay` and `fleet` each make one from their definition; the store writer, the live state and the REST handlers
 /// take it, never a bare k.
-public struct Publishing: Sendable {
+public struct Aggregation: Sendable {
     /// Aggregates over fewer visitors are published as suppressed.
     public let minGroupSize: Int
     public let timestampResolution: Double
