@@ -85,6 +85,11 @@ struct BenchPipeline: ParsableCommand {
                     if let dwell { line += String(format: "   %.2f s", dwell) }
                     print(line)
                 }
+                func ratio(_ text: String) {
+                    print(
+                        name.padding(toLength: 22, withPad: " ", startingAt: 0) + " "
+                            + config.padding(toLength: 16, withPad: " ", startingAt: 0) + " " + text)
+                }
                 // Sentinel, as replay runs it: its frames per second, with its row.
                 func sentinel(_ program: String, _ definition: PipelineDefinition) throws -> Double {
                     let runner = try SourceRunner(
@@ -116,71 +121,39 @@ struct BenchPipeline: ParsableCommand {
                 }
                 let modelPath = try store.path(of: definition.resolvedDetectorModel)
                 let s = definition.detectorSettings
+                let arguments = [
+                    recording, kind.rawValue, modelPath, "\(scale)", "\(s.scoreThreshold)", "\(s.nmsThreshold)",
+                    "\(s.minFaceSize)", "\(s.blankThreshold)", "100000",
+                ]
                 // The most a program that detects every frame gets from this box: two plain loops side by side, one
                 // thread each (OpenCV's own two threads on one frame do less), their rates added.
                 var ceiling: Double?
                 if FileManager.default.isExecutableFile(atPath: loop) {
-                    let arguments = [
-                        recording, kind.rawValue, modelPath, "\(scale)", "\(s.scoreThreshold)", "\(s.nmsThreshold)",
-                        "\(s.minFaceSize)", "\(s.blankThreshold)", "100000",
-                    ]
-                    func fps(_ output: String) -> Double {
-                        let values = Self.pairs(output)
-                        return (values["frames"] ?? 0) / max(values["seconds"] ?? 1, 1e-9)
-                    }
-                    row("C++ loop (decode + detect)", fps: fps(try Self.run(loop, arguments)[0]), recall: nil)
-                    let pair = try Self.run(loop, arguments, copies: 2, environment: ["OPENCV_FOR_THREADS_NUM": "1"])
-                    ceiling = pair.map(fps).reduce(0, +)
-                    row("C++ loop x2, 1 thread each", fps: ceiling!, recall: nil)
+                    let (one, two) = try Self.cxxLoops(loop, arguments)
+                    ceiling = two
+                    row("C++ loop (decode + detect)", fps: one, recall: nil)
+                    row("C++ loop x2, 1 thread each", fps: two, recall: nil)
                     if let parallelFPS {
-                        print(
-                            name.padding(toLength: 22, withPad: " ", startingAt: 0) + " "
-                                + config.padding(toLength: 16, withPad: " ", startingAt: 0) + " "
-                                + String(
-                                    format: "Sentinel / two C++ loops: %.2fx one detector, %.2fx workers: 0",
-                                    sentinelFPS / ceiling!, parallelFPS / ceiling!))
+                        ratio(
+                            String(
+                                format: "Sentinel / two C++ loops: %.2fx one detector, %.2fx workers: 0",
+                                sentinelFPS / two, parallelFPS / two))
                     }
                 }
                 if kind == .retinaface {
-                    let script = "Tests/Peers/naive_pipeline.py"
-                    let output = try Self.run(
-                        "/usr/bin/python3",
-                        [
-                            script, recording, modelPath, try store.path(of: definition.emotionModel),
-                            "\(scale)", "\(s.scoreThreshold)", "\(s.nmsThreshold)",
-                        ])[0]
-                    var detections = DetectionScore()
-                    var frames = 0.0
-                    var seconds = 1.0
-                    for line in output.split(separator: "\n") {
-                        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-                        else { continue }
-                        if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Any]],
-                            index < truth.frames.count
-                        {
-                            func value(_ face: [String: Any], _ key: String) -> Double {
-                                (face[key] as? NSNumber)?.doubleValue ?? .nan
-                            }
-                            let boxes = faces.map {
-                                Box(
-                                    x: value($0, "x"), y: value($0, "y"), width: value($0, "width"),
-                                    height: value($0, "height"))
-                            }
-                            detections.add(truth: truth.frames[index].faces, detections: boxes)
-                        } else if let n = object["frames"] as? NSNumber, let t = object["seconds"] as? NSNumber {
-                            (frames, seconds) = (n.doubleValue, t.doubleValue)
-                        }
-                    }
-                    let naiveFPS = frames / seconds
-                    row("naive python3-opencv loop", fps: naiveFPS, recall: detections.recall)
-                    var ratios = String(format: "Sentinel / naive: %.2fx one detector", sentinelFPS / naiveFPS)
-                    if let parallelFPS { ratios += String(format: ", %.2fx workers: 0", parallelFPS / naiveFPS) }
+                    let naive = try Self.naiveLoop(
+                        recording, truth: truth,
+                        arguments: [
+                            modelPath, try store.path(of: definition.emotionModel), "\(scale)", "\(s.scoreThreshold)",
+                            "\(s.nmsThreshold)",
+                        ])
+                    row("naive python3-opencv loop", fps: naive.fps, recall: naive.recall)
+                    var ratios = String(format: "Sentinel / naive: %.2fx one detector", sentinelFPS / naive.fps)
+                    if let parallelFPS { ratios += String(format: ", %.2fx workers: 0", parallelFPS / naive.fps) }
                     if let ceiling {
-                        ratios += String(format: "; every frame detected, at most %.2fx here", ceiling / naiveFPS)
+                        ratios += String(format: "; every frame detected, at most %.2fx here", ceiling / naive.fps)
                     }
-                    print(
-                        name.padding(toLength: 22, withPad: " ", startingAt: 0) + " "
-                            + config.padding(toLength: 16, withPad: " ", startingAt: 0) + " " + ratios)
+                    ratio(ratios)
                 }
             }
         }
@@ -190,6 +163,46 @@ struct BenchPipeline: ParsableCommand {
     /// The live figure: the sample scene rendered at `liveFps`, served in real time by Debian's GStreamer RTSP server
     /// (the tests' camera stand-in), analysed by the pipeline as `sentinel run` analyses a camera. Prints frames
     /// captured, analysed and dropped, capture-to-event latency and each visitor's dwell error.
+    /// sentinel-cxx-loop's frames per second alone, and of two copies side by side with one OpenCV thread each.
+    static func cxxLoops(_ loop: String, _ arguments: [String]) throws -> (one: Double, two: Double) {
+        func fps(_ output: String) -> Double {
+            let values = pairs(output)
+            return (values["frames"] ?? 0) / max(values["seconds"] ?? 1, 1e-9)
+        }
+        let one = fps(try run(loop, arguments)[0])
+        let two = try run(loop, arguments, copies: 2, environment: ["OPENCV_FOR_THREADS_NUM": "1"]).map(fps)
+        return (one, two.reduce(0, +))
+    }
+
+    /// Tests/Peers/naive_pipeline.py on `recording`: its frames per second and its detection recall against `truth`.
+    static func naiveLoop(_ recording: String, truth: GroundTruth, arguments: [String]) throws -> (
+        fps: Double, recall: Double
+    ) {
+        let output = try run("/usr/bin/python3", ["Tests/Peers/naive_pipeline.py", recording] + arguments)[0]
+        var detections = DetectionScore()
+        var frames = 0.0
+        var seconds = 1.0
+        for line in output.split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                continue
+            }
+            if let index = object["frame"] as? Int, let faces = object["faces"] as? [[String: Any]],
+                index < truth.frames.count
+            {
+                func value(_ face: [String: Any], _ key: String) -> Double {
+                    (face[key] as? NSNumber)?.doubleValue ?? .nan
+                }
+                let boxes = faces.map {
+                    Box(x: value($0, "x"), y: value($0, "y"), width: value($0, "width"), height: value($0, "height"))
+                }
+                detections.add(truth: truth.frames[index].faces, detections: boxes)
+            } else if let n = object["frames"] as? NSNumber, let t = object["seconds"] as? NSNumber {
+                (frames, seconds) = (n.doubleValue, t.doubleValue)
+            }
+        }
+        return (frames / seconds, detections.recall)
+    }
+
     func live() throws {
         let definition = try loadPipeline(pipeline, models: models)
         var spec = try SceneSpec.load("Recordings/showroom.yml")
