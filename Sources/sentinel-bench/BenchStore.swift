@@ -129,28 +129,12 @@ struct BenchStore: AsyncParsableCommand {
 
         // Resume from far back, as a dashboard that was away for a while.
         let last = try await service.store.logBounds().last
-        let from = max(0, last - Int64(resume))
-        var parser = EventStreamParser()
-        var received = 0
-        var reached: Int64 = from
-        let start = ContinuousClock.now
-        try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(from)", timeout: .seconds(600)) { chunk in
-            for message in parser.feed(chunk.readableBytesView) {
-                guard let id = message.id.flatMap({ Int64($0) }) else { continue }
-                received += 1
-                reached = id
-            }
-            return reached < last
-        }
-        let resumeSeconds = (ContinuousClock.now - start).seconds
+        let resumed = try await Self.resume(port: port, from: max(0, last - Int64(resume)), to: last)
         await service.group.triggerGracefulShutdown()
         try await server.value
 
         let size = ["", "-wal"].reduce(0.0) { total, suffix in
             total + ((try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? Double) ?? 0)
-        }
-        func percentile(_ timed: [Timed], _ p: Double) -> Double {
-            timed.map { $0.took.seconds * 1000 }.sorted().percentile(p)
         }
         print("store: \(path)")
         print(
@@ -162,52 +146,18 @@ struct BenchStore: AsyncParsableCommand {
                         Double($0.count) / $0.seconds)
                 }
                     ?? "already filled", size / 1e9))
-        print(
-            String(
-                format:
-                    "writes: %d events in %d batches over %.0f s; batch write p50 %.2f ms, p99 %.2f ms, max %.2f ms",
-                written, writeTimes.count, seconds, percentile(writeTimes, 0.5), percentile(writeTimes, 0.99),
-                percentile(writeTimes, 1)))
-        for (name, times) in [
-            ("/api/visitors?from=(a day ago)&limit=100", visitorTimes),
-            ("/api/sentiment?minutes=\(minutes) (the last stored hour)", sentimentTimes),
-        ] {
-            print(
-                String(
-                    format: "%@: %d requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms", name, times.count,
-                    percentile(times, 0.5), percentile(times, 0.99), percentile(times, 1)))
-        }
-        func pauses(_ timed: [Timed]) -> String {
-            let long = timed.filter { $0.took > .milliseconds(100) }
-            guard !long.isEmpty else { return "none" }
-            // A queue that fell behind makes hundreds: the first ten, and how many more up to how long.
-            var listed = long.prefix(10).map {
-                String(format: "%.1f s: %.0f ms", ($0.at - live).seconds, $0.took.seconds * 1000)
-            }
-            if let longest = long.dropFirst(10).map(\.took).max() {
-                listed.append(String(format: "and %d more up to %.0f ms", long.count - 10, longest.seconds * 1000))
-            }
-            return listed.joined(separator: ", ")
-        }
-        print(
-            String(
-                format: "canary (a thread sleeping 10 ms at a time): %d sleeps, late by p99 %.2f ms, max %.2f ms",
-                canaryTimes.count, percentile(canaryTimes, 0.99), percentile(canaryTimes, 1)))
-        print(
-            String(
-                format: "canary (a task sleeping 10 ms at a time): %d sleeps, late by p99 %.2f ms, max %.2f ms",
-                taskCanaryTimes.count, percentile(taskCanaryTimes, 0.99), percentile(taskCanaryTimes, 1)))
-        print("above 100 ms (time into the live phase: duration):")
-        print("  batch writes: " + pauses(writeTimes))
-        print("  /api/visitors: " + pauses(visitorTimes))
-        print("  /api/sentiment: " + pauses(sentimentTimes))
-        print("  thread canary lateness: " + pauses(canaryTimes))
-        print("  task canary lateness: " + pauses(taskCanaryTimes))
+        let report = LiveReport(
+            start: live, seconds: seconds, written: written, writes: writeTimes,
+            reads: [
+                ("/api/visitors?from=(a day ago)&limit=100", "/api/visitors", visitorTimes),
+                ("/api/sentiment?minutes=\(minutes) (the last stored hour)", "/api/sentiment", sentimentTimes),
+            ], threadCanary: canaryTimes, taskCanary: taskCanaryTimes)
+        report.print()
         print(String(format: "CPU time stolen by the hypervisor during the live phase: %.2f s", steal))
         print(
             String(
-                format: "resume: %d events from id %d in %.1f s, %.0f events/s", received, from, resumeSeconds,
-                Double(received) / resumeSeconds))
+                format: "resume: %d events from id %d in %.1f s, %.0f events/s", resumed.received, resumed.from,
+                resumed.seconds, Double(resumed.received) / resumed.seconds))
         print(
             "memory (RSS, MB) every 10 s of the live phase: "
                 + stride(from: 0, to: memory.count, by: 10).map { String(format: "%.0f", memory[$0]) }.joined(
@@ -216,6 +166,82 @@ struct BenchStore: AsyncParsableCommand {
             String(
                 format: "memory (RSS) during the live phase: first %.0f MB, last %.0f MB, max %.0f MB",
                 memory.first ?? 0, memory.last ?? 0, memory.max() ?? 0))
+    }
+
+    /// `/events?lastEventId=from` read through `last`, as a dashboard that was away for a while resumes: how many
+    /// events came, in how long.
+    static func resume(port: Int, from: Int64, to last: Int64) async throws -> (
+        received: Int, from: Int64, seconds: Double
+    ) {
+        var parser = EventStreamParser()
+        var received = 0
+        var reached = from
+        let start = ContinuousClock.now
+        try await LoopbackClient.get(port: port, path: "/events?lastEventId=\(from)", timeout: .seconds(600)) { chunk in
+            for message in parser.feed(chunk.readableBytesView) {
+                guard let id = message.id.flatMap({ Int64($0) }) else { continue }
+                received += 1
+                reached = id
+            }
+            return reached < last
+        }
+        return (received, from, (ContinuousClock.now - start).seconds)
+    }
+
+    /// What the live phase measured: the batch writes, the REST readers and the two canaries, each in percentiles
+    /// and with its pauses above 100 ms (time into the phase: duration).
+    struct LiveReport {
+        let start: ContinuousClock.Instant
+        let seconds: Double
+        let written: Int
+        let writes: [Timed]
+        /// Each reader as the figures name it, as the pause list names it, and its request times.
+        let reads: [(name: String, short: String, times: [Timed])]
+        let threadCanary: [Timed]
+        let taskCanary: [Timed]
+
+        func percentile(_ timed: [Timed], _ p: Double) -> Double {
+            timed.map { $0.took.seconds * 1000 }.sorted().percentile(p)
+        }
+
+        func pauses(_ timed: [Timed]) -> String {
+            let long = timed.filter { $0.took > .milliseconds(100) }
+            guard !long.isEmpty else { return "none" }
+            // A queue that fell behind makes hundreds: the first ten, and how many more up to how long.
+            var listed = long.prefix(10).map {
+                String(format: "%.1f s: %.0f ms", ($0.at - start).seconds, $0.took.seconds * 1000)
+            }
+            if let longest = long.dropFirst(10).map(\.took).max() {
+                listed.append(String(format: "and %d more up to %.0f ms", long.count - 10, longest.seconds * 1000))
+            }
+            return listed.joined(separator: ", ")
+        }
+
+        func print() {
+            Swift.print(
+                String(
+                    format:
+                        "writes: %d events in %d batches over %.0f s; batch write p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+                    written, writes.count, seconds, percentile(writes, 0.5), percentile(writes, 0.99),
+                    percentile(writes, 1)))
+            for read in reads {
+                Swift.print(
+                    String(
+                        format: "%@: %d requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms", read.name, read.times.count,
+                        percentile(read.times, 0.5), percentile(read.times, 0.99), percentile(read.times, 1)))
+            }
+            for (what, times) in [("a thread", threadCanary), ("a task", taskCanary)] {
+                Swift.print(
+                    String(
+                        format: "canary (%@ sleeping 10 ms at a time): %d sleeps, late by p99 %.2f ms, max %.2f ms",
+                        what, times.count, percentile(times, 0.99), percentile(times, 1)))
+            }
+            Swift.print("above 100 ms (time into the live phase: duration):")
+            Swift.print("  batch writes: " + pauses(writes))
+            for read in reads { Swift.print("  \(read.short): " + pauses(read.times)) }
+            Swift.print("  thread canary lateness: " + pauses(threadCanary))
+            Swift.print("  task canary lateness: " + pauses(taskCanary))
+        }
     }
 
     /// The events of one visit: entered, a stay in a zone with updates, its exit, then exited; about ten events.
