@@ -85,37 +85,9 @@ struct BenchFleet: AsyncParsableCommand {
         for fleet in fleets { try await fleet.waitUntilServing() }
         var logger = Logger(label: "bench-fleet")
         logger.logLevel = .error
-        // The log as it grows: the shared PostgreSQL store, or the SQLite file read beside the fleet that owns it.
-        let follow: @Sendable (Int64) async throws -> [(id: Int64, streamId: String, type: String, payload: Data)]
-        var opened: PostgresEventStore?
-        if let database {
-            var server = DatabaseServer(url: database.url)
-            server.tls = .disable
-            opened = try await PostgresEventStore.open(server, logger: logger)
-        }
-        // The log's connections run beside the bench, and stop with it.
-        let shared = opened
+        // The log as it grows; its connections run beside the bench, and stop with it.
+        let (follow, shared) = try await Self.follower(database, folder: folder, logger: logger)
         async let _ = shared?.run()
-        if let store = shared {
-            follow = { after in
-                try await store.events(after: after, limit: 10_000).map {
-                    ($0.id, $0.streamId, $0.type.rawValue, $0.payload)
-                }
-            }
-        } else {
-            var configuration = Configuration()
-            configuration.readonly = true
-            let file = try DatabasePool(
-                path: folder.appendingPathComponent("fleet.sqlite").path, configuration: configuration)
-            follow = { after in
-                try await file.read { db in
-                    try Row.fetchAll(
-                        db, sql: "SELECT id, streamId, type, payload FROM events WHERE id > ? ORDER BY id LIMIT 10000",
-                        arguments: [after]
-                    ).map { ($0["id"], $0["streamId"], $0["type"], Data(($0["payload"] as String).utf8)) }
-                }
-            }
-        }
         // Sites share at most 100 connections (site i on connection i % 100, so each site's events stay in order):
         // libmosquitto's loop waits with select(), which cannot watch a descriptor numbered past 1,023, and a
         // connection takes three of this process's descriptors.
@@ -139,7 +111,6 @@ struct BenchFleet: AsyncParsableCommand {
         let wallStart = Date()
         let counter = Counter()
         let watcher = Task { try await Self.watch(follow, clock: clock, rate: rate, sites: sites, counter: counter) }
-        let encoder = JSONEncoder.sentinel()
         var killed: (at: Double, restarted: Double)?
         for k in 0..<perSite {
             if let killAfter, killed == nil, Double(k) / rate >= killAfter {
@@ -152,20 +123,10 @@ struct BenchFleet: AsyncParsableCommand {
                 let at = due(site, k)
                 if at > clock.now { try await Task.sleep(until: at) }
                 let time = wallStart.addingTimeInterval((at - start).seconds)
-                let visitor = VisitorRecord(
-                    faceId: Self.pseudonym(site * 1_000_000 + k / 20), sourceId: "showroom", zone: "display",
-                    state: .active,
-                    zones: [.init(zone: "display", dwellSeconds: (at - start).seconds)],
-                    dwellSeconds: (at - start).seconds,
-                    firstSeen: wallStart, lastSeen: time, emotion: .known(.happy), emotionConfidence: 0.8,
-                    valence: 0.6)
-                let payload = try encoder.encode(VisitorEvent(type: .updated, time: time, visitor: visitor))
-                let envelope =
-                    "{\"site\":\"s\(site)\",\"id\":\(k + 1),\"payload\":\(String(decoding: payload, as: UTF8.self)),"
-                    + "\"payloadType\":\"visitor.updated\",\"sequenceNumber\":\(k + 1),\"streamId\":\"showroom\","
-                    + "\"timestamp\":\"\(ISO8601.string(from: time))\"}"
+                let envelope = try Self.envelope(
+                    site: site, k: k, dwell: (at - start).seconds, since: wallStart, at: time)
                 try publishers[site % publishers.count].publish(
-                    topic: "sentinel/s\(site)/showroom/visitor.updated", payload: Data(envelope.utf8),
+                    topic: "sentinel/s\(site)/showroom/visitor.updated", payload: envelope,
                     properties: [("id", "\(k + 1)"), ("site", "s\(site)")])
             }
         }
@@ -205,6 +166,53 @@ struct BenchFleet: AsyncParsableCommand {
                 stored, total - stored, seen.rows - stored, Double(stored) / last, latencies.percentile(0.5),
                 latencies.percentile(0.99), latencies.last ?? .nan, cpu * 100, before.residentMegabytes,
                 after.residentMegabytes))
+    }
+
+    /// How the bench reads the log as it grows: from the shared PostgreSQL store (returned, for its connections to be
+    /// run), or from the SQLite file beside the fleet that owns it.
+    static func follower(_ database: ThrowawayPostgres?, folder: URL, logger: Logger) async throws -> (
+        @Sendable (Int64) async throws -> [(id: Int64, streamId: String, type: String, payload: Data)],
+        PostgresEventStore?
+    ) {
+        if let database {
+            var server = DatabaseServer(url: database.url)
+            server.tls = .disable
+            let store = try await PostgresEventStore.open(server, logger: logger)
+            return (
+                { after in
+                    try await store.events(after: after, limit: 10_000).map {
+                        ($0.id, $0.streamId, $0.type.rawValue, $0.payload)
+                    }
+                }, store
+            )
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        let file = try DatabasePool(
+            path: folder.appendingPathComponent("fleet.sqlite").path, configuration: configuration)
+        return (
+            { after in
+                try await file.read { db in
+                    try Row.fetchAll(
+                        db, sql: "SELECT id, streamId, type, payload FROM events WHERE id > ? ORDER BY id LIMIT 10000",
+                        arguments: [after]
+                    ).map { ($0["id"], $0["streamId"], $0["type"], Data(($0["payload"] as String).utf8)) }
+                }
+            }, nil
+        )
+    }
+
+    /// Site `site`'s `k`-th event as a box forwards it: its dwell says k, to the millisecond.
+    static func envelope(site: Int, k: Int, dwell: Double, since first: Date, at time: Date) throws -> Data {
+        let visitor = VisitorRecord(
+            faceId: pseudonym(site * 1_000_000 + k / 20), sourceId: "showroom", zone: "display", state: .active,
+            zones: [.init(zone: "display", dwellSeconds: dwell)], dwellSeconds: dwell, firstSeen: first, lastSeen: time,
+            emotion: .known(.happy), emotionConfidence: 0.8, valence: 0.6)
+        let payload = try JSONEncoder.sentinel().encode(VisitorEvent(type: .updated, time: time, visitor: visitor))
+        return Data(
+            ("{\"site\":\"s\(site)\",\"id\":\(k + 1),\"payload\":\(String(decoding: payload, as: UTF8.self)),"
+                + "\"payloadType\":\"visitor.updated\",\"sequenceNumber\":\(k + 1),\"streamId\":\"showroom\","
+                + "\"timestamp\":\"\(ISO8601.string(from: time))\"}").utf8)
     }
 
     /// What the bench saw in the log: when each (site, k) was first there, and how many visitor rows in all (more
