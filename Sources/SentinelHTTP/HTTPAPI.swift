@@ -43,6 +43,7 @@ public struct HTTPAPI: Sendable {
     package func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
         let roster = IdleConnections(
             limit: settings.maxConnections,
+            open: { [telemetry] in telemetry.httpConnections.record($0) },
             closedToMakeRoom: { [telemetry] in telemetry.idleConnectionsClosed.increment() })
         return Application(
             router: router(),

@@ -18,31 +18,42 @@ package final class IdleConnections: Sendable {
 
     private let limit: Int
     private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
-    /// Told of each connection closed to make room (a metric counts them).
+    /// Told how many connections are open after each change, and of each connection closed to make room (metrics).
+    private let opening: @Sendable (Int) -> Void
     private let closedToMakeRoom: @Sendable () -> Void
 
-    package init(limit: Int, closedToMakeRoom: @escaping @Sendable () -> Void) {
+    package init(
+        limit: Int, open: @escaping @Sendable (Int) -> Void, closedToMakeRoom: @escaping @Sendable () -> Void
+    ) {
         self.limit = limit
+        self.opening = open
         self.closedToMakeRoom = closedToMakeRoom
     }
 
     func opened(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)
-        let oldest = entries.withLock { entries -> (any Channel)? in
+        let (oldest, count) = entries.withLock { entries -> ((any Channel)?, Int) in
             entries[key] = Entry(channel: channel)
             guard entries.count >= limit,
                 let oldest = entries.filter({ $0.key != key && $0.value.underWay == 0 })
                     .min(by: { $0.value.idleSince < $1.value.idleSince })
-            else { return nil }
+            else { return (nil, entries.count) }
             entries[oldest.key] = nil
-            return oldest.value.channel
+            return (oldest.value.channel, entries.count)
         }
+        opening(count)
         guard let oldest else { return }
         closedToMakeRoom()
         oldest.close(promise: nil)
     }
 
-    func closed(_ channel: any Channel) { _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    func closed(_ channel: any Channel) {
+        opening(
+            entries.withLock {
+                $0.removeValue(forKey: ObjectIdentifier(channel))
+                return $0.count
+            })
+    }
 
     func requestBegan(_ channel: any Channel) {
         entries.withLock { $0[ObjectIdentifier(channel)]?.underWay += 1 }

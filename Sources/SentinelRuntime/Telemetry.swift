@@ -30,6 +30,7 @@ public final class Telemetry: Sendable {
             label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
         droppedBySlowClient = CoreMetrics.Counter(
             label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
+        httpConnections = CoreMetrics.Gauge(label: "sentinel_http_connections", factory: factory)
         idleConnectionsClosed = CoreMetrics.Counter(
             label: "sentinel_http_idle_connections_closed_total", factory: factory)
         mqttPublished = CoreMetrics.Counter(label: "sentinel_mqtt_published_total", factory: factory)
@@ -65,6 +66,8 @@ public final class Telemetry: Sendable {
     public let droppedByStoreBuffer: CoreMetrics.Counter
     /// Messages a slow SSE client did not get because it was cut off.
     public let droppedBySlowClient: CoreMetrics.Counter
+    /// HTTP connections open now (`server.maxConnections` at most).
+    public let httpConnections: CoreMetrics.Gauge
     /// Idle connections closed to make room for a new one, `server.maxConnections` being reached.
     public let idleConnectionsClosed: CoreMetrics.Counter
     /// Log events sent to the MQTT broker (again after a crash, so at least the events forwarded).
@@ -195,6 +198,7 @@ public final class Telemetry: Sendable {
         "sentinel_sse_subscribers": "SSE clients connected now.",
         "sentinel_mqtt_published_total": "Log events sent to the MQTT broker.",
         "sentinel_mqtt_backlog_events": "Log events the MQTT broker has not acknowledged yet.",
+        "sentinel_http_connections": "HTTP connections open now (server.maxConnections at most).",
         "sentinel_http_idle_connections_closed_total":
             "Idle connections closed to make room for a new one (server.maxConnections reached).",
         "sentinel_fleet_messages_total":

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import Prometheus
 import SentinelAssembly
 import SentinelLoopback
 import SentinelRuntime
@@ -74,6 +75,12 @@ struct LimitsTests {
         func subscribers(_ count: Int) async throws {
             #expect(try await server.wait { server.service.broadcaster.subscriberCount == count })
         }
+        // The server's own figures, read in the process: asked over HTTP, the asking would take a place.
+        func metric(_ name: String) -> Double {
+            server.service.telemetry.registry.emitToString().split(separator: "\n")
+                .first { $0.hasPrefix(name + " ") }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+                ?? 0
+        }
         // Eleven streams fill the SSE cap; a twelfth is refused with a reason and a retry time, not queued.
         var streams = (0..<11).map { _ in stream() }
         try await subscribers(11)
@@ -84,10 +91,16 @@ struct LimitsTests {
         try await subscribers(10)
 
         // Ten streams and silent connections: each one that takes the last place closes the one silent longest.
+        // Each in turn, once the server holds the one before: the first takes the eleventh place, each next the last,
+        // closing the one before it.
         var silent: [RawConnection] = []
-        for _ in 0..<4 {
+        for index in 0..<4 {
             silent.append(try RawConnection(port: server.port))
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(
+                try await server.wait {
+                    metric("sentinel_http_idle_connections_closed_total") == Double(index)
+                        && metric("sentinel_http_connections") == 11
+                }, "silent connection \(index)")
         }
         let newcomer = try RawConnection(port: server.port)
         newcomer.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
@@ -99,18 +112,14 @@ struct LimitsTests {
         }
         try await subscribers(10)
         #expect(server.service.broadcaster.subscriberCount == 10, "a stream was closed to make room")
-        let metrics = String(decoding: try await server.get("/metrics").1, as: UTF8.self)
-        let closedCount = metrics.firstMatch(of: #/\nsentinel_http_idle_connections_closed_total (\d+)/#).flatMap {
-            Int($0.1)
-        }
-        #expect((closedCount ?? 0) >= 4, "each closed to make room is counted: \(String(describing: closedCount))")
+        #expect(metric("sentinel_http_idle_connections_closed_total") == 4, "each closed to make room is counted")
 
         // Eleven streams and one silent connection in the last place: nothing idle is left to close, so a newcomer
         // is not accepted until a place frees; then the silent one makes room for it.
         streams.append(stream())
         try await subscribers(11)
         let last = try RawConnection(port: server.port)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await server.wait { metric("sentinel_http_connections") == 12 }, "the last place taken")
         let waiting = try RawConnection(port: server.port)
         waiting.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         let early = await waiting.received(seconds: 1)
