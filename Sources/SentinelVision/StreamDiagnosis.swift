@@ -84,9 +84,9 @@ public struct StreamDiagnosis: Sendable {
     /// `timeout`: OpenCV holds one lock over every FFmpeg open in the process, so a camera that accepts and never
     /// answers held every other source's open (a recording's reopening, a hundred cameras probed at once) for FFmpeg's
     /// whole timeout; asked here, it holds only its own thread. Any answer will do, and an RTSP server is asked what
-    /// FFmpeg asks first (OPTIONS: no stream is prepared for it). A URL with a user and password is asked for the stream
-    /// instead (DESCRIBE), without them, and refused when the server sends the client to another host or port: FFmpeg would send them on
-    /// to it (an RTSP redirect keeps the first URL's credentials).
+    /// FFmpeg asks first (OPTIONS: no stream is prepared for it). A URL with a user and password is asked for the
+    /// stream instead (DESCRIBE), without them, and refused when the server sends the client to another host or port:
+    /// FFmpeg would send them on to it (an RTSP redirect keeps the first URL's credentials).
     public func preflight(describing described: String) throws(VisionError) {
         switch ask(credentials ? .stream : .presence) {
         case .failure(let problem): throw VisionError(.open, "cannot open \(described): \(problem.text)")
