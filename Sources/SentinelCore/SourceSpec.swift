@@ -59,9 +59,10 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
             shown += "***@"
             query = rest[rest.index(after: at)...]
         }
-        guard let mark = query.firstIndex(of: "?") else { return shown + query }
-        shown += query[...mark]
+        // A `?` after the `#` is the fragment's, not a query's.
         let fragment = query.firstIndex(of: "#") ?? query.endIndex
+        guard let mark = query[..<fragment].firstIndex(of: "?") else { return shown + query }
+        shown += query[...mark]
         let parameters = query[query.index(after: mark)..<fragment].split(
             separator: "&", omittingEmptySubsequences: false)
         shown += parameters.map { parameter in
