@@ -1,6 +1,5 @@
 import Foundation
 public import SentinelCore
-public import SentinelPrivacy
 public import SentinelWire
 
 /// Who is in the showroom now: each present visitor as the latest published event shows them, and counts by zone

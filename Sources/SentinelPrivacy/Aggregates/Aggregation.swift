@@ -1,6 +1,5 @@
 public import Foundation
 public import SentinelCore
-public import SentinelPrivacy
 
 /// Everything published over masked events, from one place: the sentiment gauge, who is present and the reports,
 /// all under one group size k (`minGroupSize`, the privacy policy's) and the policy's time resolution. `run`,

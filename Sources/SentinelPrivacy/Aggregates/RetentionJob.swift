@@ -1,5 +1,4 @@
 public import Foundation
-public import SentinelPrivacy
 
 /// Something that keeps timestamped records and can delete the old ones (the store).
 public protocol RetentionTarget {

@@ -1,6 +1,5 @@
 public import Foundation
 public import SentinelCore
-public import SentinelPrivacy
 public import SentinelWire
 
 /// How the showroom's mood is summed up, from the pipeline file's `gauge:` section.

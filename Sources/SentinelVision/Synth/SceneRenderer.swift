@@ -1,6 +1,5 @@
 public import Foundation
 public import SentinelCore
-import SentinelVision
 import SentinelWire
 
 /// Draws a scene frame by frame into a video, and records what it drew as ground truth.
