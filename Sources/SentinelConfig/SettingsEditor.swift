@@ -40,12 +40,7 @@ public enum SettingsEditor {
     {
         var quoted: [(key: String, value: String)] = []
         for key in paths.keys.sorted() {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .withoutEscapingSlashes
-            // A JSON string is a YAML double-quoted scalar: any path reads back as written.
-            guard let data = try? encoder.encode(paths[key]!), let value = String(data: data, encoding: .utf8) else {
-                throw problem(file, key, "the path cannot be written")
-            }
+            guard let value = paths[key]!.yamlQuoted else { throw problem(file, key, "the path cannot be written") }
             quoted.append((key, value))
         }
         return try apply(quoted, to: text, file: file)

@@ -341,8 +341,8 @@ public struct EmotionCalibration: Sendable, Equatable, Codable {
                     entries.append((prefix + setting.key, setting.value(in: owner)))
                     continue
                 }
-                guard let text = owner[keyPath: path], let json = try? JSONEncoder().encode(text) else { continue }
-                entries.append((prefix + setting.key, String(decoding: json, as: UTF8.self)))
+                guard let text = owner[keyPath: path]?.yamlQuoted else { continue }
+                entries.append((prefix + setting.key, text))
             }
         }
         add("", Self.settings, written)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One setting of a pipeline file's section, declared beside the settings type that owns it: the key a file
 /// writes, its type and range, and what it means. The pipeline reader parses and checks every setting from this,
 /// and `sentinel check --reference` prints them with their defaults, so the three cannot drift apart.
@@ -134,5 +136,14 @@ extension Double {
     public var written: String {
         if abs(self) >= 1e300 { return self < 0 ? "-inf" : "inf" }
         return self == rounded() && abs(self) < 1e15 ? "\(Int(self))" : "\(self)"
+    }
+}
+
+extension String {
+    /// The text as a YAML double-quoted scalar, which any YAML reader reads back as written: a JSON string is one.
+    public var yamlQuoted: String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) }
     }
 }
