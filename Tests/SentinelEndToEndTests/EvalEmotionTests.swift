@@ -120,6 +120,58 @@ struct EvalEmotionTests {
         #expect(!read.output.contains("no face at the detector's score"), "\(read.output)")
     }
 
+    @Test(
+        "replay --faces makes each still new in its own folder: a link planted under a still's name is not followed, and a folder that is a link or open to others is refused"
+    )
+    func facesStayInTheirFolder() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let key = folder.appendingPathComponent("pseudonym.key").path
+        let pipeline = folder.appendingPathComponent("p.yml").path
+        try
+            "version: 1\nsources: [{ id: s, input: \(Fixtures.recording()) }]\nprivacy: { pseudonyms: { keyFile: \(key) } }\n"
+            .write(
+                toFile: pipeline, atomically: true, encoding: .utf8)
+        func replay(into stills: String) async throws -> (status: Int32, output: String, errors: String) {
+            try await sentinel([
+                "replay", Fixtures.recording(), "--pipeline", pipeline, "--faces", stills, "--faces-every", "3", "-o",
+                folder.appendingPathComponent("events.jsonl").path,
+            ])
+        }
+        // The names a run gives its stills (the pseudonyms are the key file's, the same each run).
+        let first = folder.appendingPathComponent("first").path
+        let run = try await replay(into: first)
+        #expect(run.status == 0, "\(run.errors)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: first).sorted()
+        #expect(names.count >= 3, "\(names)")
+
+        // Each of those names planted, as a link to a place outside, in an owner-only folder: none is followed.
+        let planted = folder.appendingPathComponent("planted").path
+        let outside = folder.appendingPathComponent("outside").path
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
+        mkdir(planted, 0o700)
+        for name in names { symlink("\(outside)/\(name)", "\(planted)/\(name)") }
+        let again = try await replay(into: planted)
+        #expect(again.status == 0, "\(again.errors)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+        let written = try FileManager.default.contentsOfDirectory(atPath: planted)
+        #expect(written.count == names.count * 2, "\(written)")
+        // The control: the links do lead outside (a write through them would have landed there).
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "\(planted)/\(names[0])").hasPrefix(outside))
+
+        // A folder others may read, and a link to an owner-only folder: refused, saying why, nothing written.
+        let open = folder.appendingPathComponent("open").path
+        mkdir(open, 0o755)
+        chmod(open, 0o755)
+        let link = folder.appendingPathComponent("link").path
+        symlink(first, link)
+        for (stills, why) in [(open, "others may read or write it (mode 755"), (link, "a link or not a folder")] {
+            let refused = try await replay(into: stills)
+            #expect(refused.status != 0 && refused.errors.contains(why), "\(refused.errors)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: open).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: first).sorted() == names)
+    }
+
     @Test("a hand-labelled set: each face read right, the photo without a face named, every reading in the JSON")
     func handLabelledFigures() async throws {
         let (folder, labels) = try handLabelled()
