@@ -71,6 +71,7 @@ let package = Package(
             name: "SentinelVision",
             dependencies: [
                 wire, "CSentinelCV", "SentinelCore", "Yams", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         /// The model manifest: where each model comes from, its checksum, and how to set it up.

@@ -46,32 +46,42 @@ public enum LiveEndpoint: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A URL with its whole user and password replaced by `***`, whatever characters they hold, and the values of
-    /// query parameters that name a secret (`password=`, `token=`, ...) too. The user and password run to the URL's
-    /// last `@`: a password holding `/`, `@`, `:`, `%`, `?` or `#` is hidden whole, and a path or query holding `@`
-    /// is hidden with it (shown too little, never too much).
+    /// A URL with its whole user and password replaced by `***`, whatever characters they hold, and the value of every
+    /// parameter that names a secret (`password=`, `pw=`, `token=`, `user=`, ...) too, wherever it stands: in the query,
+    /// the path (`/user=admin&password=X&channel=1`, `;password=X`) or the fragment, its name read decoded
+    /// (`p%61ssword`). A secret's value runs to the next `&name=` or `;name=`, whatever it holds before (`#`, `@`, `?`,
+    /// `&`). The user and password then run to the URL's last `@`: a password holding `/`, `@`, `:`, `%`, `?` or `#` is
+    /// hidden whole, and a path or query holding `@` is hidden with it (shown too little, never too much).
     public static func forPeople(_ url: String) -> String {
         guard let scheme = url.firstMatch(of: /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//) else { return url }
         let rest = url[scheme.range.upperBound...]
         var shown = String(scheme.output)
-        var query = rest[...]
+        var cursor = rest.startIndex
         if let at = rest.lastIndex(of: "@") {
             shown += "***@"
-            query = rest[rest.index(after: at)...]
+            cursor = rest.index(after: at)
         }
-        // A `?` after the `#` is the fragment's, not a query's.
-        let fragment = query.firstIndex(of: "#") ?? query.endIndex
-        guard let mark = query[..<fragment].firstIndex(of: "?") else { return shown + query }
-        shown += query[...mark]
-        let parameters = query[query.index(after: mark)..<fragment].split(
-            separator: "&", omittingEmptySubsequences: false)
-        shown += parameters.map { parameter in
-            guard let equals = parameter.firstIndex(of: "="),
-                parameter[..<equals].lowercased().contains(/pass|pwd|secret|token|key|auth|sig|user|login/)
-            else { return String(parameter) }
-            return parameter[...equals] + "***"
-        }.joined(separator: "&")
-        return shown + query[fragment...]
+        // A secret that began before the last `@` is hidden to its end after it too.
+        for secret in secretValues(in: rest) where secret.upperBound > cursor {
+            shown += rest[cursor..<max(cursor, secret.lowerBound)] + "***"
+            cursor = secret.upperBound
+        }
+        return shown + rest[cursor...]
+    }
+
+    /// Where the value of each parameter named like a secret lies in `text`.
+    private static func secretValues(in text: Substring) -> [Range<String.Index>] {
+        var values: [Range<String.Index>] = []
+        var next = text.startIndex
+        while let parameter = text[next...].firstMatch(of: /[\/?&;#:]([^\/?&;#=:]*)=/) {
+            next = parameter.range.upperBound
+            let name = (String(parameter.output.1).removingPercentEncoding ?? String(parameter.output.1)).lowercased()
+            guard name.contains(/pass|pw|secret|token|key|auth|sig|user|usr|login|cred|session/) else { continue }
+            let end = text[next...].firstMatch(of: /[&;][^\/?&;#=@]+=/)?.range.lowerBound ?? text.endIndex
+            values.append(next..<end)
+            next = end
+        }
+        return values
     }
 }
 

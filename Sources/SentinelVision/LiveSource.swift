@@ -4,20 +4,45 @@ public import Logging
 public import SentinelCore
 
 extension LiveEndpoint {
-    func open() throws(VisionError) -> OpaquePointer {
+    func open() throws(VisionError) -> LiveCapture {
         var out: OpaquePointer?
         switch self {
         case .device(let index, let width, let height):
             try bridge { snl_capture_open_device(Int32(index), Int32(width ?? 0), Int32(height ?? 0), &out, $0) }
+            return LiveCapture(out!, relay: nil)
         case .url(let url):
             try StreamDiagnosis(url)?.preflight(describing: description)
+            // FFmpeg is given the user and password of no URL: a relay holds them (see CredentialRelay).
+            let relay = try CredentialRelay(url)
             do {
-                try bridge { snl_capture_open_url(url, &out, $0) }
+                try bridge { snl_capture_open_url(relay?.local ?? url, &out, $0) }
             } catch {
-                throw VisionError(error.code, error.message.replacingOccurrences(of: url, with: description))
+                relay?.close()
+                if let refusal = relay?.refusal { throw VisionError(.open, "\(description) \(refusal)") }
+                throw VisionError(
+                    error.code,
+                    error.message.replacingOccurrences(of: relay?.local ?? url, with: description)
+                        .replacingOccurrences(of: url, with: description))
             }
+            return LiveCapture(out!, relay: relay)
         }
-        return out!
+    }
+}
+
+/// An open camera or stream: OpenCV's capture and, for a URL with a user and password, the relay FFmpeg reads it
+/// through. Both end with it.
+final class LiveCapture {
+    let handle: OpaquePointer
+    private let relay: CredentialRelay?
+
+    init(_ handle: OpaquePointer, relay: CredentialRelay?) {
+        self.handle = handle
+        self.relay = relay
+    }
+
+    deinit {
+        snl_capture_destroy(handle)
+        relay?.close()
     }
 }
 
@@ -41,7 +66,7 @@ public final class LiveSource: FrameSource {
     private let logger: Logger
     private let onStatus: @Sendable (Status) -> Void
     private let start = ContinuousClock.now
-    private var capture: OpaquePointer?
+    private var capture: LiveCapture?
     private var index = 0
     private var timeline = CaptureTimeline()
     /// Set from any thread to end `next()`, also from within a backoff wait.
@@ -64,10 +89,6 @@ public final class LiveSource: FrameSource {
         }
     }
 
-    deinit {
-        if let capture { snl_capture_destroy(capture) }
-    }
-
     /// Makes `next()` return nil from now on, also from within a backoff wait. Any thread.
     public func stop() { stopFlag.set() }
 
@@ -79,7 +100,7 @@ public final class LiveSource: FrameSource {
                 var image: OpaquePointer?
                 var positionMs = 0.0
                 do {
-                    try bridge { snl_capture_read(capture, &image, &positionMs, $0) }
+                    try bridge { snl_capture_read(capture.handle, &image, &positionMs, $0) }
                 } catch {
                     logger.warning("live source read failed", metadata: ["source": "\(name)", "error": "\(error)"])
                 }
@@ -90,7 +111,6 @@ public final class LiveSource: FrameSource {
                     return Frame(index: index, time: time, image: Image(handle: image), opening: reconnects)
                 }
                 logger.warning("live source stopped delivering; reconnecting", metadata: ["source": "\(name)"])
-                snl_capture_destroy(capture)
                 self.capture = nil
             }
             let delay = backoff.delay(attempt: attempt)

@@ -84,8 +84,8 @@ public struct SourceProbe: Sendable {
     }
 
     /// A stream, read for `seconds` once open (FFmpeg may take seconds to open one).
-    private mutating func read(_ capture: OpaquePointer, for seconds: Double, since start: ContinuousClock.Instant) {
-        defer { snl_capture_destroy(capture) }
+    private mutating func read(_ stream: LiveCapture, for seconds: Double, since start: ContinuousClock.Instant) {
+        let capture = stream.handle
         func since() -> Double { (ContinuousClock.now - start).seconds }
         opened = since()
         var info = snl_capture_info()

@@ -84,39 +84,17 @@ public struct StreamDiagnosis: Sendable {
     /// `timeout`: OpenCV holds one lock over every FFmpeg open in the process, so a camera that accepts and never
     /// answers held every other source's open (a recording's reopening, a hundred cameras probed at once) for FFmpeg's
     /// whole timeout; asked here, it holds only its own thread. Any answer will do, and an RTSP server is asked what
-    /// FFmpeg asks first (OPTIONS: no stream is prepared for it). A URL with a user and password is asked for the
-    /// stream instead (DESCRIBE), without them, and refused when the server sends the client to another host or port:
-    /// FFmpeg would send them on to it (an RTSP redirect keeps the first URL's credentials).
+    /// FFmpeg asks first (OPTIONS: no stream is prepared for it). Where a redirect leads is decided in FFmpeg's path,
+    /// by the `CredentialRelay`, not here.
     public func preflight(describing described: String) throws(VisionError) {
-        switch ask(credentials ? .stream : .presence) {
-        case .failure(let problem): throw VisionError(.open, "cannot open \(described): \(problem.text)")
-        case .success(let answer?):
-            guard credentials, let elsewhere = elsewhere(in: answer) else { return }
-            throw VisionError(
-                .open,
-                "\(described) redirects to \(elsewhere), another host: not followed, since its user and password "
-                    + "would be sent there (give that address in the pipeline file if it is the camera)")
-        case .success(nil): return
+        if case .failure(let problem) = ask(.presence) {
+            throw VisionError(.open, "cannot open \(described): \(problem.text)")
         }
     }
 
-    /// Where a server's answer (its first bytes) sends the client, as `LiveEndpoint.forPeople` renders it, when that
-    /// is another host, port or scheme than this URL's; nil for any other answer.
-    public func elsewhere(in answer: some Collection<UInt8>) -> String? {
-        let lines = String(decoding: answer, as: UTF8.self).split(whereSeparator: \.isNewline)
-        let parts = lines.first?.split(separator: " ", maxSplits: 2) ?? []
-        guard parts.count >= 2, let code = Int(parts[1]), (300..<400).contains(code),
-            let location = lines.dropFirst().first(where: { $0.lowercased().hasPrefix("location:") })
-        else { return nil }
-        let target = location.dropFirst("location:".count).trimmingCharacters(in: .whitespaces)
-        // Shown as a person reads it: without a user or password, and with its control characters written out.
-        let shown = String(LiveEndpoint.forPeople(target).prefix(200)).controlCharactersShown
-        guard let moved = StreamDiagnosis(target) else {
-            // A relative location stays on this host.
-            return target.hasPrefix("/") && !target.hasPrefix("//") ? nil : shown
-        }
-        return moved.host.lowercased() == host.lowercased() && moved.port == port && moved.scheme == scheme
-            ? nil : shown
+    /// Whether `other` names the same server: scheme, host (any case) and port.
+    func sameServer(as other: StreamDiagnosis) -> Bool {
+        host.lowercased() == other.host.lowercased() && port == other.port && scheme == other.scheme
     }
 
     struct Problem: Error { let text: String }
@@ -126,25 +104,11 @@ public struct StreamDiagnosis: Sendable {
 
     /// The server's first bytes in answer to `question` (nil for a scheme not asked, HTTPS), or why there are none.
     private func ask(_ question: Question) -> Result<[UInt8]?, Problem> {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(host, "\(port)", &hints, &found)
-        guard resolved == 0, let first = found else {
-            return .failure(Problem(text: "no such host \(host) (\(String(cString: gai_strerror(resolved))))"))
+        let socket: Int32
+        switch connected() {
+        case .success(let connected): socket = connected
+        case .failure(let problem): return .failure(problem)
         }
-        defer { freeaddrinfo(found) }
-        // Each of the host's addresses in turn, as FFmpeg tries them (localhost may be ::1 first and the camera
-        // listen on 127.0.0.1 only); the first address's failure is the one said.
-        var failure: Problem?
-        var connected: Int32?
-        for address in sequence(first: first, next: { $0.pointee.ai_next }) where connected == nil {
-            switch connect(address.pointee) {
-            case .success(let socket): connected = socket
-            case .failure(let problem): failure = failure ?? problem
-            }
-        }
-        guard let socket = connected else { return .failure(failure!) }
         defer { close(socket) }
         let request: String
         switch (scheme, question) {
@@ -181,6 +145,28 @@ public struct StreamDiagnosis: Sendable {
                 ))
         }
         return .success(Array(buffer[0..<count]))
+    }
+
+    /// A socket connected to the server, waiting at most `timeout` to connect, send and receive: each of the host's
+    /// addresses in turn, as FFmpeg tries them (localhost may be ::1 first and the camera listen on 127.0.0.1 only);
+    /// the first address's failure is the one said.
+    func connected() -> Result<Int32, Problem> {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, "\(port)", &hints, &found)
+        guard resolved == 0, let first = found else {
+            return .failure(Problem(text: "no such host \(host) (\(String(cString: gai_strerror(resolved))))"))
+        }
+        defer { freeaddrinfo(found) }
+        var failure: Problem?
+        for address in sequence(first: first, next: { $0.pointee.ai_next }) {
+            switch connect(address.pointee) {
+            case .success(let socket): return .success(socket)
+            case .failure(let problem): failure = failure ?? problem
+            }
+        }
+        return .failure(failure!)
     }
 
     /// A socket connected to `address`, waiting at most `timeout` to connect, send and receive.
