@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 using snl::guarded;
 using snl::require;
@@ -125,11 +126,12 @@ struct CenterFace : FaceFinder {
 /// stretched to them. Boxes and landmarks are decoded from the anchors as the wheel's own post-processing does.
 struct RetinaFace : FaceFinder {
     std::string path;
-    cv::dnn::Net net;
-    /// A second Net for regions: one Net fed two input sizes in turn reshapes its layers at every change.
-    cv::dnn::Net regions;
+    /// One Net per input size (whole frames, regions, frames mirrored at their edges): one Net fed two sizes in turn
+    /// reshapes its layers at every change, and fed a third, decoded too few anchors. At most `kSizes` are kept.
+    std::map<std::pair<int, int>, cv::dnn::Net> nets;
+    static constexpr size_t kSizes = 4;
     float threshold;
-    RetinaFace(const std::string &path, float threshold) : path(path), threshold(threshold) { net = load(); }
+    RetinaFace(const std::string &path, float threshold) : path(path), threshold(threshold) { load(); }
     cv::dnn::Net load() const {
         cv::dnn::Net loaded;
         try {
@@ -141,11 +143,18 @@ struct RetinaFace : FaceFinder {
         return loaded;
     }
     bool takesRegions() const override { return true; }
-    std::vector<snl_face> findRegion(const cv::Mat &scaled, float minSide) override {
-        if (regions.empty()) regions = load();
-        return run(regions, scaled);
+    std::vector<snl_face> findRegion(const cv::Mat &scaled, float /*minSide*/) override { return run(scaled); }
+    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override { return run(scaled); }
+    std::vector<snl_face> run(const cv::Mat &scaled) {
+        cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
+        auto key = std::make_pair(size.width, size.height);
+        auto found = nets.find(key);
+        if (found == nets.end()) {
+            if (nets.size() >= kSizes) nets.clear();
+            found = nets.emplace(key, load()).first;
+        }
+        return run(found->second, scaled);
     }
-    std::vector<snl_face> find(const cv::Mat &scaled, float /*minSide*/) override { return run(net, scaled); }
     std::vector<snl_face> run(cv::dnn::Net &net, const cv::Mat &scaled) {
         cv::Size size((scaled.cols + 31) / 32 * 32, (scaled.rows + 31) / 32 * 32);
         float sx = float(size.width) / scaled.cols, sy = float(size.height) / scaled.rows;

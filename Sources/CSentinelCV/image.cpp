@@ -76,6 +76,18 @@ snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t heigh
     });
 }
 
+snl_status snl_image_pad_mirrored(const snl_image *image, int32_t margin, snl_image **out, snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        const cv::Mat &src = pixels(image);
+        // BORDER_REFLECT_101 mirrors at most the image's side less one.
+        require(margin >= 0 && margin < src.cols && margin < src.rows, SNL_ERR_ARGUMENT,
+                "a mirrored margin must be smaller than the image");
+        auto result = std::make_unique<snl_image>();
+        cv::copyMakeBorder(src, result->mat, margin, margin, margin, margin, cv::BORDER_REFLECT_101);
+        *out = result.release();
+    });
+}
+
 void snl_image_destroy(snl_image *image) { delete image; }
 int32_t snl_image_width(const snl_image *image) { return image->mat.cols; }
 int32_t snl_image_height(const snl_image *image) { return image->mat.rows; }

@@ -9,14 +9,15 @@ import SentinelWire
 /// the empty scene, stretched over what differs beside it (a face gone partly behind a pillar, or stopped half out
 /// of view, where the tracker's prediction has moved on, lags or ended). Masks cover more than faces this way; a wrong "no face here" would expose someone.
 ///
-/// The empty scene is learned cell by cell on a thumbnail's grid (`ChangeWatch`'s): a cell that has not changed from
-/// one frame to the next for `driftSeconds` while it matches the scene follows it (light drifting), and one that
-/// differs from the scene but has held still for `settleSeconds` becomes part of it (a parked trolley; also a person
-/// standing perfectly still that long, whose face is then masked only where detected). The scene starts as the first
-/// frame: someone already standing still there, partly in view at an edge, is masked only once they move or are
-/// found. Decided by the frames and
-/// their media time alone, so a replay at any pace and a live camera mask alike. Detection, tracking and emotion
-/// never see any of this: it changes what people see only.
+/// The empty scene is learned cell by cell on a thumbnail's grid (`ChangeWatch`'s), and nothing is taken for it
+/// until learned: a cell is part of it once it has held still for `settleSeconds` with no face found over it, and
+/// until then it counts as differing (the whole edge band is masked from the first frame, and a face's mask is held
+/// there): someone already in view when the pipeline starts, holding still, is never the empty scene. A learned cell
+/// that has not changed from one frame to the next for `driftSeconds` while it matches the scene follows it (light
+/// drifting), and one that differs but has held still for `settleSeconds` with no face found over it joins it (a
+/// parked trolley). A face found at any score (`seen`) keeps the cells it covers from settling while it is there.
+/// Decided by the frames and their media time alone, so a replay at any pace and a live camera mask alike. Detection,
+/// tracking and emotion never see any of this: it changes what people see only.
 struct ForegroundWatch {
     /// The band's width, as a fraction of the frame's shorter side (0: no band).
     let band: Double
@@ -31,10 +32,15 @@ struct ForegroundWatch {
 
     private var scene: Image?
     private var previous: Image?
-    /// Media seconds since which each cell has not changed from one frame to the next.
+    /// Media seconds since which each cell has not changed from one frame to the next, nor had a face over it.
     private var stillSince: [Double] = []
+    /// Whether each cell is learned: part of the empty scene.
+    private var known: [Bool] = []
     /// What the last frame's masks of faces covered (the edge band's are made anew each frame).
     private var held: [Box] = []
+    /// Whether, at the last frame, every cell of the edge band was learned and none differed: nobody is at the edges
+    /// (and the search for faces the edges cut may rest: a face it finds keeps its cells from settling).
+    private(set) var bandSettled = false
 
     init(settings: ReviewSettings) {
         band = settings.edgeBand
@@ -61,6 +67,7 @@ struct ForegroundWatch {
             scene = try thumbnail.clone()
             previous = thumbnail
             stillSince = Array(repeating: frame.time.seconds, count: count)
+            known = Array(repeating: false, count: count)
             held = []
         }
         guard let scene, let previous else { return [] }
@@ -68,19 +75,40 @@ struct ForegroundWatch {
         let changed = try thumbnail.differences(from: scene, columns: columns, rows: rows)
         let now = frame.time.seconds
         let threshold = ChangeWatch.threshold
+        let (cellWidth, cellHeight) = (width / Double(columns), height / Double(rows))
+        // A face found over a cell: not still, whatever the picture does.
+        func cell(_ position: Double, _ side: Double, _ count: Int) -> Int {
+            Int(min(Double(count - 1), max(0, position / side)))
+        }
+        for face in seen {
+            let (firstColumn, lastColumn) = (cell(face.x, cellWidth, columns), cell(face.maxX, cellWidth, columns))
+            let (firstRow, lastRow) = (cell(face.y, cellHeight, rows), cell(face.maxY, cellHeight, rows))
+            guard firstColumn <= lastColumn, firstRow <= lastRow else { continue }
+            for row in firstRow...lastRow {
+                for column in firstColumn...lastColumn { stillSince[row * columns + column] = now }
+            }
+        }
         var follow = [Bool](repeating: false, count: count)
         var differs = [Bool](repeating: false, count: count)
         var anyDiffers = false
+        let bandColumns = Int((band * min(width, height) / cellWidth).rounded(.up))
+        let bandRows = Int((band * min(width, height) / cellHeight).rounded(.up))
+        func inBand(_ cell: Int) -> Bool {
+            let (row, column) = (cell / columns, cell % columns)
+            return column < bandColumns || column >= columns - bandColumns || row < bandRows || row >= rows - bandRows
+        }
+        bandSettled = true
         for cell in 0..<count {
             if moved[cell] >= threshold { stillSince[cell] = now }
-            let changes = changed[cell] >= threshold
+            let changes = changed[cell] >= threshold || !known[cell]
             follow[cell] = now - stillSince[cell] >= (changes ? settleSeconds : Self.driftSeconds)
+            known[cell] = known[cell] || follow[cell]
             differs[cell] = changes && !follow[cell]
             anyDiffers = anyDiffers || differs[cell]
+            if differs[cell] && inBand(cell) { bandSettled = false }
         }
         try scene.copyCells(from: thumbnail, columns: columns, rows: rows, which: follow)
         self.previous = thumbnail
-        let (cellWidth, cellHeight) = (width / Double(columns), height / Double(rows))
         func box(_ cell: Int) -> Box {
             Box(
                 x: Double(cell % columns) * cellWidth, y: Double(cell / columns) * cellHeight, width: cellWidth,
@@ -92,8 +120,6 @@ struct ForegroundWatch {
         }
         // The band: whatever differs there, by connected part of each side, grown by a cell. A cell's side: left or
         // right for the columns within the band, else top or bottom.
-        let bandColumns = Int((band * min(width, height) / cellWidth).rounded(.up))
-        let bandRows = Int((band * min(width, height) / cellHeight).rounded(.up))
         var sideOf = [Int](repeating: -1, count: count)
         for cell in 0..<count where differs[cell] {
             let (row, column) = (cell / columns, cell % columns)

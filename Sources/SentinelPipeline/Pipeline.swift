@@ -23,6 +23,9 @@ public struct Pipeline {
     private let detector: any FaceDetector
     /// More detectors like `detector`, for `detector.workers` above 1: with it, one per worker (`SourceRunner`).
     let moreDetectors: [any FaceDetector]
+    /// The search for faces the edges cut runs on this thread, while workers may be detecting frames ahead with
+    /// `detector`: a detector of its own (an OpenCV network is used by one thread at a time).
+    private let edgeDetector: any FaceDetector
     private let emotion: EmotionReader?
     private let settings: VisitorSettings
     /// The detector's score: detections below it (reported for the masks, see `detector(_:from:)`) are no visitors.
@@ -38,6 +41,16 @@ public struct Pipeline {
     /// Every face the detector last reported, visitor or not, where it has not looked since: masked on the frames
     /// between (carried, or detected only in squares elsewhere), as a followed visitor is masked where predicted.
     private var reported: [(box: Box, time: MediaTime)] = []
+    /// Faces the frame's edges cut, from the last search (`FaceDetector.detectAtEdges`), masked until the next: at most
+    /// every `edgeSearchSeconds` of media time, on every frame the gate detects or not (someone waiting half in view,
+    /// holding still, changes nothing the gate would see), from the first frame on, unless the edge band has settled
+    /// (`ForegroundWatch.bandSettled`: learned, nothing there).
+    private var edgeFaces: [(box: Box, time: MediaTime)] = []
+    private var lastEdgeSearch: MediaTime?
+    /// The margin mirrored onto each side for it, as a fraction of the frame's shorter side (`privacy.review.edgeBand`:
+    /// half a face up to twice as tall in view; 0: no search).
+    private let edgeMargin: Double
+    static let edgeSearchSeconds = 0.25
     /// How faces are masked in the frames shown to people, and where beyond the faces found (`ForegroundWatch`).
     private let masks: FaceMasks
     private var foreground: ForegroundWatch
@@ -56,12 +69,14 @@ public struct Pipeline {
 
     public init(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, detector: any FaceDetector,
-        emotion: EmotionReader?, keys: PseudonymKeyRing, origin: Date, moreDetectors: [any FaceDetector] = []
+        emotion: EmotionReader?, keys: PseudonymKeyRing, origin: Date, moreDetectors: [any FaceDetector] = [],
+        edgeDetector: (any FaceDetector)? = nil
     ) {
         self.source = source
         self.origin = origin
         self.detector = detector
         self.moreDetectors = moreDetectors
+        self.edgeDetector = edgeDetector ?? detector
         self.emotion = emotion
         settings = definition.visitors
         scoreThreshold = definition.detectorSettings.scoreThreshold
@@ -69,6 +84,7 @@ public struct Pipeline {
         mask = PrivacyMask(policy: definition.privacy, keys: keys)
         masks = FaceMasks(settings: definition.privacy.review)
         foreground = ForegroundWatch(settings: definition.privacy.review)
+        edgeMargin = definition.privacy.review.edgeBand
     }
 
     /// The pipeline a definition describes, with its OpenCV detector and emotion model from `models`. Throws a
@@ -82,9 +98,10 @@ public struct Pipeline {
         // is detected depends on what the tracker made of the one before.
         let workers = definition.detection.maxFps > 0 ? 1 : definition.detection.resolvedWorkers()
         let moreDetectors = try (1..<max(workers, 1)).map { _ in try Self.detector(definition, from: models) }
+        let edgeDetector = definition.privacy.review.edgeBand > 0 ? try Self.detector(definition, from: models) : nil
         return Pipeline(
             definition: definition, source: source, detector: detector, emotion: emotion, keys: keys,
-            origin: origin, moreDetectors: moreDetectors)
+            origin: origin, moreDetectors: moreDetectors, edgeDetector: edgeDetector)
     }
 
     /// Every detector, for workers detecting frames ahead (`SourceRunner`); the pipeline then detects nothing itself.
@@ -136,6 +153,8 @@ public struct Pipeline {
         }
         let clock = ContinuousClock()
         let start = clock.now
+        try searchEdges(frame)
+        let searched = clock.now - start
         let plan: MotionGate.Plan
         if detected != nil || reopened {
             plan = .whole
@@ -149,7 +168,8 @@ public struct Pipeline {
         case .none:
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(
-                detect: .zero, visitors: clock.now - start, emotion: 0, readings: 0, refused: [], regions: 0)
+                detect: searched, visitors: clock.now - start - searched, emotion: 0, readings: 0, refused: [],
+                regions: 0)
             return try step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
         case .whole:
             detections = try detected ?? detector.detect(frame.image)
@@ -192,6 +212,19 @@ public struct Pipeline {
         return step
     }
 
+    /// Looks for faces the frame's edges cut when a search is due (masks only: detection, tracking and emotion read
+    /// the frame as it is).
+    private mutating func searchEdges(_ frame: Frame) throws(VisionError) {
+        if foreground.bandSettled { edgeFaces = [] }
+        guard edgeMargin > 0, !foreground.bandSettled,
+            lastEdgeSearch.map({ (frame.time - $0).seconds >= Self.edgeSearchSeconds - 1e-9 || frame.time < $0 })
+                ?? true
+        else { return }
+        lastEdgeSearch = frame.time
+        let margin = Int((edgeMargin * Double(min(frame.image.width, frame.image.height))).rounded(.up))
+        edgeFaces = try edgeDetector.detectAtEdges(frame.image, margin: margin).map { ($0.box, frame.time) }
+    }
+
     /// A source that delivered nothing until `time` (a camera that is down): visits unseen for too long end on time.
     public mutating func idle(at time: MediaTime) throws(PrivacyError) -> Step {
         guard var stage else { return Step(time: time, date: date(time), frame: nil, events: []) }
@@ -230,13 +263,15 @@ public struct Pipeline {
             MaskedFrame.Face(label: label($0.faceId), box: $0.box, unseenSeconds: $0.unseenSeconds)
         }
         let tracked = (output.observed + output.carried).map { (label: label($0.faceId), box: $0.box) }
-        let earlier = reported.map {
-            MaskedFrame.Face(label: nil, box: $0.box, unseenSeconds: (frame.time - $0.time).seconds)
+        func unlabelled(_ found: [(box: Box, time: MediaTime)]) -> [MaskedFrame.Face] {
+            found.map { MaskedFrame.Face(label: nil, box: $0.box, unseenSeconds: (frame.time - $0.time).seconds) }
         }
-        let seen = detections.map { masks.grown($0) } + output.observed.map { masks.grown($0.box) }
+        let seen =
+            (detections + edgeFaces.map(\.box)).map { masks.grown($0) } + output.observed.map { masks.grown($0.box) }
         let masked = MaskedFrame(
             index: frame.index, time: frame.time, image: frame.image, detections: detections,
-            faces: faces + earlier, uncertain: try foreground.regions(frame, seen: seen),
+            faces: faces + unlabelled(reported), edgeFaces: unlabelled(edgeFaces),
+            uncertain: try foreground.regions(frame, seen: seen),
             tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) },
             read: output.read.map { (label($0.faceId), $0.box) }, timings: timings,
             analysed: analysed, capturedAt: frame.capturedAt)
@@ -255,6 +290,8 @@ public struct MaskedFrame {
     /// Where faces must be masked beside `detections`: the visitors seen, where the tracker predicts those it did not
     /// see, and the faces reported earlier that no detection has looked at since.
     public var faces: [Face]
+    /// Faces the frame's edges cut, found in it mirrored at its edges (masks only), at the last search.
+    public var edgeFaces: [Face]
     /// Where a face may be that no detection found, masked as they are (`ForegroundWatch`): what moved in at the
     /// frame's edges, and what still differs from the empty scene under the masks of faces seen a moment ago.
     public var uncertain: [Box]

@@ -18,11 +18,13 @@ public struct FaceMasks: Sendable {
 
     public init(settings: ReviewSettings) { self.settings = settings }
 
-    /// The regions hidden in a frame: the faces found, grown, and (unless `settleSeconds` is 0) where a face may be
-    /// that none was found.
+    /// The regions hidden in a frame: the faces found, grown, those the edges cut (unless `edgeBand` is 0), and
+    /// (unless `settleSeconds` is 0) where a face may be that none was found.
     public func regions(_ frame: MaskedFrame) -> [Box] {
-        frame.detections.map { grown($0) } + visible(frame).map { grown($0.box, unseen: $0.unseenSeconds) }
-            + (settings.settleSeconds > 0 ? frame.uncertain : [])
+        (frame.detections.map { grown($0) }
+            + (visible(frame) + (settings.edgeBand > 0 ? frame.edgeFaces : [])).map {
+                grown($0.box, unseen: $0.unseenSeconds)
+            }) + (settings.settleSeconds > 0 ? frame.uncertain : [])
     }
 
     /// Hides every region of `frame` in `image` (the frame's picture, or a copy with drawings on it).

@@ -105,6 +105,9 @@ final class CachedModels: FaceDetector, FaceClassifying {
 
     func detect(_ image: Image) throws(VisionError) -> [Detection] { frame?.detections ?? [] }
 
+    /// None: the cache holds the frames' own detections, and a trial measures visits, not masks.
+    func detectAtEdges(_ image: Image, margin: Int) throws(VisionError) -> [Detection] { [] }
+
     /// The detector's squares: a trial detects regions where the run would, from the whole frame's detections (the
     /// faces whose centre lies in a square; a face cut by a square's edge would be missed in a run, and is not here).
     func regionSide(width: Int, height: Int) -> Double? {

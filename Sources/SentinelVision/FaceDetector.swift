@@ -15,6 +15,10 @@ public protocol FaceDetector: AnyObject {
     /// Faces in the squares of `regionSide` around each of `regions` only (moved inside the frame): what a whole
     /// frame's detection finds there, for a fraction of its cost.
     func detect(_ image: Image, in regions: [Box]) throws(VisionError) -> [Detection]
+    /// Faces the frame's edges cut, for the masks only: what this detector finds in `image` with `margin` pixels
+    /// mirrored onto every side (`Image.paddedMirrored`), in the frame's pixels, clipped to it. A detector that reads
+    /// no pixels (scripted, cached) finds none.
+    func detectAtEdges(_ image: Image, margin: Int) throws(VisionError) -> [Detection]
 }
 
 extension FaceDetector {
@@ -22,6 +26,24 @@ extension FaceDetector {
     public func regionSide(width: Int, height: Int) -> Double? { nil }
     /// Never asked of a detector with no `regionSide`; the whole frame's faces if it is.
     public func detect(_ image: Image, in regions: [Box]) throws(VisionError) -> [Detection] { try detect(image) }
+
+    /// A face cut by the edge is one the detector was never shown; mirrored, it is whole (YuNet: nothing in a frame
+    /// with a face cut down its middle, 1.0 with the frame mirrored). Only boxes that the frame's edge cuts are kept: a
+    /// face wholly inside is the frame's own detection's, and a face's mirror image lies wholly outside.
+    public func detectAtEdges(_ image: Image, margin: Int) throws(VisionError) -> [Detection] {
+        let margin = min(margin, image.width - 1, image.height - 1)
+        guard margin > 0 else { return [] }
+        let frame = Box(x: 0, y: 0, width: Double(image.width), height: Double(image.height))
+        return try detect(image.paddedMirrored(by: margin)).compactMap { found in
+            let box = Box(
+                x: found.box.x - Double(margin), y: found.box.y - Double(margin), width: found.box.width,
+                height: found.box.height)
+            guard let inside = box.intersection(frame), inside != box, inside.width >= 1, inside.height >= 1 else {
+                return nil
+            }
+            return Detection(box: inside, score: found.score)
+        }
+    }
 }
 
 extension DetectorKind {

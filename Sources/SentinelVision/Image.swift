@@ -65,6 +65,14 @@ public final class Image: @unchecked Sendable {
         return Image(handle: out!)
     }
 
+    /// With `margin` pixels added on every side, mirroring those inside the edge: a face cut by the edge, mirrored, is
+    /// a whole face to a detector (YuNet found a face cut down its middle at 1.0 so, nothing in the frame as it is).
+    public func paddedMirrored(by margin: Int) throws(VisionError) -> Image {
+        var out: OpaquePointer?
+        try bridge { snl_image_pad_mirrored(handle, Int32(margin), &out, $0) }
+        return Image(handle: out!)
+    }
+
     /// Mean absolute difference (0-255) between `region` here and `otherRegion` of `other`, resized to match.
     public func difference(in region: Box, from other: Image, region otherRegion: Box) throws(VisionError) -> Double {
         var value = 0.0

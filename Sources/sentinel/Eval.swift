@@ -313,6 +313,7 @@ struct Eval: ParsableCommand {
             unfollowed.followTracks = false
             var found = configured
             found.settleSeconds = 0
+            found.edgeBand = 0
             let variants = [
                 ("as configured", "review-configured.avi", configured),
                 ("without masks following tracks", "review-unfollowed.avi", unfollowed),

@@ -70,6 +70,9 @@ struct PipelineTests {
             if index == failAt { throw VisionError(.processing, "scripted failure") }
             return PipelineTests.script(index, firstScore: firstScore)
         }
+
+        /// The script is the frames' own detections: none at the edges.
+        func detectAtEdges(_ image: Image, margin: Int) throws(VisionError) -> [Detection] { [] }
     }
 
     static let definition = Result {
@@ -265,6 +268,7 @@ struct PipelineTests {
         // mechanism's, tested on its own.
         var faces = definition.privacy.review
         faces.settleSeconds = 0
+        faces.edgeBand = 0
         let masks = FaceMasks(settings: faces)
         let frames = carried.steps.compactMap(\.frame).filter { $0.index < 30 }
         #expect(frames.filter { !$0.analysed }.count >= 10)

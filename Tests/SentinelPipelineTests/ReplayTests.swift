@@ -51,6 +51,7 @@ struct SampleRun: Sendable {
         run.reviewFacesFound = folder.appendingPathComponent("faces-found.avi").path
         var facesFound = definition.privacy.review
         facesFound.settleSeconds = 0
+        facesFound.edgeBand = 0
         let reviews = [(run.review, definition.privacy.review), (run.reviewFacesFound, facesFound)].map {
             ReviewVideo(path: $0, fps: runner.nominalFPS, zones: [], settings: $1, drawings: false)
         }

@@ -75,6 +75,9 @@ snl_status snl_image_crop(const snl_image *image, snl_rect region, snl_image **o
 /// the time at 1280x720 to 160x90, for a thumbnail whose cells are averaged anyway).
 snl_status snl_image_resize(const snl_image *image, int32_t width, int32_t height, int32_t sampled, snl_image **out,
                             snl_error *error);
+/// The image with `margin` pixels added on every side, each a mirror of the pixels inside the edge (the edge pixel
+/// itself not repeated): a face cut by the edge, mirrored, is a whole face to a detector.
+snl_status snl_image_pad_mirrored(const snl_image *image, int32_t margin, snl_image **out, snl_error *error);
 void snl_image_destroy(snl_image *image);
 int32_t snl_image_width(const snl_image *image);
 int32_t snl_image_height(const snl_image *image);
