@@ -115,3 +115,59 @@ public struct MaskLeakScore: Sendable, Codable, Equatable {
         return region.width >= 4 && region.height >= 4 ? region : nil
     }
 }
+
+extension GroundTruth {
+    /// The faces of a recording as a second opinion sees them, for measuring masks on footage no person has labelled:
+    /// every one of `detectors` (each reporting down to half its score) on every frame as it is and mirrored at its
+    /// edges by `margin` of its shorter side, boxes of one face merged (IoU above 0.3). A face counts when two
+    /// detectors find it, or one at its own score (one alone at half its score is as often a hand or a lamp). A face
+    /// cut by the edge keeps its whole box, so its share in view is known. What they all miss is not counted: a floor
+    /// under the leaks, not their count.
+    public static func secondOpinion(of recording: String, detectors: [any FaceDetector], margin: Double) throws
+        -> GroundTruth
+    {
+        let video = try VideoFileSource(path: recording)
+        var frames: [Frame] = []
+        var width = 0
+        var height = 0
+        while let frame = try video.next() {
+            (width, height) = (frame.image.width, frame.image.height)
+            let whole = Box(x: 0, y: 0, width: Double(width), height: Double(height))
+            let pixels = min(Int((margin * Double(min(width, height))).rounded(.up)), min(width, height) - 1)
+            let mirrored = pixels > 0 ? try frame.image.paddedMirrored(by: pixels) : nil
+            // Each box with the detector that found it and whether at that detector's own score.
+            var found: [(box: Box, detector: Int, sure: Bool)] = []
+            for (index, detector) in detectors.enumerated() {
+                let own = detector.settings.scoreThreshold * 2
+                found += try detector.detect(frame.image).map { ($0.box, index, $0.score >= own) }
+                if let mirrored {
+                    found += try detector.detect(mirrored).map {
+                        let box = Box(
+                            x: $0.box.x - Double(pixels), y: $0.box.y - Double(pixels), width: $0.box.width,
+                            height: $0.box.height)
+                        return (box, index, $0.score >= own)
+                    }
+                }
+            }
+            // Sure ones first; a box overlapping a face kept is that face (a mirror image lies wholly outside).
+            var kept: [(box: Box, detectors: Set<Int>, sure: Bool)] = []
+            for candidate in found.sorted(by: { $0.sure && !$1.sure }) {
+                guard let inside = candidate.box.intersection(whole), inside.area > 0 else { continue }
+                if let same = kept.firstIndex(where: { $0.box.iou(candidate.box) > 0.3 }) {
+                    kept[same].detectors.insert(candidate.detector)
+                    kept[same].sure = kept[same].sure || candidate.sure
+                } else {
+                    kept.append((candidate.box, [candidate.detector], candidate.sure))
+                }
+            }
+            let agreed = kept.filter { $0.sure || $0.detectors.count >= 2 }.map(\.box)
+            let faces = agreed.enumerated().map { index, box in
+                Face(visitor: "face \(index + 1)", box: box, visible: (box.intersection(whole)?.area ?? 0) / box.area)
+            }
+            frames.append(Frame(index: frame.index, time: frame.time, faces: faces))
+        }
+        return GroundTruth(
+            recording: recording, width: width, height: height, fps: video.nominalFPS, zones: [], frames: frames,
+            visitors: [])
+    }
+}

@@ -10,6 +10,7 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelTuning
 import SentinelVision
+import SentinelWire
 
 struct Eval: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -285,8 +286,17 @@ struct Eval: ParsableCommand {
                 original's (whatever the blur's strength).
                 """)
 
-        @Argument(help: "Recording with a .truth.json beside it.")
+        @Argument(
+            help:
+                "Recording. Its faces are counted from --labels, else the .truth.json beside it (sentinel synth), else a second opinion: every detector set up, on each frame as it is and mirrored at its edges, at a low score (what they all miss is not counted)."
+        )
         var recording = "Recordings/out/showroom-640x480.mp4"
+
+        @Option(
+            help:
+                "The recording's face boxes, reviewed by a person (CVAT XML, MOT, Label Studio, as eval tracking reads them)."
+        )
+        var labels: String?
 
         @Option(help: "Pipeline file.")
         var pipeline = "Pipelines/showroom.yml"
@@ -296,18 +306,23 @@ struct Eval: ParsableCommand {
 
         func validate() throws { try checkRange(bound, "bound", 0...100) }
 
-        @Option(help: "Keep the review videos in this folder (default: a temporary one, removed).")
+        @Option(
+            help:
+                "Keep the review videos in this folder, with the faces counted (counted.truth.json; default: a temporary folder, removed)."
+        )
         var keep: String?
 
         @OptionGroup var models: ModelOptions
 
         func run() throws {
             let definition = try loadPipeline(pipeline, models: models)
-            let truth = try JSONDecoder().decode(
-                GroundTruth.self, from: Data(contentsOf: SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))))
+            let truth = try faces(review: definition.privacy.review)
             let folder = URL(fileURLWithPath: keep ?? NSTemporaryDirectory() + "sentinel-masking-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { if keep == nil { try? FileManager.default.removeItem(at: folder) } }
+            if keep != nil {
+                try JSONEncoder().encode(truth).write(to: folder.appendingPathComponent("counted.truth.json"))
+            }
             let configured = definition.privacy.review
             var unfollowed = configured
             unfollowed.followTracks = false
@@ -347,6 +362,69 @@ struct Eval: ParsableCommand {
                         "  frame \(leak.frame) \(leak.visitor) \(Int((leak.visible * 100).rounded())) % in view: ratio \(leak.ratio), correlation \(leak.correlation)"
                     )
                 }
+            }
+
+            /// The faces counted: a person's labels, the scene's own truth, or a second opinion (said on the first line).
+            func faces(review: ReviewSettings) throws -> GroundTruth {
+                if let labels {
+                    let bounds = try VideoBounds.of(recording)
+                    let tracks = try TrackFile.read(labels, video: bounds)
+                    guard !tracks.unreviewed else {
+                        throw CommandError(
+                            "\(labels): Sentinel's own tracks, which no person has reviewed: masks measured against them "
+                                + "count only what the pipeline itself found (correct them in CVAT or Label Studio first)"
+                        )
+                    }
+                    let whole = Box(x: 0, y: 0, width: Double(bounds.width), height: Double(bounds.height))
+                    let frames = Dictionary(grouping: tracks.entries, by: \.frame).map { index, entries in
+                        GroundTruth.Frame(
+                            index: index, time: .zero,
+                            faces: entries.map {
+                                .init(
+                                    visitor: $0.id, box: $0.box,
+                                    visible: ($0.box.intersection(whole)?.area ?? 0) / $0.box.area)
+                            })
+                    }
+                    print("faces counted: \(labels), \(tracks.entries.count) boxes")
+                    return GroundTruth(
+                        recording: recording, width: bounds.width, height: bounds.height, fps: 0, zones: [],
+                        frames: frames,
+                        visitors: [])
+                }
+                let beside = SceneRenderer.truthURL(for: URL(fileURLWithPath: recording))
+                if FileManager.default.fileExists(atPath: beside.path) {
+                    do {
+                        let truth = try JSONDecoder().decode(GroundTruth.self, from: Data(contentsOf: beside))
+                        print("faces counted: \(beside.path), the scene's own")
+                        return truth
+                    } catch {
+                        throw CommandError("\(beside.path): not the ground truth sentinel synth writes (\(error))")
+                    }
+                }
+                let store = try models.store()
+                var detectors: [any FaceDetector] = []
+                var missing: [String] = []
+                for kind in DetectorKind.allCases {
+                    guard let path = try? store.path(of: kind.defaultModel) else {
+                        missing.append(kind.rawValue)
+                        continue
+                    }
+                    var settings = DetectorSettings.defaults(for: kind)
+                    settings.scoreThreshold *= 0.5
+                    detectors.append(try OpenCVFaceDetector(kind: kind, modelPath: path, settings: settings))
+                }
+                guard !detectors.isEmpty else {
+                    throw CommandError(
+                        "\(recording): nothing to count its faces by: no --labels, no .truth.json beside it, and no detector "
+                            + "model set up for a second opinion (sentinel models setup)")
+                }
+                print(
+                    "faces counted: a second opinion (\(detectors.map(\.name).joined(separator: ", ")) at half their score, "
+                        + "on each frame as it is and mirrored at its edges"
+                        + (missing.isEmpty ? "" : "; not set up: \(missing.joined(separator: ", "))")
+                        + "): what they all miss is not counted")
+                return try GroundTruth.secondOpinion(
+                    of: recording, detectors: detectors, margin: max(review.edgeBand, 0.2))
             }
         }
     }

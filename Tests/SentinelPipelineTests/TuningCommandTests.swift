@@ -10,6 +10,52 @@ import Testing
 @Suite("sentinel replay --tracks and sentinel eval tracks, from the command line", .ownThread)
 struct TuningCommandTests {
     @Test(
+        "eval masking on an operator's own footage: labels a person reviewed, else a second opinion of every detector set up, each said on the first line; Sentinel's own tracks and a truth file that is none are refused in a sentence"
+    )
+    func maskingOwnFootage() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let clip = folder.appendingPathComponent("own.mp4").path
+        try await Fixtures.sampleClip(frames: 30, fourcc: "mp4v", to: clip)
+        // The sample's own truth for those 30 frames, as a person's MOT labels (frames from 1, boxes in pixels).
+        let truth = try JSONDecoder().decode(
+            GroundTruth.self,
+            from: Data(
+                contentsOf: URL(
+                    fileURLWithPath: (Fixtures.recording() as NSString).deletingPathExtension + ".truth.json")))
+        let mot = truth.frames.filter { $0.index < 30 }.flatMap { frame in
+            frame.faces.map { face in
+                let id = face.visitor.dropFirst()
+                return
+                    "\(frame.index + 1),\(id),\(face.box.x),\(face.box.y),\(face.box.width),\(face.box.height),1,-1,-1,-1"
+            }
+        }
+        let labels = folder.appendingPathComponent("reviewed.txt").path
+        try (mot.joined(separator: "\n") + "\n").write(toFile: labels, atomically: true, encoding: .utf8)
+        let labelled = try await Fixtures.run(Fixtures.sentinel, ["eval", "masking", clip, "--labels", labels])
+        #expect(labelled.status == 0, "\(labelled.errors)")
+        #expect(labelled.output.hasPrefix("faces counted: \(labels), \(mot.count) boxes"), "\(labelled.output)")
+        #expect(labelled.output.contains("as configured: blur scale 1.40: 0 of "), "\(labelled.output)")
+
+        let opinion = try await Fixtures.run(Fixtures.sentinel, ["eval", "masking", clip])
+        #expect(opinion.status == 0, "\(opinion.errors)")
+        #expect(opinion.output.hasPrefix("faces counted: a second opinion ("), "\(opinion.output)")
+        #expect(opinion.output.contains("as configured: blur scale 1.40: 0 of "), "\(opinion.output)")
+
+        // Sentinel's own tracks measure the pipeline against itself.
+        let own = folder.appendingPathComponent("own.xml").path
+        let replay = try await Fixtures.run(Fixtures.sentinel, ["replay", clip, "-o", "/dev/null", "--tracks", own])
+        #expect(replay.status == 0, "\(replay.errors)")
+        let refused = try await Fixtures.run(Fixtures.sentinel, ["eval", "masking", clip, "--labels", own])
+        #expect(refused.status != 0 && refused.errors.contains("which no person has reviewed"), "\(refused.errors)")
+        // A truth file beside it that is none: a sentence naming it, not Foundation's error.
+        try Data("{".utf8).write(to: URL(fileURLWithPath: folder.appendingPathComponent("own.truth.json").path))
+        let broken = try await Fixtures.run(Fixtures.sentinel, ["eval", "masking", clip])
+        #expect(
+            broken.status != 0 && broken.errors.contains("own.truth.json: not the ground truth"), "\(broken.errors)")
+        #expect(!broken.errors.contains("NSCocoaErrorDomain"), "\(broken.errors)")
+    }
+
+    @Test(
         "tracks exported as CVAT XML, MOT and Label Studio score IDF1, MOTA and HOTA 1 against the CVAT export; --json has the figures at its top level; a bad label file is one line naming file and frame, exit 1"
     )
     func exportImportScore() async throws {
