@@ -13,8 +13,8 @@ extension SourceSnapshot {
     /// that one frame is still hidden where the tracker expects it. A recording is entered `warmUp` before that moment:
     /// what the tracker knows then comes from that span alone (a visitor unseen for longer has left), so the faces' masks
     /// are the same as from the start, at any point of an hour-long file. What is masked beyond them (`ForegroundWatch`)
-    /// learns the empty scene from the span's first frame: someone standing still there, partly in view at an edge, is
-    /// masked only once they move or are found. Nothing is stored or published. Setting `stop` abandons the frame (the
+    /// knows no empty scene in so short a span: the whole edge band is masked, and faces the edges cut are searched
+    /// for as faces. Nothing is stored or published. Setting `stop` abandons the frame (the
     /// editor shutting down).
     public static func take(
         definition: PipelineDefinition, source: PipelineDefinition.SourceDefinition, models: ModelStore,

@@ -205,6 +205,54 @@ struct PrivacyLeakTests {
         #expect(bare.count >= 2 && found.leaked >= 90, "\(bare)")
     }
 
+    @Test(
+        "a live camera showing faces there from its first frame, cut by each edge and behind a pillar, holding still: the zone editor's frame of it, at once and seconds later, leaves none recognisable; the unmasked frame does",
+        .enabled(if: RTSPCamera.isAvailable, "needs Debian's GStreamer RTSP server"))
+    func liveCameraFromTheStart() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let file = folder.appendingPathComponent("scene.yml")
+        try Self.stillScene.replacingOccurrences(of: "faces/", with: Fixtures.photos.path + "/").write(
+            to: file, atomically: true, encoding: .utf8)
+        let video = folder.appendingPathComponent("still.mp4")
+        let truth = try await Fixtures.onOwnThread {
+            try SceneRenderer(spec: try SceneSpec.load(file.path), folder: folder).render(
+                width: 640, height: 480, video: video)
+        }
+        let camera = try await RTSPCamera([("cam", video.path)], loop: true)
+        defer { camera.stop() }
+        var definition = try PipelineDefinition.load(
+            Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        definition.sources[0].input = camera.url("cam")
+        definition.sources[0].resolvedInput = camera.url("cam")
+        definition.sources[0].zones = []
+        let original = try #require(try VideoFileSource(path: video.path).next()).image
+        let faces = try #require(truth.frames.first).faces
+        let whole = Box(x: 0, y: 0, width: 640, height: 480)
+        /// The faces that kept their detail in `image`, as `MaskLeakScore` counts a leak.
+        func recognisable(_ image: Image) throws -> [String] {
+            try faces.compactMap { face in
+                guard let seen = face.box.intersection(whole) else { return nil }
+                let ratio = try image.detail(in: seen) / max(try original.detail(in: seen), 1e-9)
+                let correlation = try image.detailCorrelation(in: seen, with: original)
+                return ratio > 0.25 || correlation > 0.5
+                    ? "\(face.visitor) (ratio \(ratio), correlation \(correlation))" : nil
+            }
+        }
+        #expect(try recognisable(original).count == faces.count, "the control: the frame as it is shows every face")
+        for seconds in [0.0, 3.0] {
+            let snapshot = try await Fixtures.onOwnThread { [definition] in
+                try SourceSnapshot.take(
+                    definition: definition, source: definition.sources[0], models: Fixtures.store, at: seconds,
+                    logger: Logger(label: "test"))
+            }
+            let jpeg = folder.appendingPathComponent("frame-\(seconds).jpg")
+            try Data(snapshot.jpeg).write(to: jpeg)
+            let shown = try Image(contentsOf: jpeg.path)
+            let left = try recognisable(shown)
+            #expect(left.isEmpty, "at \(seconds) s, \(snapshot.masked) regions masked: \(left)")
+        }
+    }
+
     /// Renders `scene` (faces from Debian's photos) and measures the leaks of its review video as the sample pipeline
     /// masks it, and of one masking the raw frame's detections alone (no edge search, band or held masks).
     static func leaks(_ scene: String) async throws -> (truth: GroundTruth, masked: MaskLeakScore, found: MaskLeakScore)
