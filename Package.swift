@@ -257,7 +257,7 @@ let package = Package(
         .target(
             name: "SentinelTestSupport",
             dependencies: [
-                "SentinelModels", "SentinelVision", "SentinelLoopback",
+                wire, "SentinelCore", "SentinelModels", "SentinelVision", "SentinelLoopback",
                 .product(name: "SentinelClient", package: "Client"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

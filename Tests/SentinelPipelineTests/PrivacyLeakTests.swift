@@ -163,33 +163,11 @@ struct PrivacyLeakTests {
         #expect(bareVisitors.count >= 3, "\(found.leaks.prefix(40))")
     }
 
-    /// Faces there from the first frame, cut by each edge and half behind a pillar, holding still (the one on the
-    /// right creeps in by 1.5 % of the width in 6 s): the empty scene is never seen.
-    static let stillScene = """
-        name: still
-        fps: 15
-        duration: 6
-        sizes: [[640, 480]]
-        background: faces/640px-IceBlockNearJoekullsarlon.jpg
-        faces:
-          hopper: { image: faces/grace_hopper_512x512.jpg, face: [175, 109, 183, 206] }
-          astronaut: { image: faces/astronaut.png, face: [179, 58, 94, 117] }
-        zones: []
-        occluders:
-          - [0.5, 0.0, 0.08, 1.0]
-        visitors:
-          - { id: left, face: hopper, size: 0.22, color: [40, 60, 150], path: [[0, 0.0, 0.45], [6, 0.0, 0.45]] }
-          - { id: right, face: astronaut, mirror: true, size: 0.22, color: [160, 50, 40], path: [[0, 1.0, 0.55], [6, 0.985, 0.55]] }
-          - { id: top, face: hopper, size: 0.2, color: [60, 130, 60], path: [[0, 0.25, 0.0], [6, 0.25, 0.0]] }
-          - { id: bottom, face: astronaut, size: 0.2, color: [150, 120, 30], path: [[0, 0.75, 1.0], [6, 0.75, 1.0]] }
-          - { id: pillar, face: hopper, mirror: true, size: 0.2, color: [90, 40, 120], path: [[0, 0.5, 0.5], [6, 0.5, 0.5]] }
-        """
-
     @Test(
         "faces there from the first frame and holding still, cut by each edge or half behind a pillar, are masked from the first frame on; the masks of the faces found alone leave them bare"
     )
     func presentFromTheStart() async throws {
-        let (truth, masked, found) = try await Self.leaks(Self.stillScene)
+        let (truth, masked, found) = try await Self.leaks(Scenes.still)
         // Each is partly in view from the first frame to the last.
         for visitor in ["left", "right", "top", "bottom", "pillar"] {
             let seen = truth.frames.map { $0.faces.first { $0.visitor == visitor }?.visible ?? 0 }
@@ -210,14 +188,7 @@ struct PrivacyLeakTests {
         .enabled(if: RTSPCamera.isAvailable, "needs Debian's GStreamer RTSP server"))
     func liveCameraFromTheStart() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let file = folder.appendingPathComponent("scene.yml")
-        try Self.stillScene.replacingOccurrences(of: "faces/", with: Fixtures.photos.path + "/").write(
-            to: file, atomically: true, encoding: .utf8)
-        let video = folder.appendingPathComponent("still.mp4")
-        let truth = try await Fixtures.onOwnThread {
-            try SceneRenderer(spec: try SceneSpec.load(file.path), folder: folder).render(
-                width: 640, height: 480, video: video)
-        }
+        let (video, truth) = try await Scenes.render(Scenes.still, in: folder, name: "still.mp4")
         let camera = try await RTSPCamera([("cam", video.path)], loop: true)
         defer { camera.stop() }
         var definition = try PipelineDefinition.load(
@@ -227,16 +198,8 @@ struct PrivacyLeakTests {
         definition.sources[0].zones = []
         let original = try #require(try VideoFileSource(path: video.path).next()).image
         let faces = try #require(truth.frames.first).faces
-        let whole = Box(x: 0, y: 0, width: 640, height: 480)
-        /// The faces that kept their detail in `image`, as `MaskLeakScore` counts a leak.
         func recognisable(_ image: Image) throws -> [String] {
-            try faces.compactMap { face in
-                guard let seen = face.box.intersection(whole) else { return nil }
-                let ratio = try image.detail(in: seen) / max(try original.detail(in: seen), 1e-9)
-                let correlation = try image.detailCorrelation(in: seen, with: original)
-                return ratio > 0.25 || correlation > 0.5
-                    ? "\(face.visitor) (ratio \(ratio), correlation \(correlation))" : nil
-            }
+            try Scenes.recognisable(faces, in: image, original: original)
         }
         #expect(try recognisable(original).count == faces.count, "the control: the frame as it is shows every face")
         for seconds in [0.0, 3.0] {
@@ -258,14 +221,7 @@ struct PrivacyLeakTests {
     static func leaks(_ scene: String) async throws -> (truth: GroundTruth, masked: MaskLeakScore, found: MaskLeakScore)
     {
         let folder = try Fixtures.temporaryFolder()
-        let file = folder.appendingPathComponent("scene.yml")
-        try scene.replacingOccurrences(of: "faces/", with: Fixtures.photos.path + "/").write(
-            to: file, atomically: true, encoding: .utf8)
-        let video = folder.appendingPathComponent("scene.avi")
-        let truth = try await Fixtures.onOwnThread {
-            try SceneRenderer(spec: try SceneSpec.load(file.path), folder: folder).render(
-                width: 640, height: 480, video: video)
-        }
+        let (video, truth) = try await Scenes.render(scene, in: folder)
         var definition = try PipelineDefinition.load(
             Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         definition.sources[0].zones = []

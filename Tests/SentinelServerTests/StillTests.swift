@@ -107,4 +107,48 @@ struct StillTests {
         #expect(off.status == 404 && String(decoding: body, as: UTF8.self).contains("privacy.review.stills"))
         try await server.stop()
     }
+
+    @Test(
+        "/api/still of a live camera showing faces there from its first frame, cut by each edge and half behind a pillar, holding still: none recognisable in the first still nor seconds later; the camera's own frame shows them all",
+        .enabled(if: RTSPCamera.isAvailable, "needs Debian's GStreamer RTSP server"))
+    func liveFromTheStart() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let (video, truth) = try await Scenes.render(Scenes.still, in: folder, name: "still.mp4")
+        let camera = try await RTSPCamera([("cam", video.path)], loop: true)
+        defer { camera.stop() }
+        var definition = try ServiceDefinition.load(Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
+        definition.pipeline.sources[0].input = camera.url("cam")
+        definition.pipeline.sources[0].resolvedInput = camera.url("cam")
+        definition.pipeline.sources[0].zones = []
+        var options = SentinelService.Options()
+        options.hosting.port = 0
+        options.hosting.databasePath = folder.appendingPathComponent("still.sqlite").path
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let (_, port, task) = try await SentinelService.start(
+            definition: definition, models: Fixtures.store, options: options, logger: logger)
+        defer { task.cancel() }
+        let original = try #require(try VideoFileSource(path: video.path).next()).image
+        let faces = try #require(truth.frames.first).faces
+        #expect(try Scenes.recognisable(faces, in: original, original: original).count == faces.count)
+        // The first still the camera gives, then one three seconds (45 frames) of the camera later.
+        var stills: [Data] = []
+        for _ in 0..<2 {
+            var taken: Data?
+            let given = try await waitFor(seconds: 60) {
+                let (head, body) = try await LoopbackClient.fetch(port: port, path: "/api/still?sourceId=showroom")
+                taken = body
+                return head.status == 200
+            }
+            #expect(given, "no still from the camera in 60 s")
+            stills += taken.map { [$0] } ?? []
+            try await Task.sleep(for: .seconds(3))
+        }
+        for (index, jpeg) in stills.enumerated() {
+            let file = folder.appendingPathComponent("still-\(index).jpg")
+            try jpeg.write(to: file)
+            let left = try Scenes.recognisable(faces, in: try Image(contentsOf: file.path), original: original)
+            #expect(left.isEmpty, "still \(index): \(left)")
+        }
+    }
 }
