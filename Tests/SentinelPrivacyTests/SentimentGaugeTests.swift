@@ -43,6 +43,29 @@ struct SentimentGaugeTests {
         #expect(reading.overall.value?.label == "neutral")
     }
 
+    @Test(
+        "a zone weighs each vote by the time spent in that zone, overall by the visit: a long visit that passed briefly through a zone weighs little there"
+    )
+    func zonesWeighTimeInThem() {
+        var g = gauge(k: 1)
+        /// A visitor in `zone` now, after `stays` (seconds in each zone) of a visit `dwell` long.
+        func at(_ id: String, _ zone: String, valence: Double, dwell: Double, stays: [String: Double]) -> VisitorEvent {
+            var event = vote(id, at: 0, valence: valence, dwell: dwell, zone: zone)
+            event.visitor.zones = stays.sorted { $0.key < $1.key }.map { .init(zone: $0.key, dwellSeconds: $0.value) }
+            return event
+        }
+        // At the display: "a" frowned 9 s of a 10 s visit; "b" smiled there 1 s of a 30 s visit, spent at the counter.
+        g.record(at("a", "display", valence: -1, dwell: 10, stays: ["display": 9]))
+        g.record(at("b", "display", valence: 1, dwell: 30, stays: ["display": 1, "counter": 29]))
+        g.record(at("b", "counter", valence: 1, dwell: 30, stays: ["display": 1, "counter": 29]))
+        let reading = g.reading(now: start.addingTimeInterval(1))
+        // Display: (9 x -1 + 1 x 1) / 10 = -0.8 -> 10; by the visits' dwell it would read (-10 + 30) / 40 = 0.5 -> 75.
+        #expect(reading.zones["cam"]?["display"] == .value(.init(score: 10), visitors: 2))
+        #expect(reading.zones["cam"]?["counter"] == .value(.init(score: 100), visitors: 1))
+        // Overall: by the visits, (10 x -1 + 30 x 1) / 40 = 0.5 -> 75.
+        #expect(reading.overall == .value(.init(score: 75), visitors: 2))
+    }
+
     @Test("dwell counts from 1 s up to the window, so a long stay weighs no more than a full window")
     func dwellIsCapped() {
         var g = gauge(window: 60)

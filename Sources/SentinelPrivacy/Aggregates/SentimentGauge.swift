@@ -77,9 +77,10 @@ extension GaugeReading.Level {
 }
 
 /// The aggregate sentiment gauge: a rolling window of media time with one vote per visitor, weighted by emotion
-/// confidence and by dwell, mapped to 0-100. A visitor's vote weighs their readings across the window (one a second,
-/// each by its confidence), not only the latest: a visit that ends smiling after a minute of frowning votes for the
-/// whole minute.
+/// confidence and by dwell, mapped to 0-100: overall and per camera by the visit's dwell, per zone by the time spent in
+/// that zone (`visitor.zones`; the visit's where a pipeline withholds it). A visitor's vote weighs their readings
+/// across the window (one a second, each by its confidence), not only the latest: a visit that ends smiling after a
+/// minute of frowning votes for the whole minute.
 ///
 /// It reads masked events only (pseudonymous ids), and needs `visitor.valence` and `visitor.emotionConfidence`
 /// in them: a pipeline that denies those gets a gauge that is always suppressed. Time is passed in (media time on
@@ -152,18 +153,24 @@ public struct SentimentGauge: Sendable {
         guard visitor.emotion?.emotion != nil, let valence = visitor.valence, (-1...1).contains(valence),
             let confidence = visitor.emotionConfidence, confidence > 0, confidence <= 1
         else { return }
-        // Dwell counts up to the window: a visitor who stayed the whole window weighs as much as one can.
-        let dwell = min(max(visitor.dwellSeconds.flatMap { $0.isNaN ? nil : $0 } ?? 0, 1), settings.windowSeconds)
+        // Dwell counts from 1 s up to the window: a visitor who stayed the whole window weighs as much as one can.
+        func weight(_ seconds: Double?) -> Double {
+            min(max(seconds.flatMap { $0.isNaN ? nil : $0 } ?? 0, 1), settings.windowSeconds)
+        }
         let second = Int64(event.time.timeIntervalSince1970.rounded(.down))
-        func take(_ voter: inout Voter?) {
+        func take(_ voter: inout Voter?, dwell: Double) {
             var taken = voter ?? Voter(dwell: dwell, source: visitor.sourceId)
             taken.readings[second] = (valence, confidence)
             taken.dwell = dwell
             voter = taken
         }
-        take(&votes[visitor.faceId])
+        take(&votes[visitor.faceId], dwell: weight(visitor.dwellSeconds))
         if let zone = visitor.zone {
-            take(&zoneVotes[ZoneVoter(faceId: visitor.faceId, zone: ZoneID(sourceId: visitor.sourceId, name: zone))])
+            // The time in this zone: a visitor who passed through it briefly weighs little there, however long the visit.
+            let inZone = visitor.zones.map { zones in zones.first { $0.zone == zone }?.dwellSeconds ?? 0 }
+            take(
+                &zoneVotes[ZoneVoter(faceId: visitor.faceId, zone: ZoneID(sourceId: visitor.sourceId, name: zone))],
+                dwell: weight(inZone ?? visitor.dwellSeconds))
         }
     }
 
