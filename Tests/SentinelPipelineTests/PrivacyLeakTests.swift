@@ -124,33 +124,11 @@ struct PrivacyLeakTests {
         #expect(!found[1].isEmpty, "the control: the masks of the faces found alone left nothing for the detector")
     }
 
-    /// Faces coming in at each edge of the frame, and one going behind a pillar and stopping there partly in view,
-    /// drawn by the test: the detector scores a face partly in view low or not at all.
-    static let edgeScene = """
-        name: edges
-        fps: 15
-        duration: 17
-        sizes: [[640, 480]]
-        background: faces/640px-IceBlockNearJoekullsarlon.jpg
-        faces:
-          hopper: { image: faces/grace_hopper_512x512.jpg, face: [175, 109, 183, 206] }
-          astronaut: { image: faces/astronaut.png, face: [179, 58, 94, 117] }
-        zones: []
-        occluders:
-          - [0.72, 0.0, 0.12, 1.0]
-        visitors:
-          - { id: left, face: hopper, size: 0.22, color: [40, 60, 150], path: [[0, -0.12, 0.45], [3, 0.3, 0.45], [4, 0.3, 0.45], [6, -0.12, 0.45]] }
-          - { id: right, face: astronaut, mirror: true, size: 0.22, color: [160, 50, 40], path: [[3, 1.12, 0.5], [6, 0.9, 0.5], [7, 0.9, 0.5], [9, 1.12, 0.5]] }
-          - { id: top, face: hopper, size: 0.2, color: [60, 130, 60], path: [[6, 0.4, -0.15], [9, 0.4, 0.35], [10, 0.4, 0.35], [12, 0.4, -0.15]] }
-          - { id: bottom, face: astronaut, size: 0.2, color: [150, 120, 30], path: [[9, 0.2, 1.15], [12, 0.2, 0.65], [13, 0.2, 0.65], [15, 0.2, 1.15]] }
-          - { id: pillar, face: hopper, mirror: true, size: 0.2, color: [90, 40, 120], path: [[10, 0.5, 0.3], [12, 0.5, 0.3], [14, 0.745, 0.3], [17, 0.745, 0.3]] }
-        """
-
     @Test(
         "faces coming in at each edge and one stopping behind a pillar leave no face-frame bare that is 15 % in view, by either measure; the masks of the faces found alone leave them bare"
     )
     func edgesAndPillar() async throws {
-        let (truth, masked, found) = try await Self.leaks(Self.edgeScene)
+        let (truth, masked, found) = try await Self.leaks(Scenes.edges)
         // Every visitor is counted while partly in view, at each edge and at the pillar.
         let partly = Set(truth.frames.flatMap(\.faces).filter { $0.visible >= 0.15 && $0.visible < 0.5 }.map(\.visitor))
         #expect(partly == ["left", "right", "top", "bottom", "pillar"])
@@ -188,15 +166,13 @@ struct PrivacyLeakTests {
         .enabled(if: RTSPCamera.isAvailable, "needs Debian's GStreamer RTSP server"))
     func liveCameraFromTheStart() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let (video, truth) = try await Scenes.render(Scenes.still, in: folder, name: "still.mp4")
-        let camera = try await RTSPCamera([("cam", video.path)], loop: true)
+        let (camera, truth, original) = try await Scenes.servedLive(Scenes.still, in: folder)
         defer { camera.stop() }
         var definition = try PipelineDefinition.load(
             Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         definition.sources[0].input = camera.url("cam")
         definition.sources[0].resolvedInput = camera.url("cam")
         definition.sources[0].zones = []
-        let original = try #require(try VideoFileSource(path: video.path).next()).image
         let faces = try #require(truth.frames.first).faces
         func recognisable(_ image: Image) throws -> [String] {
             try Scenes.recognisable(faces, in: image, original: original)

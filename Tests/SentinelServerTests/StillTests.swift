@@ -113,8 +113,7 @@ struct StillTests {
         .enabled(if: RTSPCamera.isAvailable, "needs Debian's GStreamer RTSP server"))
     func liveFromTheStart() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let (video, truth) = try await Scenes.render(Scenes.still, in: folder, name: "still.mp4")
-        let camera = try await RTSPCamera([("cam", video.path)], loop: true)
+        let (camera, truth, original) = try await Scenes.servedLive(Scenes.still, in: folder)
         defer { camera.stop() }
         var definition = try ServiceDefinition.load(Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         definition.pipeline.sources[0].input = camera.url("cam")
@@ -128,7 +127,6 @@ struct StillTests {
         let (_, port, task) = try await SentinelService.start(
             definition: definition, models: Fixtures.store, options: options, logger: logger)
         defer { task.cancel() }
-        let original = try #require(try VideoFileSource(path: video.path).next()).image
         let faces = try #require(truth.frames.first).faces
         #expect(try Scenes.recognisable(faces, in: original, original: original).count == faces.count)
         // The first still the camera gives, then one three seconds (45 frames) of the camera later.
