@@ -142,23 +142,23 @@ struct PrivacyLeakTests {
     }
 
     @Test(
-        "faces there from the first frame and holding still, cut by each edge or half behind a pillar, are masked from the first frame on; the masks of the faces found alone leave them bare"
-    )
-    func presentFromTheStart() async throws {
-        let (truth, masked, found) = try await Self.leaks(Scenes.still)
+        "faces there from the first frame and holding still, cut by each edge or half behind a pillar, are masked from the first frame on; the masks of the faces found alone leave them bare; as drawn, and with a camera's noise on every frame",
+        arguments: [0.0, 6.0])
+    func presentFromTheStart(noise: Double) async throws {
+        let (truth, masked, found) = try await Self.leaks(Scenes.still, noise: noise)
         // Each is partly in view from the first frame to the last.
         for visitor in ["left", "right", "top", "bottom", "pillar"] {
             let seen = truth.frames.map { $0.faces.first { $0.visitor == visitor }?.visible ?? 0 }
             #expect(seen.allSatisfy { $0 >= 0.15 && $0 < 0.85 }, "\(visitor): \(seen.prefix(3)) ... \(seen.suffix(3))")
         }
         print(
-            "still scene leaks: \(masked.leaked)/\(masked.faceFrames) (\(masked.byVisibility)); faces found only \(found.leaked)/\(found.faceFrames) (\(found.byVisibility)); bare: \(Set(masked.leaks.map(\.visitor)).sorted())"
+            "still scene, noise \(noise): leaks \(masked.leaked)/\(masked.faceFrames) (\(masked.byVisibility)); faces found only \(found.leaked)/\(found.faceFrames) (\(found.byVisibility)); bare: \(Set(masked.leaks.map(\.visitor)).sorted())"
         )
         #expect(masked.leaked == 0, "\(masked.leaks.prefix(20))")
         // The control: the masks of the faces found alone leave them bare (the detector finds the others, some frames).
         let bare = Dictionary(grouping: found.leaks, by: \.visitor).mapValues(\.count)
         print("still scene, faces found only, bare face-frames by visitor: \(bare)")
-        #expect(bare.count >= 2 && found.leaked >= 90, "\(bare)")
+        #expect(bare.count >= 2 && found.leaked * 10 >= found.faceFrames, "\(bare)")
     }
 
     @Test(
@@ -194,10 +194,11 @@ struct PrivacyLeakTests {
 
     /// Renders `scene` (faces from Debian's photos) and measures the leaks of its review video as the sample pipeline
     /// masks it, and of one masking the raw frame's detections alone (no edge search, band or held masks).
-    static func leaks(_ scene: String) async throws -> (truth: GroundTruth, masked: MaskLeakScore, found: MaskLeakScore)
-    {
+    static func leaks(_ scene: String, noise: Double = 0) async throws -> (
+        truth: GroundTruth, masked: MaskLeakScore, found: MaskLeakScore
+    ) {
         let folder = try Fixtures.temporaryFolder()
-        let (video, truth) = try await Scenes.render(scene, in: folder)
+        let (video, truth) = try await Scenes.render(scene, in: folder, noise: noise)
         var definition = try PipelineDefinition.load(
             Fixtures.root.appendingPathComponent("Pipelines/showroom.yml").path)
         definition.sources[0].zones = []

@@ -48,10 +48,12 @@ public enum Scenes {
               - { id: pillar, face: hopper, mirror: true, size: 0.2, color: [90, 40, 120], path: [[0, 0.5, 0.5], [6, 0.5, 0.5]] }
             """)
 
-    /// Renders `scene` at 640x480 into `folder` as `name`: the video and its ground truth.
-    public static func render(_ scene: String, in folder: URL, name: String = "scene.avi") async throws -> (
-        video: URL, truth: GroundTruth
-    ) {
+    /// Renders `scene` at 640x480 into `folder` as `name`: the video and its ground truth. With `noise`, every
+    /// pixel of every frame gets Gaussian noise of that standard deviation (grey levels), as a camera's sensor adds: a
+    /// frozen scene is then never the same twice.
+    public static func render(_ scene: String, in folder: URL, name: String = "scene.avi", noise: Double = 0)
+        async throws -> (video: URL, truth: GroundTruth)
+    {
         let file = folder.appendingPathComponent("scene.yml")
         try scene.replacingOccurrences(of: "faces/", with: Fixtures.photos.path + "/").write(
             to: file, atomically: true, encoding: .utf8)
@@ -60,7 +62,30 @@ public enum Scenes {
             try SceneRenderer(spec: try SceneSpec.load(file.path), folder: folder).render(
                 width: 640, height: 480, video: video)
         }
-        return (video, truth)
+        guard noise > 0 else { return (video, truth) }
+        let noisy = folder.appendingPathComponent("noisy-" + name)
+        let made = try await Fixtures.run(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                """
+                import cv2, numpy, sys
+                source = cv2.VideoCapture(sys.argv[1])
+                fps = source.get(cv2.CAP_PROP_FPS)
+                writer = cv2.VideoWriter(sys.argv[2], cv2.VideoWriter_fourcc(*"MJPG"), fps, (640, 480))
+                random = numpy.random.default_rng(7)
+                while True:
+                    ok, frame = source.read()
+                    if not ok:
+                        break
+                    noise = random.normal(0, float(sys.argv[3]), frame.shape)
+                    writer.write(numpy.clip(frame + noise, 0, 255).astype(numpy.uint8))
+                writer.release()
+                """,
+                video.path, noisy.path, "\(noise)",
+            ], timeout: 120)
+        guard made.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["noise": made.errors]) }
+        return (noisy, truth)
     }
 
     /// The faces of `faces` (boxes in `original`'s pixels) that kept their detail in `shown`, as `MaskLeakScore`
