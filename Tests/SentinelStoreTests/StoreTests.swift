@@ -326,12 +326,14 @@ struct StoreTests {
         let before = try restarts()
         try await write(100)
         #expect(try restarts() == before)
-        // Run: the log restarts once a checkpoint has copied all of it, which needs a pause in the writing longer than
-        // the checkpoints' half second; however long a loaded machine makes that take.
+        // Run: the log restarts at the first write after a checkpoint has copied all of it. Each round waits for a
+        // checkpoint that began after the last write (the count moving on twice), however long a loaded machine
+        // makes that take, then writes.
         let service = Task { await store.run() }
         var restarted = false
-        for _ in 0..<60 where !restarted {
-            try await Task.sleep(for: .seconds(1.5))
+        for _ in 0..<5 where !restarted {
+            let rounds = store.checkpointRounds
+            #expect(try await waitFor(seconds: 120) { store.checkpointRounds >= rounds + 2 }, "no checkpoint ran")
             try await write(1)
             restarted = try restarts() != before
         }

@@ -116,6 +116,9 @@ public final class EventStore: EventLog {
     let longestVisit: Mutex<Double>
     /// The checkpoints' connection of its own (`run()`).
     let checkpoints: DatabaseQueue
+    /// Checkpoints `run()` has completed: what a test of the log's restart waits on, rather than on the clock.
+    private let checkpointed = Mutex(0)
+    public var checkpointRounds: Int { checkpointed.withLock { $0 } }
     let owner: Owner
 
     /// Opens (creating it and its folder if needed) and migrates the database: one process at a time (see `Owner`). Visits left open by a crash are closed as
@@ -190,7 +193,9 @@ public final class EventStore: EventLog {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(500))
                 // Busy or locked: the next round tries again.
-                _ = try? await self.checkpoints.writeWithoutTransaction { try $0.checkpoint(.passive) }
+                if (try? await self.checkpoints.writeWithoutTransaction({ try $0.checkpoint(.passive) })) != nil {
+                    self.checkpointed.withLock { $0 += 1 }
+                }
             }
         }
     }
