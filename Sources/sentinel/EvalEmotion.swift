@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import SentinelAssembly
 import SentinelConfig
@@ -157,13 +158,27 @@ extension Eval {
             _ evaluation: EmotionEvaluation, photos: EmotionLabels, definition: PipelineDefinition,
             description: ClassifierDescription, store: ModelStore, minConfidence: Double
         ) throws -> Report.Fit {
-            let faces = evaluation.faces
+            // A photo given twice (under two names, as two people) is one face: copies cannot make up the people or the
+            // faces a fit needs.
+            var contents = Set<Data>()
+            let faces = evaluation.faces.filter { face in
+                guard let bytes = try? Data(contentsOf: URL(fileURLWithPath: face.photo.path)) else { return true }
+                return contents.insert(Data(SHA256.hash(data: bytes))).inserted
+            }
+            if faces.count < evaluation.faces.count {
+                print("--fit: \(evaluation.faces.count - faces.count) photos are copies of another, each counted once")
+            }
             let people = Set(faces.map(\.photo.group)).count
             var perLabel: [Emotion: Int] = [:]
             for face in faces { perLabel[face.photo.truth, default: 0] += 1 }
             guard people >= Self.minPeople else {
                 throw CommandError(
                     "--fit: the faces read are of \(people) people; a fit needs at least \(Self.minPeople), or its figures describe those people, not a camera's"
+                )
+            }
+            if perLabel.count < 2, let only = perLabel.keys.first {
+                throw CommandError(
+                    "--fit: every face read is labelled \(only.rawValue); a fit needs at least two expressions, or it learns to read every face as that one"
                 )
             }
             if let thin = Emotion.allCases.first(where: { (1..<Self.minFacesPerLabel).contains(perLabel[$0] ?? 0) }) {

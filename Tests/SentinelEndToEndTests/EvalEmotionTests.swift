@@ -377,6 +377,46 @@ struct EvalEmotionTests {
     }
 
     @Test(
+        "--fit counts a photo given twice once, whatever it is named: copies of one photo named as 24 people are one face of one person, refused; a fit whose faces are all one label is refused"
+    )
+    func fitNeedsDistinctPhotosAndLabels() async throws {
+        let (folder, labels) = try await twelvePeople()
+        let pipeline = folder.appendingPathComponent("p.yml").path
+        try "version: 1\nsources:\n  - id: door\n    input: rtsp://127.0.0.1:9/stream\n".write(
+            toFile: pipeline, atomically: true, encoding: .utf8)
+        func fit(_ labels: String) async throws -> (status: Int32, output: String, errors: String) {
+            try await sentinel(["eval", "emotion", folder.path, "--labels", labels, "--pipeline", pipeline, "--fit"])
+        }
+        // 24 copies of one photo under 24 people's names, half of them labelled each way.
+        let copies = folder.appendingPathComponent("copies.csv").path
+        var rows = ["image,emotion"]
+        for k in 0..<24 {
+            let name = String(format: "c%02d_1.jpg", k)
+            try FileManager.default.copyItem(
+                at: folder.appendingPathComponent("h00_1.jpg"), to: folder.appendingPathComponent(name))
+            rows.append("\(name),\(k % 2 == 0 ? "happiness" : "neutral")")
+        }
+        try (rows.joined(separator: "\n") + "\n").write(toFile: copies, atomically: true, encoding: .utf8)
+        let copied = try await fit(copies)
+        #expect(copied.output.contains("--fit: 23 photos are copies of another, each counted once"), "\(copied.output)")
+        #expect(
+            copied.status == 1 && copied.errors.contains("the faces read are of 1 people; a fit needs at least 10"),
+            "\(copied.output)\(copied.errors)")
+        // 24 distinct photos of 24 people, every one labelled happiness.
+        let one = folder.appendingPathComponent("one.csv").path
+        let relabelled = try String(contentsOfFile: labels, encoding: .utf8).replacingOccurrences(
+            of: ",neutral", with: ",happiness")
+        try relabelled.write(toFile: one, atomically: true, encoding: .utf8)
+        let single = try await fit(one)
+        #expect(
+            single.status == 1 && single.errors.contains("every face read is labelled happy; a fit needs at least two"),
+            "\(single.output)\(single.errors)")
+        // The control: the same photos labelled as they are fit.
+        let both = try await fit(labels)
+        #expect(both.status == 0, "\(both.output)\(both.errors)")
+    }
+
+    @Test(
         "--fit on a model without a feature layer fits a calibration: printed as a models.yml block, --apply writes it into the pipeline as the setting tables read it (its fitted text quoted, how the faces were read), check accepts it, and eval reads with it"
     )
     func fitCalibration() async throws {
