@@ -106,7 +106,9 @@ public enum ImageHeader {
         throw VisionError(.open, "a JPEG of more than 10,000 segments before its frame header")
     }
 
-    /// A TIFF's first image: its ImageWidth (256) and ImageLength (257) among the first directory's entries.
+    /// A TIFF's first image: its ImageWidth (256) and ImageLength (257) among the first directory's entries. A tag
+    /// given twice is read at its largest: decoders differ on which they keep (OpenCV's, the first; this reader kept the
+    /// last, so 30000x30000 then 16x16 passed as 16x16 and OpenCV allocated 3.95 GB).
     private static func tiff(_ bytes: (Int, Int) throws(VisionError) -> [UInt8], littleEndian: Bool) throws(VisionError)
         -> (Int, Int)
     {
@@ -127,7 +129,7 @@ public enum ImageHeader {
             let type = number(entries, at + 2, 2)
             guard tag == 256 || tag == 257, type == 3 || type == 4 else { continue }
             let value = number(entries, at + 8, type == 3 ? 2 : 4)
-            if tag == 256 { width = value } else { height = value }
+            if tag == 256 { width = max(width ?? 0, value) } else { height = max(height ?? 0, value) }
         }
         guard let width, let height else { throw VisionError(.open, "a TIFF without its width and height") }
         return (width, height)
