@@ -130,6 +130,11 @@ struct StillTests {
         let faces = try #require(truth.frames.first).faces
         #expect(try Scenes.recognisable(faces, in: original, original: original).count == faces.count)
         // The first still the camera gives, then one three seconds (45 frames) of the camera later.
+        func frames() async throws -> Int {
+            let health = try JSONDecoder.sentinel().decode(
+                ServiceHealth.self, from: try await LoopbackClient.fetch(port: port, path: "/healthz").1)
+            return try #require(health.sources?.first).frames.analysed
+        }
         var stills: [Data] = []
         for _ in 0..<2 {
             var taken: Data?
@@ -140,7 +145,8 @@ struct StillTests {
             }
             #expect(given, "no still from the camera in 60 s")
             stills += taken.map { [$0] } ?? []
-            try await Task.sleep(for: .seconds(3))
+            let seen = try await frames()
+            #expect(try await waitFor(seconds: 60) { try await frames() >= seen + 45 }, "the camera stopped")
         }
         for (index, jpeg) in stills.enumerated() {
             let file = folder.appendingPathComponent("still-\(index).jpg")
