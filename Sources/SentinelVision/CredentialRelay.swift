@@ -7,37 +7,39 @@ import Synchronization
     import Glibc
 #endif
 
-/// A stream URL that names a user and password, split where FFmpeg splits it (av_url_split): the authority ends at the
-/// first `/`, `?` or `#`, its user and password at the last `@` in it. Only RTSP and HTTP: what a relay can read.
-struct CredentialedURL: Sendable, Equatable {
+/// A stream URL split where FFmpeg splits it (av_url_split): the authority ends at the first `/`, `?` or `#`, its user
+/// and password at the last `@` in it, whatever characters they hold.
+struct StreamURL: Sendable, Equatable {
+    /// Lowercased.
     let scheme: String
-    /// The camera's host and port as written, without the user and password (`cam.local:8554`, `[::1]`).
+    /// The host and port as written, without the user and password (`cam.local:8554`, `[::1]`).
     let authority: Substring
     /// What follows the authority (path, query, fragment), as written.
     let rest: Substring
-    /// Decoded from the URL's percent-encoding, as FFmpeg decodes them before it sends them.
-    let user: String
+    /// Decoded from the URL's percent-encoding, as FFmpeg decodes them before it sends them; nil without a user.
+    let user: String?
     let password: String
 
     init?(_ text: String) {
         guard let prefix = text.firstMatch(of: /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//) else { return nil }
-        let scheme = String(prefix.output.dropLast(3)).lowercased()
-        guard scheme == "rtsp" || scheme == "http" else { return nil }
         let after = text[prefix.range.upperBound...]
         let end = after.firstIndex { "/?#".contains($0) } ?? after.endIndex
-        guard let at = after[..<end].lastIndex(of: "@") else { return nil }
-        let info = after[..<at]
-        let colon = info.firstIndex(of: ":")
+        let at = after[..<end].lastIndex(of: "@")
+        let info = at.map { after[..<$0] }
+        let colon = info?.firstIndex(of: ":")
         func decoded(_ part: Substring) -> String { String(part).removingPercentEncoding ?? String(part) }
-        self.scheme = scheme
-        authority = after[after.index(after: at)..<end]
+        scheme = String(prefix.output.dropLast(3)).lowercased()
+        authority = after[(at.map { after.index(after: $0) } ?? after.startIndex)..<end]
         rest = after[end...]
-        user = decoded(info[..<(colon ?? info.endIndex)])
-        password = colon.map { decoded(info[info.index(after: $0)...]) } ?? ""
+        user = info.map { decoded($0[..<(colon ?? $0.endIndex)]) }
+        password = info.flatMap { info in colon.map { decoded(info[info.index(after: $0)...]) } } ?? ""
     }
 
     /// The URL without its user and password.
     var plain: String { "\(scheme)://\(authority)\(rest)" }
+
+    /// Whether a relay can stand between FFmpeg and this stream: a user is named, over RTSP or HTTP (not TLS).
+    var relayable: Bool { user != nil && (scheme == "rtsp" || scheme == "http") }
 }
 
 /// Stands between FFmpeg and a camera whose URL holds a user and password, so that FFmpeg never has them: FFmpeg opens
@@ -56,7 +58,7 @@ final class CredentialRelay: Sendable {
     let local: String
     private let listener: Int32
     private let port: Int
-    private let camera: CredentialedURL
+    private let camera: StreamURL
     private let state = Mutex(State())
 
     private struct State {
@@ -73,7 +75,7 @@ final class CredentialRelay: Sendable {
 
     /// A relay for `url` listening on loopback, or nil when the URL has no user and password (or is HTTPS, RTSPS).
     init?(_ url: String) throws(VisionError) {
-        guard let camera = CredentialedURL(url) else { return nil }
+        guard let camera = StreamURL(url), camera.relayable else { return nil }
         self.camera = camera
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
@@ -145,7 +147,8 @@ final class CredentialRelay: Sendable {
         defer { release(upstream) }
         var rules = RelayRules(
             camera: camera, local: "\(camera.scheme)://127.0.0.1:\(port)",
-            authorizer: state.withLock { $0.authorizer } ?? Authorizer(user: camera.user, password: camera.password))
+            authorizer: state.withLock { $0.authorizer }
+                ?? Authorizer(user: camera.user ?? "", password: camera.password))
         var fromClient: [UInt8] = []
         var fromCamera: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -226,7 +229,7 @@ final class CredentialRelay: Sendable {
 /// the camera's, the user's authorization added), answers the camera's 401 by sending the request again authorized,
 /// and refuses a redirect to anywhere but the camera. No I/O: tested and fuzzed with bytes.
 public struct RelayRules: Sendable {
-    let camera: CredentialedURL
+    let camera: StreamURL
     /// The relay's own address as FFmpeg names it in requests (`rtsp://127.0.0.1:PORT`).
     let local: String
     var authorizer: Authorizer
@@ -236,7 +239,7 @@ public struct RelayRules: Sendable {
     /// An HTTP answer's body runs to the end of the connection: once its head has passed, everything passes.
     private var passing = false
 
-    init(camera: CredentialedURL, local: String, authorizer: Authorizer) {
+    init(camera: StreamURL, local: String, authorizer: Authorizer) {
         self.camera = camera
         self.local = local
         self.authorizer = authorizer
@@ -245,10 +248,10 @@ public struct RelayRules: Sendable {
     /// The rules for a relay on loopback `port` to the camera `url` names (nil: no user and password, or not RTSP or
     /// HTTP).
     public init?(url: String, port: Int) {
-        guard let camera = CredentialedURL(url) else { return nil }
+        guard let camera = StreamURL(url), camera.relayable else { return nil }
         self.init(
             camera: camera, local: "\(camera.scheme)://127.0.0.1:\(port)",
-            authorizer: Authorizer(user: camera.user, password: camera.password))
+            authorizer: Authorizer(user: camera.user ?? "", password: camera.password))
     }
 
     /// What goes on to each side, after a piece of input.

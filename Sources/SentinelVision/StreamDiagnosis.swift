@@ -47,13 +47,9 @@ public struct StreamDiagnosis: Sendable {
     var place: String { "\(host):\(port)" }
 
     public init?(_ text: String) {
-        // Where FFmpeg connects: the authority ends at the first `/`, `?` or `#`, its user and password at the last
-        // `@` in it (av_url_split), whatever characters they hold.
-        guard let scheme = text.firstMatch(of: /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//) else { return nil }
-        let rest = text[scheme.range.upperBound...]
-        let authority = rest[..<(rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex)]
-        let at = authority.lastIndex(of: "@")
-        let plainText = scheme.output + (at.map { rest[rest.index(after: $0)...] } ?? rest)
+        // Where FFmpeg connects: the URL as FFmpeg splits it, without its user and password.
+        guard let parts = StreamURL(text) else { return nil }
+        let plainText = parts.plain
         guard let url = URLComponents(string: String(plainText)), let scheme = url.scheme?.lowercased(),
             let host = url.host, !host.isEmpty
         else { return nil }
@@ -67,7 +63,7 @@ public struct StreamDiagnosis: Sendable {
             ? String(plainText)
             : (url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath)
                 + (url.percentEncodedQuery.map { "?\($0)" } ?? "")
-        credentials = at != nil
+        credentials = parts.user != nil
     }
 
     /// The cause, in words naming the place (`described`, the URL without its password).
