@@ -15,7 +15,8 @@ import SentinelWire
 /// there): someone already in view when the pipeline starts, holding still, is never the empty scene. A learned cell
 /// that has not changed from one frame to the next for `driftSeconds` while it matches the scene follows it (light
 /// drifting), and one that differs but has held still for `settleSeconds` with no face found over it joins it (a
-/// parked trolley). A face found at any score (`seen`) keeps the cells it covers from settling while it is there.
+/// parked trolley). A face found at any score (`seen`) keeps the cells it covers from settling until they change with
+/// no face over them: someone found once who then holds still, found no more, is never taken for the empty scene.
 /// Decided by the frames and their media time alone, so a replay at any pace and a live camera mask alike. Detection,
 /// tracking and emotion never see any of this: it changes what people see only.
 struct ForegroundWatch {
@@ -36,6 +37,9 @@ struct ForegroundWatch {
     private var stillSince: [Double] = []
     /// Whether each cell is learned: part of the empty scene.
     private var known: [Bool] = []
+    /// Whether a face was found over each cell and it has not changed since with no face over it: someone may still be
+    /// there, found or not, and the cell neither settles nor follows the picture until they move.
+    private var occupied: [Bool] = []
     /// What the last frame's masks of faces covered (the edge band's are made anew each frame).
     private var held: [Box] = []
     /// Whether, at the last frame, every cell of the edge band was learned and none differed: nobody is at the edges
@@ -68,6 +72,7 @@ struct ForegroundWatch {
             previous = thumbnail
             stillSince = Array(repeating: frame.time.seconds, count: count)
             known = Array(repeating: false, count: count)
+            occupied = Array(repeating: false, count: count)
             held = []
         }
         guard let scene, let previous else { return [] }
@@ -76,16 +81,17 @@ struct ForegroundWatch {
         let now = frame.time.seconds
         let threshold = ChangeWatch.threshold
         let (cellWidth, cellHeight) = (width / Double(columns), height / Double(rows))
-        // A face found over a cell: not still, whatever the picture does.
+        // A face found over a cell: occupied, and not still, whatever the picture does.
         func cell(_ position: Double, _ side: Double, _ count: Int) -> Int {
             Int(min(Double(count - 1), max(0, position / side)))
         }
+        var faceOver = [Bool](repeating: false, count: count)
         for face in seen {
             let (firstColumn, lastColumn) = (cell(face.x, cellWidth, columns), cell(face.maxX, cellWidth, columns))
             let (firstRow, lastRow) = (cell(face.y, cellHeight, rows), cell(face.maxY, cellHeight, rows))
             guard firstColumn <= lastColumn, firstRow <= lastRow else { continue }
             for row in firstRow...lastRow {
-                for column in firstColumn...lastColumn { stillSince[row * columns + column] = now }
+                for column in firstColumn...lastColumn { faceOver[row * columns + column] = true }
             }
         }
         var follow = [Bool](repeating: false, count: count)
@@ -99,9 +105,17 @@ struct ForegroundWatch {
         }
         bandSettled = true
         for cell in 0..<count {
-            if moved[cell] >= threshold { stillSince[cell] = now }
+            if faceOver[cell] {
+                occupied[cell] = true
+                stillSince[cell] = now
+            } else if moved[cell] >= threshold {
+                // Changed with no face over it: whoever was found there has moved.
+                occupied[cell] = false
+                stillSince[cell] = now
+            }
             let changes = changed[cell] >= threshold || !known[cell]
-            follow[cell] = now - stillSince[cell] >= (changes ? settleSeconds : Self.driftSeconds)
+            follow[cell] =
+                !occupied[cell] && now - stillSince[cell] >= (changes ? settleSeconds : Self.driftSeconds)
             known[cell] = known[cell] || follow[cell]
             differs[cell] = changes && !follow[cell]
             anyDiffers = anyDiffers || differs[cell]
