@@ -42,13 +42,15 @@ test:
 	@$(MAKE) --no-print-directory -j 2 setup SENTINEL=$(DEBUG)
 	@# Every fuzz corpus read once by its parser (a crash found by `make fuzz` stays there as a regression case).
 	@for t in $(FUZZ_TARGETS); do .build/debug/sentinel-fuzz $$t || exit 1; done
-	swift test --skip-build --skip 'ClientPackageTests|LiveCameraTests|SlowReaderTests|DocumentedCommandsTests|LabelStudioTests'
+	swift test --skip-build --skip 'ClientPackageTests|LiveCameraTests|SlowReaderTests|DocumentedCommandsTests|LabelStudioTests|CheckpointTests'
 	@# Each alone, after the rest. The live camera's analysis must keep the camera's pace to measure dwell: alone it
 	@# analysed 16 frames a second and missed dwell by 0.13 s at most; beside the rest, 7 a second and 0.6 s. An app
 	@# adopting the client package is a build that takes both cores for a while. Clients that never read hold the
 	@# servers' streams at their limit: beside the rest, other tests' waits ran out behind them. The docs' commands are
 	@# a newcomer's, one after another: beside the rest they took over 5 minutes and slowed others past their waits.
 	@# Label Studio (Django) starting beside the rest took over 4 minutes and the test's 8 ran out (CI, 08ffd1b).
+	@# The checkpointer beside the rest completed no checkpoint in 120 s (seen twice; cause not found: CheckpointTests).
+	swift test --skip-build --filter CheckpointTests
 	swift test --skip-build --filter SlowReaderTests
 	swift test --skip-build --filter LabelStudioTests
 	swift test --skip-build --filter DocumentedCommandsTests
