@@ -78,13 +78,17 @@ public enum Scenes {
                     ok, frame = source.read()
                     if not ok:
                         break
-                    noise = random.normal(0, float(sys.argv[3]), frame.shape)
+                    noise = random.standard_normal(frame.shape, dtype=numpy.float32) * float(sys.argv[3])
                     writer.write(numpy.clip(frame + noise, 0, 255).astype(numpy.uint8))
                 writer.release()
                 """,
                 video.path, noisy.path, "\(noise)",
-            ], timeout: 120)
-        guard made.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["noise": made.errors]) }
+            ], timeout: 600)
+        guard made.status == 0, !made.timedOut else {
+            throw TestSupportError(
+                "adding noise to \(video.lastPathComponent): "
+                    + (made.timedOut ? "not done in 600 s" : "exit \(made.status): \(made.errors)"))
+        }
         return (noisy, truth)
     }
 
