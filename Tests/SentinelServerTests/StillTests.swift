@@ -29,15 +29,10 @@ struct StillTests {
         }
         definition.server.tokenFile = folder.appendingPathComponent("visitors").path
         definition.server.aggregateTokenFile = folder.appendingPathComponent("aggregates").path
-        var options = SentinelService.Options()
-        options.hosting.port = 0
-        options.pace = .realTime
-        options.loop = true
-        options.hosting.databasePath = folder.appendingPathComponent("still.sqlite").path
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let (service, port, task) = try await SentinelService.start(
-            definition: definition, models: Fixtures.store, options: options, logger: logger)
+        let (service, port, task) = try await Self.start(definition, in: folder) {
+            $0.pace = .realTime
+            $0.loop = true
+        }
         defer { task.cancel() }
         let visitorToken = [("Authorization", "Bearer \(TestServer.tokens.visitors)")]
         func still() async throws -> (LoopbackClient.Head, Data) {
@@ -119,13 +114,7 @@ struct StillTests {
         definition.pipeline.sources[0].input = camera.url("cam")
         definition.pipeline.sources[0].resolvedInput = camera.url("cam")
         definition.pipeline.sources[0].zones = []
-        var options = SentinelService.Options()
-        options.hosting.port = 0
-        options.hosting.databasePath = folder.appendingPathComponent("still.sqlite").path
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let (_, port, task) = try await SentinelService.start(
-            definition: definition, models: Fixtures.store, options: options, logger: logger)
+        let (_, port, task) = try await Self.start(definition, in: folder)
         defer { task.cancel() }
         let faces = try #require(truth.frames.first).faces
         #expect(try Scenes.recognisable(faces, in: original, original: original).count == faces.count)
@@ -154,5 +143,19 @@ struct StillTests {
             let left = try Scenes.recognisable(faces, in: try Image(contentsOf: file.path), original: original)
             #expect(left.isEmpty, "still \(index): \(left)")
         }
+    }
+
+    /// `definition` run as the service on a free loopback port, its store in `folder`, warnings only in the log.
+    static func start(
+        _ definition: ServiceDefinition, in folder: URL, _ adjust: (inout SentinelService.Options) -> Void = { _ in }
+    ) async throws -> (service: SentinelService, port: Int, task: Task<Void, any Error>) {
+        var options = SentinelService.Options()
+        options.hosting.port = 0
+        options.hosting.databasePath = folder.appendingPathComponent("still.sqlite").path
+        adjust(&options)
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return try await SentinelService.start(
+            definition: definition, models: Fixtures.store, options: options, logger: logger)
     }
 }
