@@ -62,3 +62,24 @@ extension PipelineDefinition {
         return readout
     }
 }
+
+extension PipelineDefinition {
+    /// What `sentinel check` warns of without refusing: the pipeline's own head read worse, by the figures it recorded
+    /// when fitted (cross-validated on the operator's faces), than the model's shipped head by its own (on the photos
+    /// it was fitted on). Two sets of faces, so a warning, not a proof: the operator measures both on their faces with
+    /// `sentinel eval emotion`.
+    public func emotionWarnings(models: ModelStore) -> [ConfigProblem] {
+        guard emotionEnabled, let reference = emotionHead,
+            let description = try? models.classifier(named: emotionModel),
+            let head = try? models.head(reference), let figures = head.fitted.figures
+        else { return [] }
+        let shipped = description.head.flatMap { try? models.head($0) }?.fitted.figures
+        let worse = figures.worse(than: shipped)
+        guard !worse.isEmpty else { return [] }
+        var problem =
+            locations["emotion.head.file"] ?? ConfigProblem(file: file, path: "emotion.head", message: "")
+        problem.message =
+            "\(reference.file) reads worse, by the figures it was fitted with, than model \(emotionModel)'s shipped head: \(worse.joined(separator: "; ")); measure both on your faces with sentinel eval emotion"
+        return [problem]
+    }
+}

@@ -95,14 +95,21 @@ public struct EmotionHead: Sendable, Equatable, Codable {
         /// The regularisation (sklearn's C: the inverse of the L2 penalty) and class weighting chosen.
         public var c: Double
         public var classWeight: String
+        /// Its figures on the faces it was fitted on, cross-validated by person (none in a head written before they
+        /// were recorded).
+        public var figures: EmotionFigures?
 
-        public init(command: String, labels: String, faces: Int, people: Int, c: Double, classWeight: String) {
+        public init(
+            command: String, labels: String, faces: Int, people: Int, c: Double, classWeight: String,
+            figures: EmotionFigures?
+        ) {
             self.command = command
             self.labels = labels
             self.faces = faces
             self.people = people
             self.c = c
             self.classWeight = classWeight
+            self.figures = figures
         }
     }
 
@@ -176,6 +183,14 @@ public struct EmotionHead: Sendable, Equatable, Codable {
         func string(_ s: String) -> String {
             String(decoding: (try? encoder.encode(s)) ?? Data("\"\"".utf8), as: UTF8.self)
         }
+        var figures = ""
+        if let f = fitted.figures {
+            let values: [(String, Double)] = [
+                ("accuracy", f.accuracy), ("meanRecall", f.meanRecall), ("calibrationError", f.calibrationError),
+                ("valenceCorrelation", f.valenceCorrelation), ("unreadShare", f.unreadShare),
+            ]
+            figures = ", \"figures\": {" + values.map { "\"\($0.0)\": \(number($0.1))" }.joined(separator: ", ") + "}"
+        }
         let lines = [
             "{",
             "  \"format\": \(string(format)),",
@@ -184,7 +199,7 @@ public struct EmotionHead: Sendable, Equatable, Codable {
             "  \"crop\": {\"margin\": \(number(crop.margin)), \"align\": \(crop.align), \"mirror\": \(crop.mirror)},",
             "  \"fitted\": {\"command\": \(string(fitted.command)), \"labels\": \(string(fitted.labels)), "
                 + "\"faces\": \(fitted.faces), \"people\": \(fitted.people), \"c\": \(number(fitted.c)), "
-                + "\"classWeight\": \(string(fitted.classWeight))},",
+                + "\"classWeight\": \(string(fitted.classWeight))\(figures)},",
             "  \"labels\": [" + Emotion.allCases.map { string($0.rawValue) }.joined(separator: ", ") + "],",
             "  \"temperature\": \(number(temperature)),",
             "  \"valence\": \(list(valence)),",
@@ -235,6 +250,54 @@ public struct EmotionHead: Sendable, Equatable, Codable {
     }
 }
 
+/// How well readings match labelled faces, in the figures a fit is judged by: accuracy, recall's mean over labels, the
+/// calibration error of the top probability, the correlation of published valence with the labels', and the share of
+/// faces read below `emotion.minConfidence` (published as unknown).
+public struct EmotionFigures: Sendable, Equatable, Codable {
+    public var accuracy: Double
+    public var meanRecall: Double
+    public var calibrationError: Double
+    public var valenceCorrelation: Double
+    public var unreadShare: Double
+
+    public init(
+        accuracy: Double, meanRecall: Double, calibrationError: Double, valenceCorrelation: Double, unreadShare: Double
+    ) {
+        self.accuracy = accuracy
+        self.meanRecall = meanRecall
+        self.calibrationError = calibrationError
+        self.valenceCorrelation = valenceCorrelation
+        self.unreadShare = unreadShare
+    }
+
+    /// More than this share of faces unread and a reading is as good as switched off.
+    public static let mostUnread = 0.5
+    /// Differences this small are the same figure (a refit on another processor, the figures rounded in a file).
+    public static let tolerance = 0.005
+
+    /// What makes these figures a worse reading than `other`'s, in words (empty when none): a valence correlation
+    /// lower or a calibration error higher by more than `tolerance`, or (whatever `other` is) more than half of the
+    /// faces unread. Accuracy alone can rise while the mood it feeds turns around: it is not what a reading is judged by.
+    public func worse(than other: EmotionFigures?) -> [String] {
+        var found: [String] = []
+        func figure(_ x: Double) -> String { String(format: "%.3f", x) }
+        if let other, valenceCorrelation < other.valenceCorrelation - Self.tolerance {
+            found.append(
+                "valence correlation \(figure(valenceCorrelation)), below \(figure(other.valenceCorrelation))")
+        }
+        if let other, calibrationError > other.calibrationError + Self.tolerance {
+            found.append("calibration error \(figure(calibrationError)), above \(figure(other.calibrationError))")
+        }
+        if unreadShare > Self.mostUnread {
+            found.append(
+                String(
+                    format: "%.0f %% of faces read below emotion.minConfidence (published as unknown)",
+                    unreadShare * 100))
+        }
+        return found
+    }
+}
+
 /// A model file (a head) that cannot be used, in words naming the file.
 public struct ModelFileProblem: Error, Sendable, CustomStringConvertible {
     public let description: String
@@ -269,6 +332,15 @@ public enum EmotionReadout: Sendable, Equatable {
         switch self {
         case .calibration(let calibration): calibration.fitted
         case .head(let head): "\(head.fitted.command); labels \(head.fitted.labels)"
+        }
+    }
+
+    /// The figures it recorded when fitted, cross-validated on the faces it was fitted on (a head's; none for a
+    /// calibration).
+    public var figures: EmotionFigures? {
+        switch self {
+        case .calibration: nil
+        case .head(let head): head.fitted.figures
         }
     }
 }

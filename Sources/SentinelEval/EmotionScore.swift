@@ -96,3 +96,12 @@ public struct EmotionScore: Sendable, Codable, Equatable {
         return aa > 0 && bb > 0 ? ab / (aa * bb).squareRoot() : 0
     }
 }
+
+extension EmotionScore {
+    /// The figures a fit is judged by.
+    public var figures: EmotionFigures {
+        EmotionFigures(
+            accuracy: accuracy, meanRecall: meanRecall, calibrationError: calibrationError,
+            valenceCorrelation: valenceCorrelation, unreadShare: unknownShare)
+    }
+}

@@ -43,18 +43,24 @@ struct Check: ParsableCommand {
             return
         }
         var problems: [ConfigProblem] = []
+        var warnings: [ConfigProblem] = []
         var sources: [PipelineDefinition.SourceDefinition] = []
         do {
             // The checks `sentinel run` makes before it serves: one function for both.
             let definition = try ServiceDefinition.load(pipeline)
             sources = definition.pipeline.sources
-            _ = try SentinelService.preflight(definition: definition, models: try models.store())
+            let store = try models.store()
+            _ = try SentinelService.preflight(definition: definition, models: store)
+            warnings = definition.pipeline.emotionWarnings(models: store)
         } catch let error as ConfigError {
             problems = error.problems
         }
         for problem in problems { print(problem) }
         if !problems.isEmpty { throw ExitCode(1) }
-        print("\(pipeline): ok")
+        for warning in warnings { print("warning: \(warning)") }
+        print(
+            "\(pipeline): ok"
+                + (warnings.isEmpty ? "" : " (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))"))
         guard probe else { return }
         // Every source at once, as `run` opens them: a fleet of cameras takes the time of one.
         let specs = sources.map { SourceSpec($0.resolvedInput) }

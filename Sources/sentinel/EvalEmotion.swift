@@ -35,8 +35,11 @@ extension Eval {
                 per-label figures before and after, cross-validated: each fold of people (the name before a file's \
                 last _number) read with what was fitted on the other folds, never on its own photos. It refuses photos \
                 of fewer than \(Self.minPeople) people, or a label with fewer than \(Self.minFacesPerLabel) faces \
-                (leave such a label out). --apply writes what was fitted on all the photos into the pipeline file: \
-                emotion.head (its file and sha256), or emotion.calibration.
+                (leave such a label out); a label of fewer than \(Self.minPeoplePerLabel) people is left out. It \
+                prints what the pipeline reads now on the same faces beside it. --apply writes what was fitted on all the photos into the pipeline file: \
+                emotion.head (its file and sha256), or emotion.calibration; it refuses a fit whose valence \
+                correlation is lower or calibration error higher than now, or that leaves more than half of the faces \
+                below emotion.minConfidence, unless --force.
                 """)
 
         @Argument(help: "Folder of photos.")
@@ -60,21 +63,26 @@ extension Eval {
         @Flag(help: "With --fit: write the fitted calibration into the pipeline file.")
         var apply = false
 
+        @Flag(help: "With --apply: apply a fit that reads the faces worse than the pipeline does now.")
+        var force = false
+
         @Option(help: "With --fit: folds of the cross-validation.")
         var folds = 5
 
         @Option(help: "With --fit, for a model with a feature layer: the head's file (default: beside the model).")
         var head: String?
 
-        /// The least a fit rests on: people, and faces of each label it reads.
+        /// The least a fit rests on: people, and the faces and people of each label it reads.
         static let minPeople = 10
         static let minFacesPerLabel = 10
+        static let minPeoplePerLabel = 5
 
         @OptionGroup var settings: SettingOverrides
         @OptionGroup var models: ModelOptions
 
         func validate() throws {
             if apply && !fit { throw ValidationError("--apply writes what --fit fits: give --fit too") }
+            if force && !apply { throw ValidationError("--force applies a fit --apply would refuse: give --apply too") }
             try checkRange(folds, "folds", 2...100)
         }
 
@@ -161,24 +169,39 @@ extension Eval {
             // A photo given twice (under two names, as two people) is one face: copies cannot make up the people or the
             // faces a fit needs.
             var contents = Set<Data>()
-            let faces = evaluation.faces.filter { face in
+            var faces = evaluation.faces.filter { face in
                 guard let bytes = try? Data(contentsOf: URL(fileURLWithPath: face.photo.path)) else { return true }
                 return contents.insert(Data(SHA256.hash(data: bytes))).inserted
             }
             if faces.count < evaluation.faces.count {
                 print("--fit: \(evaluation.faces.count - faces.count) photos are copies of another, each counted once")
             }
+            func enoughPeople(_ what: String) throws {
+                let people = Set(faces.map(\.photo.group)).count
+                guard people < Self.minPeople else { return }
+                throw CommandError(
+                    "--fit: the faces \(what) are of \(people) people; a fit needs at least \(Self.minPeople), or its figures describe those people, not a camera's"
+                )
+            }
+            try enoughPeople("read")
+            // A label of a few people cannot be cross-validated by person: its figures would be those people's.
+            var peopleByLabel: [Emotion: Set<String>] = [:]
+            for face in faces { peopleByLabel[face.photo.truth, default: []].insert(face.photo.group) }
+            let few = Set(peopleByLabel.filter { $0.value.count < Self.minPeoplePerLabel }.keys)
+            for emotion in Emotion.allCases where few.contains(emotion) {
+                print(
+                    "--fit: \(emotion.rawValue) is \(faces.filter { $0.photo.truth == emotion }.count) faces of \(peopleByLabel[emotion]!.count) people; a label needs at least \(Self.minPeoplePerLabel) people to be fitted: left out (label more people to fit it)"
+                )
+            }
+            faces.removeAll { few.contains($0.photo.truth) }
+            peopleByLabel = peopleByLabel.filter { !few.contains($0.key) }
+            try enoughPeople("of the labels fitted")
             let people = Set(faces.map(\.photo.group)).count
             var perLabel: [Emotion: Int] = [:]
             for face in faces { perLabel[face.photo.truth, default: 0] += 1 }
-            guard people >= Self.minPeople else {
-                throw CommandError(
-                    "--fit: the faces read are of \(people) people; a fit needs at least \(Self.minPeople), or its figures describe those people, not a camera's"
-                )
-            }
             if perLabel.count < 2, let only = perLabel.keys.first {
                 throw CommandError(
-                    "--fit: every face read is labelled \(only.rawValue); a fit needs at least two expressions, or it learns to read every face as that one"
+                    "--fit: every face fitted is labelled \(only.rawValue); a fit needs at least two expressions, or it learns to read every face as that one"
                 )
             }
             if let thin = Emotion.allCases.first(where: { (1..<Self.minFacesPerLabel).contains(perLabel[$0] ?? 0) }) {
@@ -188,8 +211,18 @@ extension Eval {
             }
             let source = ((labels ?? images) as NSString).lastPathComponent
             let crop = definition.emotionCrop(description)
-            var peopleByLabel: [Emotion: Set<String>] = [:]
-            for face in faces { peopleByLabel[face.photo.truth, default: []].insert(face.photo.group) }
+            // What the pipeline reads now, on the same faces: what a fit must not make worse. Read with what was fitted on
+            // these very faces, it is in-sample: then the figures its fit recorded, cross-validated, are the ones to beat.
+            let now = EmotionScore(faces.map { ($0.photo.truth, $0.reading) }, minConfidence: minConfidence)
+            let inSample = evaluation.readout.fitted?.contains(photos.fingerprint) ?? false
+            let bar: EmotionFigures? = inSample ? evaluation.readout.figures : now.figures
+            if inSample {
+                print(
+                    "--fit: what the pipeline reads now was fitted on these faces, so \"now\" below flatters it; "
+                        + (bar == nil
+                            ? "it recorded no cross-validated figures to compare a fit with"
+                            : "a fit is compared with the figures it recorded, cross-validated"))
+            }
             let model = EmotionScore(
                 faces.map { ($0.photo.truth, EmotionCalibration.identity.reading($0.output.probabilities)) },
                 minConfidence: minConfidence)
@@ -203,7 +236,9 @@ extension Eval {
                 "\nfit on \(faces.count) faces of \(people) people; figures cross-validated by person, \(folds) folds: each fold read with what was fitted on the others"
             )
             guard let layer = description.features else {
-                Self.compare([("model alone", model), ("calibration", calibrated)], people: peopleByLabel)
+                Self.compare(
+                    [("now", now), ("model alone", model), ("calibration", calibrated)], people: peopleByLabel)
+                try refuseWorse(calibrated, than: bar)
                 var calibration = CalibrationFit.fit(calibrationSamples)
                 calibration.fitted =
                     "sentinel eval emotion --fit on \(faces.count) faces of \(people) people (\(source)), labels \(photos.fingerprint)"
@@ -229,7 +264,9 @@ extension Eval {
             let fitted = HeadFit.fit(headSamples, folds: folds)
             let adapted = EmotionScore(fitted.crossValidated, minConfidence: minConfidence)
             Self.compare(
-                [("model alone", model), ("calibration", calibrated), ("head", adapted)], people: peopleByLabel)
+                [("now", now), ("model alone", model), ("calibration", calibrated), ("head", adapted)],
+                people: peopleByLabel)
+            try refuseWorse(adapted, than: bar)
             print(
                 "\nhead over layer \(layer.layer) (\(layer.size) values): chosen by cross-validation, "
                     + String(
@@ -243,7 +280,7 @@ extension Eval {
                 fitted: .init(
                     command: "sentinel eval emotion --fit on \(faces.count) faces of \(people) people (\(source))",
                     labels: photos.fingerprint, faces: faces.count, people: people, c: fitted.candidate.c,
-                    classWeight: fitted.candidate.classWeight))
+                    classWeight: fitted.candidate.classWeight, figures: adapted.figures))
             let file =
                 self.head
                 ?? store.cache.appendingPathComponent(
@@ -273,6 +310,19 @@ extension Eval {
                 print("--apply writes it into \(pipeline)")
             }
             return Report.Fit(crossValidated: adapted, folds: folds, calibration: nil, head: name)
+        }
+
+        /// Says what makes the fit read worse than the pipeline does now; with --apply and without --force, refuses it.
+        func refuseWorse(_ fitted: EmotionScore, than now: EmotionFigures?) throws {
+            let worse = fitted.figures.worse(than: now)
+            guard !worse.isEmpty else { return }
+            let what = "the fit reads these faces worse than the pipeline does now: \(worse.joined(separator: "; "))"
+            print("\n" + what)
+            if apply && !force {
+                throw CommandError(
+                    "--apply refused: \(what). Label more faces of more people and fit again, or give --force to apply it anyway"
+                )
+            }
         }
 
         /// Settings written into the pipeline's text (every other byte kept) and checked as the file will be read:
@@ -323,8 +373,9 @@ extension Eval {
                     "  " + name.padding(toLength: 12, withPad: " ", startingAt: 0)
                         + String(
                             format:
-                                "accuracy %.3f, mean recall %.3f, calibration error %.3f, valence correlation %.3f",
-                            score.accuracy, score.meanRecall, score.calibrationError, score.valenceCorrelation))
+                                "accuracy %.3f, mean recall %.3f, calibration error %.3f, valence correlation %.3f, below minConfidence %.1f %%",
+                            score.accuracy, score.meanRecall, score.calibrationError, score.valenceCorrelation,
+                            score.unknownShare * 100))
             }
         }
 

@@ -409,11 +409,69 @@ struct EvalEmotionTests {
         try relabelled.write(toFile: one, atomically: true, encoding: .utf8)
         let single = try await fit(one)
         #expect(
-            single.status == 1 && single.errors.contains("every face read is labelled happy; a fit needs at least two"),
+            single.status == 1
+                && single.errors.contains("every face fitted is labelled happy; a fit needs at least two"),
             "\(single.output)\(single.errors)")
         // The control: the same photos labelled as they are fit.
         let both = try await fit(labels)
         #expect(both.status == 0, "\(both.output)\(both.errors)")
+    }
+
+    @Test(
+        "the operator's loop cannot switch emotion off unseen: a label of fewer than 5 people is left out, saying so; a fit that leaves most faces unread is shown beside what the pipeline reads now and refused by --apply, the pipeline unchanged; --force applies it, and check then warns"
+    )
+    func fitCannotSilenceEmotion() async throws {
+        let (folder, labels) = try await twelvePeople()
+        // Labels that say nothing of the faces: each portrait happy for half of its "people", neutral for the others;
+        // and sad for three people only.
+        let rows = try String(contentsOfFile: labels, encoding: .utf8).split(separator: "\n").dropFirst().enumerated()
+            .map { i, row in
+                let name = row.split(separator: ",")[0]
+                return "\(name),\(i % 2 == 0 ? "happiness" : "neutral")"
+            }
+        var copies: [String] = []
+        for k in 0..<3 {
+            let name = String(format: "s%02d_1.jpg", k)
+            // Another photo's bytes and one more after its end: a photo of its own, to the fit's count of copies.
+            let bytes = try Data(contentsOf: folder.appendingPathComponent(String(format: "n%02d_1.jpg", k + 3)))
+            try (bytes + Data([UInt8(k)])).write(to: folder.appendingPathComponent(name))
+            copies.append("\(name),sad")
+        }
+        let noise = folder.appendingPathComponent("noise.csv").path
+        try (["image,emotion"] + rows + copies).joined(separator: "\n").appending("\n").write(
+            toFile: noise, atomically: true, encoding: .utf8)
+        let pipeline = folder.appendingPathComponent("p.yml").path
+        let text =
+            "version: 1\nsources:\n  - id: door\n    input: rtsp://127.0.0.1:9/stream\nemotion:\n  minConfidence: 0.6\n"
+        try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let head = folder.appendingPathComponent("head.json").path
+        let arguments = [
+            "eval", "emotion", folder.path, "--labels", noise, "--pipeline", pipeline, "--fit", "--folds", "3",
+            "--head",
+            head, "--apply",
+        ]
+        let refused = try await sentinel(arguments)
+        #expect(
+            refused.output.contains(
+                "--fit: sad is 3 faces of 3 people; a label needs at least 5 people to be fitted: left out"),
+            "\(refused.output)")
+        #expect(refused.output.contains("now (recall, valence)"), "\(refused.output)")
+        #expect(
+            refused.status == 1 && refused.errors.contains("--apply refused: the fit reads these faces worse")
+                && refused.errors.contains("of faces read below emotion.minConfidence"),
+            "\(refused.output)\(refused.errors)")
+        #expect(try String(contentsOfFile: pipeline, encoding: .utf8) == text)
+        // The control: asked for, it is applied, and check says what it recorded.
+        let forced = try await sentinel(arguments + ["--force"])
+        #expect(
+            forced.status == 0 && forced.output.contains("applied to \(pipeline)"), "\(forced.output)\(forced.errors)")
+        let check = try await sentinel(["check", pipeline])
+        #expect(
+            check.status == 0 && check.output.contains("warning: \(pipeline):")
+                && check.output.contains(
+                    "reads worse, by the figures it was fitted with, than model emotion's shipped head")
+                && check.output.contains("\(pipeline): ok (1 warning)"),
+            "\(check.output)\(check.errors)")
     }
 
     @Test(

@@ -68,7 +68,9 @@ struct HeadFitTests {
             crop: CropRecord(margin: 0.1, align: true, mirror: true),
             weights: (0..<7).map { k in [Double(k), -0.5, 1e-7] }, bias: (0..<7).map { Double($0) / 10 },
             temperature: 0.8,
-            fitted: .init(command: "test", labels: "0123", faces: 20, people: 10, c: 0.001, classWeight: "balanced"))
+            fitted: .init(
+                command: "test", labels: "0123", faces: 20, people: 10, c: 0.001, classWeight: "balanced", figures: nil)
+        )
         let read = try EmotionHead.read(head.json(), file: "h.json")
         #expect(read == head)
         let reading = head.reading([1, 2, 3])
