@@ -142,7 +142,7 @@ let package = Package(
                 wire,
                 "SentinelConfig", "SentinelCore", "SentinelPrivacy", "SentinelPipeline",
                 "SentinelStore",
-                "SentinelModels", "SentinelVision",
+                "SentinelModels", "SentinelVision", "SentinelVisitors",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -173,6 +173,24 @@ snl_status snl_image_region_detail(const snl_image *image, snl_rect region, doub
     });
 }
 
+snl_status snl_image_region_sharpness(const snl_image *image, snl_rect region, int32_t side, double *sharpness,
+                                      snl_error *error) {
+    return guarded(error, SNL_ERR_OPENCV, [&] {
+        require(side >= 8 && side <= 1024, SNL_ERR_ARGUMENT, "side must be 8 to 1024");
+        cv::Rect r = snl::clip(region, pixels(image).size());
+        require(!r.empty(), SNL_ERR_ARGUMENT, "region outside the image");
+        cv::Mat small, lap;
+        cv::resize(grey(pixels(image)(r)), small, cv::Size(side, side), 0, 0, cv::INTER_AREA);
+        small.convertTo(small, CV_64F);
+        cv::Laplacian(small, lap, CV_64F);
+        cv::Scalar m, s, gm, gs;
+        cv::meanStdDev(lap, m, s);
+        cv::meanStdDev(small, gm, gs);
+        // The floor (a grey level's deviation of 10) keeps a face dark to the noise from reading sharp.
+        *sharpness = (s[0] * s[0]) / (gs[0] * gs[0] + 100);
+    });
+}
+
 snl_status snl_image_write(const snl_image *image, const char *path, snl_error *error) {
     return guarded(error, SNL_ERR_WRITE, [&] {
         require(cv::imwrite(path, pixels(image)), SNL_ERR_WRITE, std::string("cannot write image ") + path);

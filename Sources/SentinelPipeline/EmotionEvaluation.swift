@@ -3,11 +3,11 @@ public import SentinelConfig
 public import SentinelCore
 public import SentinelModels
 import SentinelVision
-import SentinelVisitors
+public import SentinelVisitors
 public import SentinelWire
 
 /// Labelled photos read as the live pipeline reads a face: the pipeline's detector (its largest face at the detector's
-/// score), the emotion settings' gate (face size, detection score), then the pipeline's `EmotionReader` (crop,
+/// score), the emotion settings' gate (size, detection score, cut, turned, blurred), then the pipeline's `EmotionReader` (crop,
 /// alignment, mirror image, model, labels, head or calibration). `sentinel eval emotion` measures with it and fits
 /// calibrations on its model probabilities.
 public struct EmotionEvaluation: Sendable {
@@ -41,12 +41,15 @@ public struct EmotionEvaluation: Sendable {
     public enum Miss: String, Sendable, CaseIterable {
         case unreadable = "not an image Sentinel reads (JPEG, PNG, BMP, WebP, TIFF or PNM of at most 50 million pixels)"
         case noFace = "no face at the detector's score"
-        case gated = "a face too small or too weak for emotion.minFaceSize and emotion.minDetectionScore"
+        case gated =
+            "a face the pipeline does not read (emotion.minFaceSize, minDetectionScore, minFrontal, minSharpness, cut)"
         case refused = "an output of the model that is no reading (not a number, or out of range)"
     }
 
     public var faces: [Face] = []
     public var missed: [(photo: Photo, why: Miss)] = []
+    /// The faces the pipeline would not read (`missed` as `.gated`), by why.
+    public var unread: [EmotionSettings.Unreadable: Int] = [:]
     /// The head or calibration the faces were read with.
     public let readout: EmotionReadout
 
@@ -75,8 +78,12 @@ public struct EmotionEvaluation: Sendable {
                 missed.append((photo, .noFace))
                 continue
             }
-            guard definition.visitors.emotion.admits(face) else {
+            if let why = try definition.visitors.emotion.unreadable(
+                face, width: Double(image.width), height: Double(image.height),
+                sharpness: { () throws(VisionError) in try reader.classifier.sharpness(image, face: face) })
+            {
                 missed.append((photo, .gated))
+                unread[why, default: 0] += 1
                 continue
             }
             let read: (output: FaceOutput, reading: EmotionReading)

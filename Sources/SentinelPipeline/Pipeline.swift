@@ -169,7 +169,7 @@ public struct Pipeline {
             let carried = stage.carry(time: frame.time)
             let timings = StageTimings(
                 detect: searched, visitors: clock.now - start - searched, emotion: 0, readings: 0, refused: [],
-                regions: 0)
+                unread: [], regions: 0)
             return try step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
         case .whole:
             detections = try detected ?? detector.detect(frame.image)
@@ -189,9 +189,19 @@ public struct Pipeline {
         let faces = detections.filter { $0.score >= scoreThreshold }
         var reading = (cpu: 0.0, count: 0)
         var refused: [String] = []
+        var unread: [EmotionSettings.Unreadable] = []
+        let image = frame.image
+        let emotionSettings = settings.emotion
         let result = try stage.process(time: frame.time, detections: faces) { face in
             guard let emotion else { return nil }
             let before = threadCPUSeconds()
+            if let why = try emotionSettings.unreadable(
+                face, width: Double(image.width), height: Double(image.height),
+                sharpness: { () throws(VisionError) in try emotion.classifier.sharpness(image, face: face) })
+            {
+                unread.append(why)
+                return nil
+            }
             defer { reading = (reading.cpu + threadCPUSeconds() - before, reading.count + 1) }
             do { return try emotion.read(frame.image, face: face) } catch let error as VisionError
                 where error.code == .refusedOutput
@@ -204,7 +214,7 @@ public struct Pipeline {
         if case .regions(let squares) = plan { regions = squares.count }
         let timings = StageTimings(
             detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count,
-            refused: refused, regions: regions)
+            refused: refused, unread: unread, regions: regions)
         let step = try step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,
             events: try ended + masked(result.events))
@@ -331,6 +341,8 @@ public struct StageTimings: Sendable {
     /// Readings refused because the model's output was no reading (`VisionError.Code.refusedOutput`), each why: no
     /// emotion is taken from them, and the service logs and counts them.
     public var refused: [String]
+    /// Faces due a reading that were not read, each why (small, cut, turned, blurred...): counted, never read.
+    public var unread: [EmotionSettings.Unreadable]
     /// Regions detected instead of the whole frame (0: the whole frame, or none).
     public var regions: Int
 }

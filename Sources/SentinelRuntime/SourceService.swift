@@ -8,6 +8,7 @@ public import SentinelModels
 import SentinelPipeline
 public import SentinelPrivacy
 public import SentinelVision
+import SentinelVisitors
 import SentinelWire
 public import ServiceLifecycle
 
@@ -142,6 +143,7 @@ public final class SourceService: Service, Sendable {
                         metrics.detect.record(duration: frame.timings.detect)
                         metrics.visitors.record(duration: frame.timings.visitors)
                     }
+                    for why in frame.timings.unread { metrics.unread[why]?.increment() }
                     if let why = frame.timings.refused.first {
                         metrics.refused.increment(by: frame.timings.refused.count)
                         refusedCount += frame.timings.refused.count
@@ -191,6 +193,7 @@ struct SourceMetrics {
     let fps: CoreMetrics.Gauge
     let detect, visitors: CoreMetrics.Timer
     let refused: CoreMetrics.Counter
+    let unread: [EmotionSettings.Unreadable: CoreMetrics.Counter]
     private var reported = CaptureEdge.Counts()
     private var totals = FrameCounts()
 
@@ -200,6 +203,10 @@ struct SourceMetrics {
         detect = telemetry.stage("detect")
         visitors = telemetry.stage("visitors")
         refused = telemetry.refusedReadings(source: source)
+        unread = Dictionary(
+            uniqueKeysWithValues: EmotionSettings.Unreadable.allCases.map {
+                ($0, telemetry.unreadFaces(source: source, why: $0.rawValue))
+            })
     }
 
     /// A new playback (a loop): its edge counts from zero. (An edge whose counts fall is taken for a new one too.)

@@ -114,6 +114,13 @@ public final class Telemetry: Sendable {
             label: "sentinel_emotion_readings_refused_total", dimensions: [("source_id", source)], factory: factory)
     }
 
+    /// Faces of one source due an emotion reading that were not read, by why (`EmotionSettings.Unreadable`).
+    public func unreadFaces(source: String, why: String) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(
+            label: "sentinel_emotion_faces_unread_total", dimensions: [("source_id", source), ("reason", why)],
+            factory: factory)
+    }
+
     /// Frames one source's capture edge received, handed to analysis, and dropped because analysis was behind: exact
     /// counts, not estimates.
     public func frames(source: String) -> (
@@ -190,6 +197,10 @@ public final class Telemetry: Sendable {
         "sentinel_frames_dropped_total": "Frames dropped at a source's capture edge because analysis was behind.",
         "sentinel_capture_to_publish_seconds":
             "From the capture of the frame an event came from to the event's being committed and offered to SSE clients.",
+        "sentinel_emotion_readings_refused_total":
+            "Emotion readings refused because the model's output was no reading (not a number, out of range).",
+        "sentinel_emotion_faces_unread_total":
+            "Faces due an emotion reading that were not read, by reason: small, weak, cut, turned, blurred.",
         "sentinel_stage_duration_seconds": "Time one pipeline stage took, per frame (per batch for store and publish).",
         "sentinel_queue_depth": "Publications waiting to be written to the store.",
         "sentinel_events_published_total": "Events committed to the log and offered to the SSE clients.",

@@ -19,6 +19,8 @@ public struct DetectionCache: Sendable {
         /// The emotion model's output for each detection's box, before the head or calibration (empty when emotion is
         /// off).
         public var emotions: [Box: FaceOutput]
+        /// Each detection's sharpness (`Image.sharpness`), which decides whether it is read (empty when emotion is off).
+        public var sharpness: [Box: Double]
         /// The frame's thumbnail, under a cadence that watches for changes (`detector.onChange`): which frames it
         /// detects depends on the pictures.
         public var thumbnail: Image?
@@ -66,16 +68,18 @@ public struct DetectionCache: Sendable {
             if frames.isEmpty { size = (frame.image.width, frame.image.height) }
             let detections = try detector.detect(frame.image)
             var emotions: [Box: FaceOutput] = [:]
+            var sharpness: [Box: Double] = [:]
             if let classifier = emotion?.classifier {
                 for detection in detections {
                     emotions[detection.box] = try classifier.classify(frame.image, face: detection)
+                    sharpness[detection.box] = try classifier.sharpness(frame.image, face: detection)
                 }
             }
             let thumbnail = watchesChanges(definition) ? try ChangeWatch.thumbnail(of: frame.image) : nil
             frames.append(
                 Frame(
                     index: frame.index, time: frame.time, detections: detections, emotions: emotions,
-                    thumbnail: thumbnail))
+                    sharpness: sharpness, thumbnail: thumbnail))
         }
         let origin =
             (try? FileManager.default.attributesOfItem(atPath: recording)[.modificationDate] as? Date)
@@ -128,5 +132,12 @@ final class CachedModels: FaceDetector, FaceClassifying {
             throw VisionError(.argument, "no cached emotion reading for this box")
         }
         return emotions
+    }
+
+    func sharpness(_ image: Image, face: Detection) throws(VisionError) -> Double {
+        guard let sharpness = frame?.sharpness[face.box] else {
+            throw VisionError(.argument, "no cached sharpness for this box")
+        }
+        return sharpness
     }
 }

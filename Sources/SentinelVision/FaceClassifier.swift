@@ -6,6 +6,14 @@ public import SentinelWire
 /// feature layer's values where the model names one.
 public protocol FaceClassifying: AnyObject {
     func classify(_ image: Image, face: Detection) throws(VisionError) -> FaceOutput
+    /// How sharp the face is (`Image.sharpness`): whether it can be read at all (`EmotionSettings.minSharpness`).
+    func sharpness(_ image: Image, face: Detection) throws(VisionError) -> Double
+}
+
+extension FaceClassifying {
+    public func sharpness(_ image: Image, face: Detection) throws(VisionError) -> Double {
+        try image.sharpness(in: face.box)
+    }
 }
 
 /// An ONNX network run on the crop its description asks for around a face (`ClassifierDescription`): the crop, then

@@ -116,6 +116,14 @@ public final class Image: @unchecked Sendable {
         return value
     }
 
+    /// How sharp `region` is, whatever its size and contrast (`snl_image_region_sharpness`, at the emotion model's
+    /// 64 pixels): the variance of its Laplacian over that of its pixels.
+    public func sharpness(in region: Box, side: Int = 64) throws(VisionError) -> Double {
+        var value = 0.0
+        try bridge { snl_image_region_sharpness(handle, region.raw, Int32(side), &value, $0) }
+        return value
+    }
+
     public func write(to path: String) throws(VisionError) {
         try bridge { snl_image_write(handle, path, $0) }
     }

@@ -20,17 +20,79 @@ public struct EmotionSettings: Sendable, Equatable, Codable {
     /// the crop and its mirror image, costs about 4 ms on one core).
     public var maxPerSecond: Double = 1.5
 
+    /// Faces turned further than this are not classified: how near the nose is to the middle of the eyes, 1 facing
+    /// the camera, 0 with the nose over an eye or beyond (about 45 degrees of yaw). A model of frontal photos reads a
+    /// profile's laugh as disgust.
+    public var minFrontal: Double = 0.4
+    /// Faces less sharp than this are not classified (`Image.sharpness`: about 0.1 to 1 in focus and lit; blurred by
+    /// motion or focus, or dark to the noise, below 0.08).
+    public var minSharpness: Double = 0.08
+
     public init() {}
 
-    /// Whether a detection may be classified at all: big enough for the model, and sure enough to be a face.
-    public func admits(_ detection: Detection) -> Bool {
-        min(detection.box.width, detection.box.height) >= minFaceSize && detection.score >= minDetectionScore
+    /// Why a face is not read, in the order it is checked.
+    public enum Unreadable: String, Sendable, CaseIterable, CustomStringConvertible {
+        case small, weak, cut, turned, blurred
+
+        public var description: String {
+            switch self {
+            case .small: "smaller than emotion.minFaceSize"
+            case .weak: "a detection weaker than emotion.minDetectionScore"
+            case .cut: "an eye, the nose or the mouth outside the frame"
+            case .turned: "turned away further than emotion.minFrontal"
+            case .blurred: "less sharp than emotion.minSharpness"
+            }
+        }
+    }
+
+    /// Why the face `detection` found in a frame of `width` x `height` cannot be read, or nil when it can, as far as
+    /// its box and landmarks tell (the picture's sharpness is the caller's: `sharpness`, asked last, only if needed).
+    public func unreadable<E: Error>(
+        _ detection: Detection, width: Double, height: Double, sharpness: () throws(E) -> Double
+    ) throws(E) -> Unreadable? {
+        let box = detection.box
+        if min(box.width, box.height) < minFaceSize { return .small }
+        if detection.score < minDetectionScore { return .weak }
+        if Self.cut(detection, width: width, height: height) { return .cut }
+        if let frontal = Self.frontal(detection.landmarks), frontal < minFrontal { return .turned }
+        if minSharpness > 0, try sharpness() < minSharpness { return .blurred }
+        return nil
+    }
+
+    /// Whether the frame's edge cuts what a reading needs: an eye, the nose or the mouth (the landmarks) outside it;
+    /// without landmarks, a tenth of the box or more. A tight crop, a photo's whole frame a face, is not cut.
+    static func cut(_ detection: Detection, width: Double, height: Double) -> Bool {
+        guard detection.landmarks.isEmpty else {
+            return detection.landmarks.contains { $0.x < 0 || $0.y < 0 || $0.x > width || $0.y > height }
+        }
+        let box = detection.box
+        let inside =
+            max(0, min(box.maxX, width) - max(box.x, 0)) * max(0, min(box.maxY, height) - max(box.y, 0))
+        return inside < 0.9 * box.width * box.height
+    }
+
+    /// How squarely a face looks at the camera from its landmarks (the eyes, then the nose): where the nose falls
+    /// along the line between the eyes, 1 at its middle, 0 at an eye or beyond. Nil without landmarks (the cascade).
+    public static func frontal(_ landmarks: [Point]) -> Double? {
+        guard landmarks.count >= 3 else { return nil }
+        let (left, right, nose) = (landmarks[0], landmarks[1], landmarks[2])
+        let (ex, ey) = (right.x - left.x, right.y - left.y)
+        let squared = ex * ex + ey * ey
+        guard squared > 1e-9, squared.isFinite else { return 0 }
+        let along = ((nose.x - left.x) * ex + (nose.y - left.y) * ey) / squared
+        return max(0, 1 - abs(2 * along - 1))
     }
 
     /// The smoothing part of a pipeline file's `emotion:` section (`enabled` and `model` are the pipeline's).
     public static let settings: [Setting<EmotionSettings>] = [
         .number("minFaceSize", \.minFaceSize, in: 0...4096, "pixels; smaller faces are not classified"),
         .number("minDetectionScore", \.minDetectionScore, in: 0...1, "weaker detections are not classified"),
+        .number(
+            "minFrontal", \.minFrontal, in: 0...1,
+            "faces turned further are not classified (1: facing the camera; 0: the nose over an eye)"),
+        .number(
+            "minSharpness", \.minSharpness, in: 0...10,
+            "less sharp faces are not classified (Laplacian over pixel variance at 64 px; 0: all)"),
         .number(
             "timeConstantSeconds", \.timeConstantSeconds, in: 0.01...3600,
             "media seconds over which a visitor's readings are smoothed"),

@@ -149,12 +149,14 @@ public struct VisitorStage: Sendable {
             }
             let rate = settings.emotion.maxPerSecond
             let due = rate <= 0 || visit.lastClassified.map { (time - $0).seconds >= 1 / rate - 1e-6 } ?? true
-            if due, visit.presence.allowsEmotion(at: settings.point(of: detection.box)),
-                settings.emotion.admits(detection), let reading = try classify(detection)
-            {
-                visit.emotion.add(reading, at: time)
+            // A reading is due at most `maxPerSecond`, read or not: `classify` reads the face only if it can be read
+            // (`EmotionSettings.unreadable`, which needs the picture), so each due reading is one face read or not.
+            if due, visit.presence.allowsEmotion(at: settings.point(of: detection.box)) {
                 visit.lastClassified = time
-                output.read.append((internalID(visit.number), detection.box))
+                if let reading = try classify(detection) {
+                    visit.emotion.add(reading, at: time)
+                    output.read.append((internalID(visit.number), detection.box))
+                }
             }
             if (time - visit.lastUpdate).seconds >= settings.updateIntervalSeconds - 1e-9 {
                 visit.lastUpdate = time

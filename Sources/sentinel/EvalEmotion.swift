@@ -136,8 +136,9 @@ extension Eval {
             for why in EmotionEvaluation.Miss.allCases {
                 let names = evaluation.missed.filter { $0.why == why }.map(\.photo.name.controlCharactersShown)
                 if !names.isEmpty {
+                    let reasons = why == .gated ? " (\(RunSummary.unreadList(evaluation.unread)))" : ""
                     print(
-                        "  \(names.count) \(why.rawValue): \(names.prefix(5).joined(separator: ", "))\(names.count > 5 ? ", ..." : "")"
+                        "  \(names.count) \(why.rawValue)\(reasons): \(names.prefix(5).joined(separator: ", "))\(names.count > 5 ? ", ..." : "")"
                     )
                 }
             }

@@ -155,6 +155,8 @@ struct PipelineTests {
         definition.emotionEnabled = true
         definition.visitors.emotion.maxPerSecond = 0
         definition.visitors.emotion.minFaceSize = 10
+        // Blank frames: no face in them is sharp (see unreadFacesAreCounted).
+        definition.visitors.emotion.minSharpness = 0
         let classifier = FlakyClassifier()
         let pipeline = Pipeline(
             definition: definition, source: definition.sources[0], detector: ScriptedDetector(images),
@@ -172,6 +174,29 @@ struct PipelineTests {
         let emotions: [EmotionLabel] = events.compactMap(\.visitor.emotion)
         #expect(emotions.contains(.known(.happy)), "\(emotions)")
         #expect(emotions.allSatisfy { $0 == .known(.happy) || $0 == .unknown }, "\(emotions)")
+    }
+
+    @Test(
+        "a face that cannot be read is not read, and counted in the frame's timings with why: blank frames' faces are blurred, one a reading due"
+    )
+    func unreadFacesAreCounted() throws {
+        let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
+        var definition = try Self.definition.get().forEvaluation
+        definition.emotionEnabled = true
+        definition.visitors.emotion.minFaceSize = 10
+        let classifier = FlakyClassifier()
+        let pipeline = Pipeline(
+            definition: definition, source: definition.sources[0], detector: ScriptedDetector(images),
+            emotion: EmotionReader(classifier: classifier, readout: .calibration(.identity)),
+            keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))
+        let runner = SourceRunner(pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
+        var steps: [Pipeline.Step] = []
+        try runner.run { steps.append($0) }
+        let unread = steps.compactMap(\.frame).flatMap(\.timings.unread)
+        #expect(classifier.calls == 0)
+        // At most maxPerSecond (1.5) due a second per visitor, read or not: not every frame's face.
+        #expect(!unread.isEmpty && unread.allSatisfy { $0 == .blurred }, "\(unread)")
+        #expect(unread.count < 60 / 2, "\(unread.count)")
     }
 
     @Test(

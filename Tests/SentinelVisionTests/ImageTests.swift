@@ -39,6 +39,20 @@ struct ImageTests {
     }
 
     @Test(
+        "sharpness tells a face in focus (0.1 or more) from the same face blurred (under emotion.minSharpness) or a flat region (0)"
+    )
+    func sharpness() throws {
+        let image = try Image(contentsOf: Fixtures.photo("grace_hopper_512x512.jpg"))
+        let sharp = try image.sharpness(in: face)
+        #expect(sharp >= 0.1, "\(sharp)")
+        try image.mask(face, style: .blur, strength: 0.08)
+        let blurred = try image.sharpness(in: face)
+        #expect(blurred < 0.08, "\(sharp) -> \(blurred)")
+        let flat = try Image(width: 320, height: 240)
+        #expect(try flat.sharpness(in: Box(x: 10, y: 10, width: 100, height: 100)) == 0)
+    }
+
+    @Test(
         "the emotion model gives a probability for each of the seven expressions, and its feature layer's 2,048 values in the same pass"
     )
     func emotionProbabilities() throws {

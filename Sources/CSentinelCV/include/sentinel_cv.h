@@ -94,6 +94,11 @@ snl_status snl_image_copy_cells(snl_image *image, const snl_image *source, int32
                                 const uint8_t *which, snl_error *error);
 /// Variance of the Laplacian of a region's grey pixels: how much detail it shows.
 snl_status snl_image_region_detail(const snl_image *image, snl_rect region, double *detail, snl_error *error);
+/// How sharp a region is, whatever its size and most of its contrast: the variance of the Laplacian of its grey pixels
+/// scaled to `side` x `side`, over their variance plus 100 (0 for a flat region). A face in focus and lit reads about
+/// 0.1 to 1; blurred by motion or focus, or dark to the noise, under about 0.08.
+snl_status snl_image_region_sharpness(const snl_image *image, snl_rect region, int32_t side, double *sharpness,
+                                      snl_error *error);
 /// Correlation (-1 to 1) of the Laplacians of one region of two images of one size: how much of `a`'s detail is
 /// still where it was in `b`, whatever a mask's strength; 0 where either region is flat.
 snl_status snl_image_region_detail_correlation(const snl_image *a, const snl_image *b, snl_rect region,

@@ -3,6 +3,7 @@ import SentinelCore
 public import SentinelEval
 import SentinelPrivacy
 import SentinelVision
+public import SentinelVisitors
 public import SentinelWire
 
 /// What a run leaves for its summary and its scoring, taken step by step from the pipeline: the store's copy of each
@@ -18,6 +19,8 @@ public struct RunRecorder: Sendable {
     public private(set) var analysedFrames = 0
     /// Emotion readings taken, and the CPU seconds they took.
     public private(set) var emotion = (readings: 0, seconds: 0.0)
+    /// Faces due a reading that were not read, by why.
+    public private(set) var unread: [EmotionSettings.Unreadable: Int] = [:]
     private var size: (width: Int, height: Int, frames: Int)?
     private var stability = Stability.Collector()
 
@@ -28,6 +31,7 @@ public struct RunRecorder: Sendable {
         guard let frame = step.frame else { return }
         if frame.analysed { analysedFrames += 1 }
         emotion = (emotion.readings + frame.timings.readings, emotion.seconds + frame.timings.emotion)
+        for why in frame.timings.unread { unread[why, default: 0] += 1 }
         size = (frame.image.width, frame.image.height, frame.index + 1)
         frames.append(frame.index)
         tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
@@ -53,6 +57,7 @@ public struct RunRecorder: Sendable {
     public func summary(origin: Date) -> RunSummary {
         var summary = RunSummary(events: events, collector: stability, origin: origin)
         summary.emotion = emotion
+        summary.unread = unread
         return summary
     }
 }

@@ -1,5 +1,6 @@
 public import Foundation
 import SentinelCore
+public import SentinelVisitors
 public import SentinelWire
 
 /// A few lines on a run for the person who started it: visits, dwell per zone and the label-free measures (suspected
@@ -12,6 +13,8 @@ public struct RunSummary: Sendable {
     public var stability = Stability()
     /// Emotion readings taken and the CPU seconds they took (the pipeline's own count).
     public var emotion = (readings: 0, seconds: 0.0)
+    /// Faces due a reading that were not read, by why.
+    public var unread: [EmotionSettings.Unreadable: Int] = [:]
 
     /// From a run's events (the store's copies: exact times) and its frames' detections.
     public init(events: [VisitorEvent], collector: Stability.Collector, origin: Date) {
@@ -52,12 +55,21 @@ public struct RunSummary: Sendable {
                 format:
                     "label-free: zone flicker %.2f returns within %g s per visitor-minute, emotion churn %.3f per visitor-second, %.1f %% of visit frames bridged gaps, stability %.3f",
                 s.zoneFlicker, Stability.flickerSeconds, s.emotionChurn, s.detectionGaps * 100, s.score))
-        if emotion.readings > 0 {
+        if emotion.readings > 0 || !unread.isEmpty {
+            let skipped = unread.values.reduce(0, +)
             lines.append(
                 String(
-                    format: "emotion: %d readings, %.2f CPU s (%.1f ms each)", emotion.readings, emotion.seconds,
-                    emotion.seconds / Double(emotion.readings) * 1000))
+                    format: "emotion: %d readings, %.2f CPU s (%.1f ms each); %d faces not read (%.0f %%)",
+                    emotion.readings, emotion.seconds, emotion.seconds / Double(max(emotion.readings, 1)) * 1000,
+                    skipped, Double(skipped) / Double(max(skipped + emotion.readings, 1)) * 100)
+                    + (skipped == 0 ? "" : ": " + Self.unreadList(unread)))
         }
         return lines
+    }
+
+    /// "12 turned, 3 blurred": counts by why, in the order they are checked.
+    public static func unreadList(_ unread: [EmotionSettings.Unreadable: Int]) -> String {
+        EmotionSettings.Unreadable.allCases.compactMap { why in unread[why].map { "\($0) \(why.rawValue)" } }
+            .joined(separator: ", ")
     }
 }
