@@ -7,21 +7,23 @@ import Synchronization
 /// owns its detector (an OpenCV network must not be shared) and takes the oldest frame given; results are taken in the
 /// order the frames were given, so the tracker, which stays sequential, sees them as if detected one by one.
 final class DetectionWorkers: Sendable {
+    typealias Detected = Pipeline.Detected
+
     /// One frame's detection, under way or done.
     final class Pending: Sendable {
         let frame: Frame
         private let done = DispatchSemaphore(value: 0)
-        private let result = Mutex<Result<[Detection], VisionError>?>(nil)
+        private let result = Mutex<Result<Detected, VisionError>?>(nil)
 
         init(_ frame: Frame) { self.frame = frame }
 
-        fileprivate func finish(_ result: Result<[Detection], VisionError>) {
+        fileprivate func finish(_ result: Result<Detected, VisionError>) {
             self.result.withLock { $0 = result }
             done.signal()
         }
 
         /// Blocks until the frame is detected.
-        func detections() throws(VisionError) -> [Detection] {
+        func detections() throws(VisionError) -> Detected {
             done.wait()
             return try result.withLock { $0 }!.get()
         }
@@ -65,7 +67,11 @@ final class DetectionWorkers: Sendable {
             let next = queue.withLock { $0.frames.isEmpty ? nil : $0.frames.removeFirst() }
             // Every wake-up but the stop's finds a frame: one is given before its signal.
             guard let pending = next else { return }
-            pending.finish(Result { () throws(VisionError) in try detector.detect(pending.frame.image) })
+            let start = ContinuousClock.now
+            pending.finish(
+                Result { () throws(VisionError) in
+                    Detected(faces: try detector.detect(pending.frame.image), took: ContinuousClock.now - start)
+                })
         }
     }
 }
@@ -77,7 +83,7 @@ final class DetectionWorkers: Sendable {
 struct FramesAhead {
     enum Take {
         /// A frame, and its detections if the workers made them.
-        case frame(Frame, detected: [Detection]?)
+        case frame(Frame, detected: DetectionWorkers.Detected?)
         case idle
         case end
     }

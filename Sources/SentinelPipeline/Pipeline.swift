@@ -55,6 +55,13 @@ public struct Pipeline {
     private let masks: FaceMasks
     private var foreground: ForegroundWatch
 
+    /// A frame's faces as a detection worker found them ahead of the pipeline, and the time its detector took: the
+    /// detect stage's time, wherever it ran.
+    public struct Detected: Sendable {
+        public var faces: [Detection]
+        public var took: Duration
+    }
+
     /// What one step produced: a frame analysed or carried, a tick of a silent source, or the end.
     public struct Step {
         /// Media time of the step.
@@ -132,9 +139,10 @@ public struct Pipeline {
 
     /// Detects faces in `frame` (or, between two detections of the cadence, carries the visitors the tracker
     /// follows), follows them into visitors and masks what that produced. `detected`: the frame's detections, made
-    /// by a worker ahead of it (every frame detected).
-    public mutating func process(_ frame: Frame, detected: [Detection]? = nil) throws -> Step {
+    /// by a worker ahead of it (every frame detected), and the time they took there.
+    public mutating func process(_ frame: Frame, detected: Detected? = nil) throws -> Step {
         lastTime = frame.time
+        let detectedAhead = detected?.took ?? .zero
         // Made at the first frame (zones in pixels need its size); taken out while it works, so it is not copied.
         var stage =
             self.stage.take()
@@ -172,7 +180,7 @@ public struct Pipeline {
                 unread: [], regions: 0)
             return try step(frame, carried, detections: [], timings: timings, analysed: false, events: ended)
         case .whole:
-            detections = try detected ?? detector.detect(frame.image)
+            detections = try detected?.faces ?? detector.detect(frame.image)
             reported = []
         case .regions(let regions):
             detections = try detector.detect(frame.image, in: regions)
@@ -213,7 +221,8 @@ public struct Pipeline {
         var regions = 0
         if case .regions(let squares) = plan { regions = squares.count }
         let timings = StageTimings(
-            detect: detected - start, visitors: clock.now - detected, emotion: reading.cpu, readings: reading.count,
+            detect: detected - start + detectedAhead, visitors: clock.now - detected, emotion: reading.cpu,
+            readings: reading.count,
             refused: refused, unread: unread, regions: regions)
         let step = try step(
             frame, result, detections: detections.map(\.box), timings: timings, analysed: true,

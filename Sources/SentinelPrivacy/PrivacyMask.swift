@@ -27,8 +27,13 @@ public struct MaskedEvent: Sendable {
 public struct Masked: Sendable {
     public let stored: MaskedEvent
     public let published: MaskedEvent
+    /// The store's copy before its times were coarsened: what a run's own figures are measured on in the process
+    /// (replay's summary), so that they depend on the recording, not on where its media time falls on the clock.
+    /// No output reads it.
+    public let exact: VisitorEvent
 
-    init(stored event: VisitorEvent, policy: PrivacyPolicy) {
+    init(stored event: VisitorEvent, exact: VisitorEvent? = nil, policy: PrivacyPolicy) {
+        self.exact = exact ?? event
         stored = MaskedEvent(output: .store, event: event, json: Self.json(event))
         var copy = event
         policy.filter(&copy, for: .events)
@@ -68,12 +73,13 @@ public struct PrivacyMask: Sendable {
         var copy = event
         copy.visitor.faceId = try pseudonym(of: event.visitor.faceId)
         policy.filter(&copy, for: .store)
+        let exact = copy
         policy.coarsen(&copy)
         if event.type == .exited {
             periods[event.visitor.faceId] = nil
             keys.forget(keeping: Set(periods.values))
         }
-        return Masked(stored: copy, policy: policy)
+        return Masked(stored: copy, exact: exact, policy: policy)
     }
 
     /// The published id of an internal visit id: base32 of the first 80 bits of its HMAC-SHA256 under the key of

@@ -176,6 +176,51 @@ struct PipelineTests {
         #expect(emotions.allSatisfy { $0 == .known(.happy) || $0 == .unknown }, "\(emotions)")
     }
 
+    /// Detections from `faces` for each frame of `images`.
+    final class FunctionDetector: FaceDetector {
+        let name = "function"
+        let settings = DetectorSettings.defaults(for: .yunet)
+        let images: [Image]
+        let faces: @Sendable (Int) -> [Detection]
+
+        init(_ images: [Image], faces: @escaping @Sendable (Int) -> [Detection]) {
+            self.images = images
+            self.faces = faces
+        }
+
+        func detect(_ image: Image) throws(VisionError) -> [Detection] { faces(images.firstIndex { $0 === image }!) }
+        func detectAtEdges(_ image: Image, margin: Int) throws(VisionError) -> [Detection] { [] }
+    }
+
+    @Test(
+        "a run's label-free summary depends on the recording, not on where its media time falls on the clock: under whole-second published times, the same lines at every origin"
+    )
+    func summaryIgnoresTheDate() throws {
+        // A visit of 0.6 s (frames 2 to 8), then one of 2 s: on whole seconds the first would last 0 s or 1 s by where
+        // it falls.
+        let images = try (0..<50).map { _ in try Image(width: 320, height: 240) }
+        let definition = try Self.definition.get()
+        #expect(definition.privacy.timestampResolution == 1)
+        func lines(_ fraction: Double) throws -> [String] {
+            let origin = Date(timeIntervalSince1970: 1_800_000_000 + fraction)
+            let detector = FunctionDetector(images) { index in
+                (2...8).contains(index) || (20...40).contains(index)
+                    ? [Detection(box: Box(x: 40, y: 80, width: 60, height: 60), score: 0.9)] : []
+            }
+            let pipeline = Pipeline(
+                definition: definition, source: definition.sources[0], detector: detector, emotion: nil,
+                keys: try PseudonymKeyRing(), origin: origin)
+            var recorder = RunRecorder()
+            try SourceRunner(pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test")).run {
+                recorder.record($0)
+            }
+            return recorder.summary(origin: origin).lines
+        }
+        let summaries = try [0, 0.25, 0.5, 0.9].map(lines)
+        #expect(Set(summaries).count == 1, "\(summaries)")
+        #expect(summaries[0][0].hasPrefix("2 visits") && summaries[0][0].contains("1 shorter than 1 s"), "\(summaries)")
+    }
+
     @Test(
         "a face that cannot be read is not read, and counted in the frame's timings with why: blank frames' faces are blurred, one a reading due"
     )

@@ -7,7 +7,7 @@ public import SentinelVisitors
 public import SentinelWire
 
 /// What a run leaves for its summary and its scoring, taken step by step from the pipeline: the store's copy of each
-/// event (exact times), each frame's tracked boxes by pseudonym, and the detections the stability measures count.
+/// event with its exact times (`Masked.exact`, whatever the privacy's time resolution), each frame's tracked boxes by pseudonym, and the detections the stability measures count.
 /// Replay, evaluation and every tuning trial record their runs through it.
 public struct RunRecorder: Sendable {
     public private(set) var events: [VisitorEvent] = []
@@ -27,7 +27,7 @@ public struct RunRecorder: Sendable {
     public init() {}
 
     public mutating func record(_ step: Pipeline.Step) {
-        events += step.events.map(\.stored.event)
+        events += step.events.map(\.exact)
         guard let frame = step.frame else { return }
         if frame.analysed { analysedFrames += 1 }
         emotion = (emotion.readings + frame.timings.readings, emotion.seconds + frame.timings.emotion)
