@@ -5,6 +5,7 @@ public import Prometheus
 import SentinelCore
 import SentinelPrivacy
 public import SentinelWire
+import Synchronization
 
 /// Every metric `/metrics` shows, made through swift-metrics on a registry of this server's own (no global
 /// bootstrap, so several servers can live in one process, as in tests).
@@ -22,38 +23,85 @@ public final class Telemetry: Sendable {
         // The dwell bins are the reports' and the dashboard's: one set of edges everywhere.
         factory.valueHistogramBuckets["sentinel_zone_dwell_seconds"] = Report.dwellBins
         self.factory = factory
-        sseSubscribers = CoreMetrics.Gauge(label: "sentinel_sse_subscribers", factory: factory)
+        sseSubscribers = CoreMetrics.Gauge(
+            label: Self.named("sentinel_sse_subscribers", "SSE clients connected now."), factory: factory)
         storeQueueDepth = CoreMetrics.Gauge(
-            label: "sentinel_queue_depth", dimensions: [("queue", "store")], factory: factory)
-        eventsPublished = CoreMetrics.Counter(label: "sentinel_events_published_total", factory: factory)
+            label: Self.named("sentinel_queue_depth", "Publications waiting to be written to the store."),
+            dimensions: [("queue", "store")], factory: factory)
+        eventsPublished = CoreMetrics.Counter(
+            label: Self.named(
+                "sentinel_events_published_total", "Events committed to the log and offered to the SSE clients."),
+            factory: factory)
         droppedByStoreBuffer = CoreMetrics.Counter(
-            label: "sentinel_events_dropped_total", dimensions: [("reason", "store_buffer_full")], factory: factory)
+            label: Self.named(
+                "sentinel_events_dropped_total",
+                "Events lost: the store buffer overflowed while the database could not be written, or a slow SSE client was cut off."
+            ), dimensions: [("reason", "store_buffer_full")], factory: factory)
         droppedBySlowClient = CoreMetrics.Counter(
-            label: "sentinel_events_dropped_total", dimensions: [("reason", "slow_client")], factory: factory)
-        httpConnections = CoreMetrics.Gauge(label: "sentinel_http_connections", factory: factory)
+            label: Self.named(
+                "sentinel_events_dropped_total",
+                "Events lost: the store buffer overflowed while the database could not be written, or a slow SSE client was cut off."
+            ), dimensions: [("reason", "slow_client")], factory: factory)
+        httpConnections = CoreMetrics.Gauge(
+            label: Self.named(
+                "sentinel_http_connections", "HTTP connections open now (server.maxConnections at most)."),
+            factory: factory)
         idleConnectionsClosed = CoreMetrics.Counter(
-            label: "sentinel_http_idle_connections_closed_total", factory: factory)
-        mqttPublished = CoreMetrics.Counter(label: "sentinel_mqtt_published_total", factory: factory)
-        mqttBacklog = CoreMetrics.Gauge(label: "sentinel_mqtt_backlog_events", factory: factory)
+            label: Self.named(
+                "sentinel_http_idle_connections_closed_total",
+                "Idle connections closed to make room for a new one (server.maxConnections reached)."), factory: factory
+        )
+        mqttPublished = CoreMetrics.Counter(
+            label: Self.named("sentinel_mqtt_published_total", "Log events sent to the MQTT broker."), factory: factory)
+        mqttBacklog = CoreMetrics.Gauge(
+            label: Self.named("sentinel_mqtt_backlog_events", "Log events the MQTT broker has not acknowledged yet."),
+            factory: factory)
         fleetReceived = CoreMetrics.Counter(
-            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "stored")], factory: factory)
+            label: Self.named(
+                "sentinel_fleet_messages_total",
+                "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed)."
+            ), dimensions: [("outcome", "stored")], factory: factory)
         fleetDuplicates = CoreMetrics.Counter(
-            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "duplicate")], factory: factory)
+            label: Self.named(
+                "sentinel_fleet_messages_total",
+                "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed)."
+            ), dimensions: [("outcome", "duplicate")], factory: factory)
         fleetRejected = CoreMetrics.Counter(
-            label: "sentinel_fleet_messages_total", dimensions: [("outcome", "rejected")], factory: factory)
-        fleetMissing = CoreMetrics.Counter(label: "sentinel_fleet_missing_events_total", factory: factory)
+            label: Self.named(
+                "sentinel_fleet_messages_total",
+                "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed)."
+            ), dimensions: [("outcome", "rejected")], factory: factory)
+        fleetMissing = CoreMetrics.Counter(
+            label: Self.named(
+                "sentinel_fleet_missing_events_total", "Site log ids a fleet never received (gaps in a site's ids)."),
+            factory: factory)
         retainedByAge = CoreMetrics.Counter(
-            label: "sentinel_retention_deleted_total", dimensions: [("reason", "age")], factory: factory)
+            label: Self.named(
+                "sentinel_retention_deleted_total",
+                "Stored records retention deleted, by reason: age (past privacy.retention.days) or size (the oldest, beyond maxMegabytes)."
+            ), dimensions: [("reason", "age")], factory: factory)
         retainedBySize = CoreMetrics.Counter(
-            label: "sentinel_retention_deleted_total", dimensions: [("reason", "size")], factory: factory)
+            label: Self.named(
+                "sentinel_retention_deleted_total",
+                "Stored records retention deleted, by reason: age (past privacy.retention.days) or size (the oldest, beyond maxMegabytes)."
+            ), dimensions: [("reason", "size")], factory: factory)
         storeLatency = CoreMetrics.Timer(
-            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
+            label: Self.named(
+                "sentinel_stage_duration_seconds",
+                "Time one pipeline stage took, per frame (per batch for store and publish)."),
+            dimensions: [("stage", "store")], preferredDisplayUnit: .seconds,
             factory: factory)
         publishLatency = CoreMetrics.Timer(
-            label: "sentinel_stage_duration_seconds", dimensions: [("stage", "publish")],
+            label: Self.named(
+                "sentinel_stage_duration_seconds",
+                "Time one pipeline stage took, per frame (per batch for store and publish)."),
+            dimensions: [("stage", "publish")],
             preferredDisplayUnit: .seconds, factory: factory)
         captureToPublish = CoreMetrics.Timer(
-            label: "sentinel_capture_to_publish_seconds", preferredDisplayUnit: .seconds, factory: factory)
+            label: Self.named(
+                "sentinel_capture_to_publish_seconds",
+                "From the capture of the frame an event came from to the event's being committed and offered to SSE clients."
+            ), preferredDisplayUnit: .seconds, factory: factory)
     }
 
     /// SSE clients connected now.
@@ -92,32 +140,46 @@ public final class Telemetry: Sendable {
     /// metric without bound) and reason.
     public func fleetRejections(site: String, reason: InvalidEvent.Reason) -> CoreMetrics.Counter {
         CoreMetrics.Counter(
-            label: "sentinel_fleet_rejected_total", dimensions: [("site", site), ("reason", reason.rawValue)],
+            label: Self.named(
+                "sentinel_fleet_rejected_total",
+                "Messages a fleet refused, by site (unknown: a site it never heard of) and reason (format, topic, id, number, time, faceId, name)."
+            ), dimensions: [("site", site), ("reason", reason.rawValue)],
             factory: factory)
     }
 
     /// Latency of one pipeline stage per frame (or per batch, for the store and the fan-out).
     public func stage(_ name: String) -> CoreMetrics.Timer {
         CoreMetrics.Timer(
-            label: "sentinel_stage_duration_seconds", dimensions: [("stage", name)], preferredDisplayUnit: .seconds,
+            label: Self.named(
+                "sentinel_stage_duration_seconds",
+                "Time one pipeline stage took, per frame (per batch for store and publish)."),
+            dimensions: [("stage", name)], preferredDisplayUnit: .seconds,
             factory: factory)
     }
 
     /// Frames per second one source analysed, over the last second.
     public func fps(source: String) -> CoreMetrics.Gauge {
-        CoreMetrics.Gauge(label: "sentinel_source_fps", dimensions: [("source_id", source)], factory: factory)
+        CoreMetrics.Gauge(
+            label: Self.named("sentinel_source_fps", "Frames one source analysed per second, over the last second."),
+            dimensions: [("source_id", source)], factory: factory)
     }
 
     /// Emotion readings of one source refused because the model's output was no reading (not a number, out of range).
     public func refusedReadings(source: String) -> CoreMetrics.Counter {
         CoreMetrics.Counter(
-            label: "sentinel_emotion_readings_refused_total", dimensions: [("source_id", source)], factory: factory)
+            label: Self.named(
+                "sentinel_emotion_readings_refused_total",
+                "Emotion readings refused because the model's output was no reading (not a number, out of range)."),
+            dimensions: [("source_id", source)], factory: factory)
     }
 
     /// Faces of one source due an emotion reading that were not read, by why (`EmotionSettings.Unreadable`).
     public func unreadFaces(source: String, why: String) -> CoreMetrics.Counter {
         CoreMetrics.Counter(
-            label: "sentinel_emotion_faces_unread_total", dimensions: [("source_id", source), ("reason", why)],
+            label: Self.named(
+                "sentinel_emotion_faces_unread_total",
+                "Faces due an emotion reading that were not read, by reason: small, weak, cut, turned, blurred."),
+            dimensions: [("source_id", source), ("reason", why)],
             factory: factory)
     }
 
@@ -126,11 +188,16 @@ public final class Telemetry: Sendable {
     public func frames(source: String) -> (
         captured: CoreMetrics.Counter, analysed: CoreMetrics.Counter, dropped: CoreMetrics.Counter
     ) {
-        func counter(_ name: String) -> CoreMetrics.Counter {
+        func counter(_ name: String, _ help: String) -> CoreMetrics.Counter {
             CoreMetrics.Counter(
-                label: "sentinel_frames_\(name)_total", dimensions: [("source_id", source)], factory: factory)
+                label: Self.named("sentinel_frames_\(name)_total", help), dimensions: [("source_id", source)],
+                factory: factory)
         }
-        return (counter("captured"), counter("analysed"), counter("dropped"))
+        return (
+            counter("captured", "Frames a source's capture edge received."),
+            counter("analysed", "Frames a source's capture edge handed to analysis."),
+            counter("dropped", "Frames dropped at a source's capture edge because analysis was behind.")
+        )
     }
 
     /// The showroom's figures from one committed batch of published visitor events: visits started, visits ended
@@ -140,16 +207,23 @@ public final class Telemetry: Sendable {
             let event = masked.event
             switch event.type {
             case .entered:
-                CoreMetrics.Counter(label: "sentinel_visits_started_total", factory: factory).increment()
+                CoreMetrics.Counter(
+                    label: Self.named("sentinel_visits_started_total", "Visits that began (visitor.entered)."),
+                    factory: factory
+                ).increment()
             case .exited:
                 CoreMetrics.Counter(
-                    label: "sentinel_visits_ended_total", dimensions: [("reason", event.reason?.rawValue ?? "unknown")],
+                    label: Self.named(
+                        "sentinel_visits_ended_total",
+                        "Visits that ended (visitor.exited), by reason: lost, endOfStream, shutdown, interrupted."),
+                    dimensions: [("reason", event.reason?.rawValue ?? "unknown")],
                     factory: factory
                 ).increment()
             case .zoneExited:
                 if let stay = event.stay, let dwell = stay.dwellSeconds {
                     CoreMetrics.Recorder(
-                        label: "sentinel_zone_dwell_seconds",
+                        label: Self.named(
+                            "sentinel_zone_dwell_seconds", "Dwell of each finished stay in a zone, by camera and zone."),
                         dimensions: [("source_id", event.visitor.sourceId), ("zone", stay.zone)], factory: factory
                     ).record(dwell)
                 }
@@ -166,71 +240,56 @@ public final class Telemetry: Sendable {
         func value<V>(_ aggregate: Aggregate<V>?, _ number: (V) -> Double) -> Double {
             aggregate?.value.map(number) ?? .nan
         }
-        CoreMetrics.Gauge(label: "sentinel_visitors_present", factory: factory).record(
+        CoreMetrics.Gauge(
+            label: Self.named(
+                "sentinel_visitors_present",
+                "Visitors present now; NaN while fewer than privacy.minGroupSize (suppressed, as on /api/zones)."),
+            factory: factory
+        ).record(
             value(occupancy.visitors) { Double($0) })
         for (zone, count) in occupancy.zones {
             CoreMetrics.Gauge(
-                label: "sentinel_zone_visitors_present",
+                label: Self.named(
+                    "sentinel_zone_visitors_present",
+                    "Visitors present in a zone now; NaN while suppressed (fewer than privacy.minGroupSize, or complementary)."
+                ),
                 dimensions: [("source_id", zone.sourceId), ("zone", zone.name)],
                 factory: factory
             ).record(value(count) { Double($0) })
         }
         guard let gauge else { return }
-        CoreMetrics.Gauge(label: "sentinel_mood_score", factory: factory).record(
+        CoreMetrics.Gauge(
+            label: Self.named(
+                "sentinel_mood_score",
+                "The showroom's mood, 0 (cold) to 100 (hot), over the gauge's window; NaN while suppressed."),
+            factory: factory
+        ).record(
             value(gauge.overall) { Double($0.score) })
         for (source, zones) in gauge.zones {
             for (zone, level) in zones {
                 CoreMetrics.Gauge(
-                    label: "sentinel_zone_mood_score", dimensions: [("source_id", source), ("zone", zone)],
+                    label: Self.named(
+                        "sentinel_zone_mood_score",
+                        "A zone's mood, 0 to 100, over the gauge's window; NaN while suppressed."),
+                    dimensions: [("source_id", source), ("zone", zone)],
                     factory: factory
                 ).record(value(level) { Double($0.score) })
             }
         }
     }
 
-    /// What each metric means, as `# HELP` says it. swift-metrics has no place for help text, so it is kept here,
-    /// one line per metric name, and put before the registry's `# TYPE` line.
-    static let help: [String: String] = [
-        "sentinel_source_fps": "Frames one source analysed per second, over the last second.",
-        "sentinel_frames_captured_total": "Frames a source's capture edge received.",
-        "sentinel_frames_analysed_total": "Frames a source's capture edge handed to analysis.",
-        "sentinel_frames_dropped_total": "Frames dropped at a source's capture edge because analysis was behind.",
-        "sentinel_capture_to_publish_seconds":
-            "From the capture of the frame an event came from to the event's being committed and offered to SSE clients.",
-        "sentinel_emotion_readings_refused_total":
-            "Emotion readings refused because the model's output was no reading (not a number, out of range).",
-        "sentinel_emotion_faces_unread_total":
-            "Faces due an emotion reading that were not read, by reason: small, weak, cut, turned, blurred.",
-        "sentinel_stage_duration_seconds": "Time one pipeline stage took, per frame (per batch for store and publish).",
-        "sentinel_queue_depth": "Publications waiting to be written to the store.",
-        "sentinel_events_published_total": "Events committed to the log and offered to the SSE clients.",
-        "sentinel_events_dropped_total":
-            "Events lost: the store buffer overflowed while the database could not be written, or a slow SSE client was cut off.",
-        "sentinel_sse_subscribers": "SSE clients connected now.",
-        "sentinel_mqtt_published_total": "Log events sent to the MQTT broker.",
-        "sentinel_mqtt_backlog_events": "Log events the MQTT broker has not acknowledged yet.",
-        "sentinel_http_connections": "HTTP connections open now (server.maxConnections at most).",
-        "sentinel_http_idle_connections_closed_total":
-            "Idle connections closed to make room for a new one (server.maxConnections reached).",
-        "sentinel_fleet_messages_total":
-            "Messages a fleet received from its sites, by outcome: stored, duplicate (dropped), rejected (malformed).",
-        "sentinel_fleet_missing_events_total": "Site log ids a fleet never received (gaps in a site's ids).",
-        "sentinel_retention_deleted_total":
-            "Stored records retention deleted, by reason: age (past privacy.retention.days) or size (the oldest, beyond maxMegabytes).",
-        "sentinel_fleet_rejected_total":
-            "Messages a fleet refused, by site (unknown: a site it never heard of) and reason (format, topic, id, number, time, faceId, name).",
-        "sentinel_visits_started_total": "Visits that began (visitor.entered).",
-        "sentinel_visits_ended_total":
-            "Visits that ended (visitor.exited), by reason: lost, endOfStream, shutdown, interrupted.",
-        "sentinel_zone_dwell_seconds": "Dwell of each finished stay in a zone, by camera and zone.",
-        "sentinel_visitors_present":
-            "Visitors present now; NaN while fewer than privacy.minGroupSize (suppressed, as on /api/zones).",
-        "sentinel_zone_visitors_present":
-            "Visitors present in a zone now; NaN while suppressed (fewer than privacy.minGroupSize, or complementary).",
-        "sentinel_mood_score":
-            "The showroom's mood, 0 (cold) to 100 (hot), over the gauge's window; NaN while suppressed.",
-        "sentinel_zone_mood_score": "A zone's mood, 0 to 100, over the gauge's window; NaN while suppressed.",
-    ]
+    /// What each metric means, as `# HELP` says it, by name: swift-metrics has no place for help text, so every metric
+    /// is made with its name given through `named`, which takes its help with it. No metric is made without.
+    private static let helps = Mutex<[String: String]>([:])
+
+    /// `name`, its help text `help` kept for the exposition.
+    static func named(_ name: String, _ help: String) -> String {
+        helps.withLock { $0[name] = help }
+        return name
+    }
+
+    /// Every metric made so far in the process and its help text.
+    public static var declared: [String: String] { helps.withLock { $0 } }
 
     /// The Prometheus text exposition, each metric with its `# HELP` and `# TYPE`; who is present and the mood as
     /// `live` has them now.
@@ -239,7 +298,7 @@ public final class Telemetry: Sendable {
         record(now.occupancy.snapshot(zones: live.catalogue.zones.map(\.id)), now.gauge)
         return registry.emitToString().split(separator: "\n", omittingEmptySubsequences: false).map { line in
             guard line.hasPrefix("# TYPE "), let name = line.split(separator: " ").dropFirst(2).first,
-                let text = Self.help[String(name)]
+                let text = Self.declared[String(name)]
             else { return String(line) }
             return "# HELP \(name) \(text)\n\(line)"
         }.joined(separator: "\n")

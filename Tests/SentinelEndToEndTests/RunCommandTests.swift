@@ -259,5 +259,29 @@ struct CounterTests {
         #expect((seen.last ?? 0) > 2 * 180, "past a second playback: \(seen.suffix(5))")
         let sources = try await sentinel.json("/healthz")["sources"] as? [[String: Any]]
         #expect(sources?.first?["fps"] is Double || sources?.first?["fps"] is Int)
+
+        // The whole exposition of a real run: every family with its help (declared with the metric), Prometheus' own
+        // linter clean, and the detect stage timing the detector wherever it ran (workers detect ahead here).
+        let text = String(decoding: try await fetch("/metrics"), as: UTF8.self)
+        let lines = text.split(separator: "\n").map(String.init)
+        for (index, line) in lines.enumerated() where line.hasPrefix("# TYPE ") {
+            let name = line.split(separator: " ")[2]
+            #expect(index > 0 && lines[index - 1].hasPrefix("# HELP \(name) "), "\(name) has no help")
+        }
+        for family in ["sentinel_emotion_readings_refused_total", "sentinel_emotion_faces_unread_total"] {
+            #expect(text.contains("# HELP \(family) "), "\(family) missing")
+        }
+        let file = sentinel.folder.appendingPathComponent("metrics.txt")
+        try Data(text.utf8).write(to: file)
+        let lint = try await Fixtures.run(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "promtool check metrics < \"$0\" 2>&1", file.path], timeout: 60)
+        #expect(lint.status == 0 && lint.output.isEmpty, "promtool check metrics: \(lint.output)")
+        func value(_ prefix: String) -> Double? {
+            lines.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        let sum = value("sentinel_stage_duration_seconds_sum{stage=\"detect\"}") ?? 0
+        let count = value("sentinel_stage_duration_seconds_count{stage=\"detect\"}") ?? 0
+        // RetinaFace at 320 px takes milliseconds a frame on any machine; the worker's time was lost before (1.5 us).
+        #expect(count > 0 && sum / count > 0.001, "detect: \(sum) s over \(count) frames")
     }
 }
