@@ -110,7 +110,9 @@ public final class LiveSource: FrameSource {
                     defer { index += 1 }
                     return Frame(index: index, time: time, image: Image(handle: image), opening: reconnects)
                 }
-                logger.warning("live source stopped delivering; reconnecting", metadata: ["source": "\(name)"])
+                logger.warning(
+                    "live source stopped delivering; reconnecting",
+                    metadata: ["source": "\(name)", "next attempt": "1", "retryIn": "\(backoff.delay(attempt: 0))"])
                 self.capture = nil
             }
             let delay = backoff.delay(attempt: attempt)
@@ -128,8 +130,8 @@ public final class LiveSource: FrameSource {
                 logger.warning(
                     "live source open failed",
                     metadata: [
-                        "source": "\(name)", "attempt": "\(attempt)", "retryIn": "\(backoff.delay(attempt: attempt))",
-                        "error": "\(error.message)",
+                        "source": "\(name)", "attempt": "\(attempt)", "next attempt": "\(attempt + 1)",
+                        "retryIn": "\(backoff.delay(attempt: attempt))", "error": "\(error.message)",
                     ])
             }
         }

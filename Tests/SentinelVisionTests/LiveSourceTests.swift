@@ -3,6 +3,7 @@ import Logging
 import SentinelCore
 import SentinelTestSupport
 import SentinelVision
+import Synchronization
 import Testing
 
 @Suite("Live sources over a real network stream", .ownThread)
@@ -20,6 +21,61 @@ struct LiveSourceTests {
         // "Serving HTTP on 127.0.0.1 port 38123 (http://127.0.0.1:38123/) ..."
         let port = server.firstLine.firstMatch(of: #/ port (\d+) /#).flatMap { Int($0.1) }
         return (server, try #require(port, "http.server said: \(server.firstLine)"))
+    }
+
+    /// Values kept from other threads.
+    final class Kept<Value: Sendable>: Sendable {
+        let values = Mutex<[Value]>([])
+        func append(_ value: Value) -> Int {
+            values.withLock {
+                $0.append(value)
+                return $0.count
+            }
+        }
+        var all: [Value] { values.withLock { $0 } }
+    }
+
+    /// Keeps each log record's message and metadata.
+    struct KeptLog: LogHandler {
+        let records: Kept<(message: String, metadata: Logger.Metadata)>
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            _ = records.append(("\(event.message)", event.metadata ?? [:]))
+        }
+    }
+
+    @Test(
+        "a camera that cannot be opened is retried after 0.5 s, doubling: the log names each failed attempt, the next and its delay, as /healthz's status does"
+    )
+    func backoffSaidAsDone() throws {
+        let records = Kept<(message: String, metadata: Logger.Metadata)>()
+        let waits = Kept<Duration>()
+        let statuses = Kept<LiveSource.Status>()
+        let backoff = Backoff { delay, _ in waits.append(delay) > 4 }
+        let source = try LiveSource(
+            .url("rtsp://127.0.0.1:9/none"), backoff: backoff, retryFirstOpen: true,
+            logger: Logger(label: "test") { _ in KeptLog(records: records) },
+            onStatus: { status in _ = statuses.append(status) })
+        #expect(try source.next() == nil)
+        #expect(waits.all == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8)])
+        let failures = records.all.filter { $0.message == "live source open failed" }
+        #expect(failures.count == 4)
+        for (n, failure) in failures.enumerated() {
+            // Attempt n + 1 failed; attempt n + 2 comes after the wait the status then shows.
+            #expect(failure.metadata["attempt"] == "\(n + 1)" && failure.metadata["next attempt"] == "\(n + 2)")
+            #expect(failure.metadata["retryIn"] == "\(waits.all[n + 1])", "\(failure.metadata)")
+        }
+        let reconnecting = statuses.all.compactMap { status -> (Int, Duration)? in
+            if case .reconnecting(let attempt, let retryIn, _) = status { return (attempt, retryIn) }
+            return nil
+        }
+        #expect(reconnecting.map(\.0) == [1, 2, 3, 4, 5])
+        #expect(reconnecting.map(\.1) == waits.all)
     }
 
     @Test("a stream that stops delivering is reopened with backoff; index and time keep increasing")
