@@ -18,7 +18,7 @@ struct Tune: ParsableCommand {
             search (grid, random, adaptive), how many trials and the objective: idf1, hota, mota, dwell, splits \
             (with labels beside each recording: NAME.truth.json, .xml, .txt or .json) or stability (label-free). \
             Detections are computed once per recording and detector setting and reused by every trial; trials run \
-            on every core. DIR gets trials.csv (written as trials complete: run again to resume), report.html and \
+            on every core. DIR gets trials.csv (written as trials complete, sealed in trials.seal: run again on the same inputs to resume), report.html and \
             best.yml (the pipeline file with the winner written in, every other byte kept); --apply writes the \
             winner into PIPELINE itself if the result passes `sentinel check`. Recordings given with --holdout are \
             not tuned on: the winner and the file's settings are scored on them, side by side.
@@ -120,6 +120,12 @@ struct Tune: ParsableCommand {
         )
         if apply && verdict.beaten {
             do { try PipelineFile.replace(pipeline, with: written) } catch { throw CommandError(error.message) }
+            // The trials set every swept key themselves: they hold for the file as applied, which differs only there.
+            try TrialsSeal(
+                inputs: try TuneBaseline.Inputs(
+                    pipeline: pipeline, overrides: settings.values, recordings: (tuned + heldOut).map(\.path)),
+                in: folder, bytes: try Data(contentsOf: csv)
+            ).write()
             print("applied to \(pipeline)")
         } else if apply {
             print("nothing applied: \(pipeline) keeps its settings")
@@ -233,23 +239,37 @@ extension Tune {
         let csv = folder.appendingPathComponent("trials.csv")
         let header = SweepReport.header(space, recordings: names)
         var done: [Sweep.Result] = []
+        var start = Data((header + "\n").utf8)
         if FileManager.default.fileExists(atPath: csv.path) {
             guard let previous = SweepReport.read(csv, space, recordings: names) else {
                 throw CommandError("\(csv.path) holds another sweep's trials: remove it, or choose another --out")
             }
-            done = previous
-            print("resuming: \(done.count) trials already in \(csv.path)")
-        } else {
-            try Data((header + "\n").utf8).write(to: csv)
+            let bytes = try Data(contentsOf: csv)
+            if TrialsSeal.holds(bytes, in: folder, for: inputs) {
+                done = previous
+                start = bytes
+                print("resuming: \(done.count) trials already in \(csv.path)")
+            } else {
+                print(
+                    "\(csv.path) was not measured on these inputs (a recording, label file, the pipeline or this build differs) or was changed since: its \(previous.count) trials are run again"
+                )
+            }
         }
+        if done.isEmpty { try start.write(to: csv) }
+        var seal = TrialsSeal(inputs: inputs, in: folder, bytes: start)
+        try seal.write()
         let handle = try FileHandle(forWritingTo: csv)
         handle.seekToEndOfFile()
         let total = space.search == .grid ? space.grid(limit: space.trials).count : space.trials
         // Every trial done and the file's settings measured for these very inputs: nothing to decode.
         let kept = done.count >= total ? TuneBaseline.read(in: folder, for: inputs) : nil
         // Rows and progress from every worker, one at a time.
-        let log = Mutex((handle: handle, progress: TrialProgress(total: total, done: done.count)))
-        let start = ContinuousClock.now
+        let log = Mutex(
+            (
+                handle: handle, seal: seal, sealFailure: String?.none,
+                progress: TrialProgress(total: total, done: done.count)
+            ))
+        let began = ContinuousClock.now
         let frozen = space
         let results: [Sweep.Result]
         do {
@@ -258,7 +278,9 @@ extension Tune {
             } else {
                 results = try sweep.run(done: done) { result in
                     log.withLock { log in
-                        log.handle.write(Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8))
+                        let row = Data((SweepReport.row(result, frozen, recordings: names) + "\n").utf8)
+                        log.handle.write(row)
+                        do { try log.seal.add(row) } catch { log.sealFailure = log.sealFailure ?? "\(error)" }
                         log.progress.advance()
                     }
                 }
@@ -275,8 +297,12 @@ extension Tune {
         try log.withLock { log in
             log.progress.finish()
             try log.handle.close()
+            if let failure = log.sealFailure {
+                throw CommandError(
+                    "cannot seal \(csv.path) (\(failure)): its trials are all there, but a rerun measures them again")
+            }
         }
-        let elapsed = (ContinuousClock.now - start).seconds
+        let elapsed = (ContinuousClock.now - began).seconds
         return (results, done.count, kept, elapsed)
     }
 

@@ -130,3 +130,66 @@ struct TuneBaseline: Codable, Equatable {
         return nil
     }
 }
+
+/// trials.csv's seal, in trials.seal beside it: the inputs its trials were measured on (`TuneBaseline.Inputs`) and an
+/// HMAC-SHA256 of them and of the file's bytes under this machine's key, brought up to date with each row written.
+/// A resume takes the trials only when both hold: a recording swapped, a label file changed or a row edited, and the
+/// trials are run again rather than believed.
+struct TrialsSeal {
+    static func url(in folder: URL) -> URL { folder.appendingPathComponent("trials.seal") }
+
+    private struct File: Codable {
+        var inputs: TuneBaseline.Inputs
+        var signature: String
+    }
+
+    private let url: URL
+    private let inputs: TuneBaseline.Inputs
+    private var mac: HMAC<SHA256>?
+
+    /// A seal for `inputs` over the bytes to come, starting with `bytes` (the header, or the trials already there).
+    init(inputs: TuneBaseline.Inputs, in folder: URL, bytes: Data) {
+        url = Self.url(in: folder)
+        self.inputs = inputs
+        mac = Self.start(inputs)
+        mac?.update(data: bytes)
+    }
+
+    private static func start(_ inputs: TuneBaseline.Inputs) -> HMAC<SHA256>? {
+        guard let key = TuneBaseline.key() else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let encoded = try? encoder.encode(inputs) else { return nil }
+        var mac = HMAC<SHA256>(key: key)
+        mac.update(data: encoded)
+        return mac
+    }
+
+    private static func hex(_ mac: HMAC<SHA256>) -> String {
+        mac.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Whether `bytes`, trials.csv as found in `folder`, are sealed for `inputs`.
+    static func holds(_ bytes: Data, in folder: URL, for inputs: TuneBaseline.Inputs) -> Bool {
+        guard let data = try? Data(contentsOf: url(in: folder)),
+            let file = try? JSONDecoder().decode(File.self, from: data), file.inputs == inputs,
+            var mac = start(inputs)
+        else { return false }
+        mac.update(data: bytes)
+        return hex(mac) == file.signature
+    }
+
+    /// Takes `row` (as written to the file) into the seal and writes the seal anew.
+    mutating func add(_ row: Data) throws {
+        mac?.update(data: row)
+        try write()
+    }
+
+    /// Writes the seal for the bytes taken so far (nothing without a key: the trials are then never resumed).
+    func write() throws {
+        guard let mac else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try OutputFile.write(try encoder.encode(File(inputs: inputs, signature: Self.hex(mac))), to: url.path)
+    }
+}

@@ -316,6 +316,19 @@ struct TuningCommandTests {
                 && tampered.output.contains("decoding and detecting again for the file's settings took"),
             "\(tampered.output)\(tampered.errors)")
         #expect(try String(contentsOfFile: kept, encoding: .utf8) == figures)
+        // trials.csv edited (a trial made the winner by hand) is not believed: its trials are run again.
+        let trials = out + "/trials.csv"
+        let measured = try String(contentsOfFile: trials, encoding: .utf8)
+        let forged = measured.replacing(/,ok,([^,\n]+),([^,\n]+),[0-9.]+,/, with: { ",ok,\($0.1),\($0.2),1.0000," })
+        #expect(forged != measured)
+        try forged.write(toFile: trials, atomically: true, encoding: .utf8)
+        let refused = try await Fixtures.run(Fixtures.sentinel, arguments)
+        #expect(
+            refused.status == 0 && refused.output.contains("or was changed since: its 4 trials are run again")
+                && refused.output.contains("4 trials in"),
+            "\(refused.output)\(refused.errors)")
+        let bestLine = { (output: String) in output.split(separator: "\n").filter { $0.hasPrefix("best:") } }
+        #expect(bestLine(refused.output) == bestLine(first.output), "\(refused.output)")
         let again = try await Fixtures.run(Fixtures.sentinel, arguments + ["--apply"])
         #expect(again.status == 0 && again.output.contains("resuming: 4 trials"), "\(again.output)\(again.errors)")
         // Nothing left to run and the same inputs: the file's settings as the first run measured them, nothing
