@@ -194,10 +194,13 @@ struct StoreTests {
             let kept = try await store.events(after: 0, limit: 2_000)
             #expect(kept.count == left && left > 0 && kept.last?.id == 1_200)
             #expect(kept.map(\.id) == Array((1_200 - Int64(left) + 1)...1_200))
-            // SQLite's write-ahead log, which held every page the cut freed, is given back.
+            // SQLite's write-ahead log, which held every page the cut freed, is given back, and so are the free pages:
+            // the file is about what is left in it.
             if let sqlite = store as? EventStore {
                 let wal = try FileManager.default.attributesOfItem(atPath: sqlite.path + "-wal")[.size] as? Int
                 #expect(wal == 0, "write-ahead log of \(wal ?? -1) bytes after the cut")
+                let file = try FileManager.default.attributesOfItem(atPath: sqlite.path)[.size] as? Int ?? 0
+                #expect(Double(file) <= Double(after) * 1.1 + 65_536, "a file of \(file) bytes holding \(after)")
             }
         }
     }

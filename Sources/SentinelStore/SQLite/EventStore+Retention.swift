@@ -25,12 +25,16 @@ extension EventStore {
         }
     }
 
-    /// Checkpoints the write-ahead log into the database and truncates it to nothing: a cut writes every page it
-    /// frees to the log first, and SQLite's automatic checkpoints reuse the log's file without shrinking it. A reader
-    /// still holding an old snapshot keeps its pages until it ends; the next cut takes them.
+    /// Gives the pages a cut freed back to the file system (incremental vacuum), then checkpoints the write-ahead log
+    /// into the database and truncates it to nothing: a cut writes every page it frees to the log first, and SQLite's
+    /// automatic checkpoints reuse the log's file without shrinking it. A reader still holding an old snapshot keeps
+    /// its pages until it ends; the next cut takes them.
     public func reclaim() async throws {
         do {
-            try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            try await pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA incremental_vacuum")
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
         } catch {
             throw StoreError(error, path: path)
         }

@@ -139,9 +139,12 @@ public final class EventStore: EventLog {
         let mode: mode_t = gid == nil ? 0o600 : 0o640
         var configuration = Configuration()
         configuration.busyMode = .timeout(2)
-        // Checkpoints are `run()`'s, off the write path.
+        // Checkpoints are `run()`'s, off the write path. A log that a checkpoint empties is cut back to its bound.
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
+            try db.execute(
+                sql:
+                    "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(Self.walBound)"
+            )
         }
         do {
             try FileManager.default.createDirectory(
@@ -165,6 +168,13 @@ public final class EventStore: EventLog {
                             + "(the service's user must be a member of that group)")
                 }
             }
+            // Free pages are given back to the file system (`reclaim`), which needs incremental auto-vacuum: set before
+            // the first table, or, in a store made before, by one VACUUM that rewrites the file.
+            try pool.writeWithoutTransaction { db in
+                guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                try db.execute(sql: "VACUUM")
+            }
             try Self.migrator.migrate(pool)
             interrupted = try pool.write { db in
                 guard ownsVisits else { return [] }
@@ -187,17 +197,31 @@ public final class EventStore: EventLog {
     /// own checkpoint runs inside the commit that takes the log past 1000 pages, so one batch in forty waited for the
     /// database file to be written and synced. This runs a passive checkpoint every half second on a connection of
     /// its own: it never waits for the writer or a reader, nor they for it, and the log restarts from its beginning
-    /// once everything in it is copied. A store that is not run keeps its log until retention reclaims it.
+    /// once everything in it is copied. A log grown past `walBound` (a burst while readers held old snapshots, so that
+    /// it never restarted) is checkpointed whole and cut back to nothing, waiting for readers up to the busy timeout.
+    /// A store that is not run keeps its log until retention reclaims it.
     public func run() async {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(500))
+                let grown = self.walBytes > Self.walBound
                 // Busy or locked: the next round tries again.
-                if (try? await self.checkpoints.writeWithoutTransaction({ try $0.checkpoint(.passive) })) != nil {
+                if (try? await self.checkpoints.writeWithoutTransaction({
+                    try $0.checkpoint(grown ? .truncate : .passive)
+                })) != nil {
                     self.checkpointed.withLock { $0 += 1 }
                 }
             }
         }
+    }
+
+    /// The write-ahead log's bound, in bytes: past it, it is checkpointed whole and cut back.
+    static let walBound = 64 << 20
+
+    /// The write-ahead log's size now (0 when there is none).
+    var walBytes: Int {
+        var status = stat()
+        return stat(path + "-wal", &status) == 0 ? Int(status.st_size) : 0
     }
 
     /// Gives up this store's claim on its database (see `Owner`): for a service that has stopped, so that another
