@@ -65,7 +65,7 @@ public struct HTTPAPI: Sendable {
         let router = Router(context: APIContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: HeadWithoutBody())
         router.add(middleware: CORSAllowlist(origins: Set(settings.corsOrigins)))
-        router.add(middleware: JSONErrors())
+        router.add(middleware: JSONErrors(description: "/openapi.json"))
         router.add(
             middleware: KnownHost(names: settings.hosts + [settings.host], loopbackOnly: false, server: "Sentinel"))
         router.add(middleware: SameSiteOnly(origins: Set(settings.corsOrigins)))

@@ -36,9 +36,13 @@ struct HeadWithoutBody<Context: RequestContext>: RouterMiddleware {
 }
 
 /// Every failure in the API's JSON shape, `{"error": "..."}`, with its status and headers: handlers and middleware
-/// throw Hummingbird's `HTTPError`; a path no route serves gets a message that points at the API's description.
+/// throw Hummingbird's `HTTPError`; a path no route serves gets a message that points at the server's description of
+/// its paths, where it has one.
 package struct JSONErrors<Context: RequestContext>: RouterMiddleware {
-    package init() {}
+    /// The path that describes the server's API (the API's `/openapi.json`; none for the zone editor).
+    let description: String?
+
+    package init(description: String?) { self.description = description }
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws
@@ -49,7 +53,8 @@ package struct JSONErrors<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             let message =
                 error.status == .notFound && error.body == nil
-                ? "no such path: \(request.uri.path) (the API is described at /openapi.json)" : error.body ?? ""
+                ? "no such path: \(request.uri.path)" + (description.map { " (the API is described at \($0))" } ?? "")
+                : error.body ?? ""
             var response = APIResponse.error(error.status, message)
             response.headers.append(contentsOf: error.headers)
             return response

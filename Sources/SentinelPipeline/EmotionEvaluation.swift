@@ -39,6 +39,7 @@ public struct EmotionEvaluation: Sendable {
 
     /// Why a photo gave no reading.
     public enum Miss: String, Sendable, CaseIterable {
+        case missing = "no such file"
         case unreadable = "not an image Sentinel reads (JPEG, PNG, BMP, WebP, TIFF or PNM of at most 50 million pixels)"
         case noFace = "no face at the detector's score"
         case gated =
@@ -66,6 +67,10 @@ public struct EmotionEvaluation: Sendable {
         let threshold = definition.detectorSettings.scoreThreshold
         for (index, photo) in photos.enumerated() {
             defer { progress(index + 1) }
+            guard FileManager.default.fileExists(atPath: photo.path) else {
+                missed.append((photo, .missing))
+                continue
+            }
             guard let image = try? Image(contentsOf: photo.path) else {
                 missed.append((photo, .unreadable))
                 continue

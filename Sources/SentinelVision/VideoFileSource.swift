@@ -21,6 +21,9 @@ public final class VideoFileSource: FrameSource {
     /// Frames whose container timestamp was unusable (not a number, negative, absurdly large, behind the previous
     /// frame or far ahead of it) and that were placed one nominal frame interval after the previous frame instead.
     public private(set) var repairedTimestamps = 0
+    /// The first few of them: the frame's index, what the container said (in seconds; nil: not a number), and the time
+    /// it was given.
+    private var repaired: [(index: Int, said: Double?, placed: MediaTime)] = []
 
     public var notes: [SourceNote] {
         (endReason.map { [SourceNote(message: "source ended early", details: ["reason": $0])] } ?? [])
@@ -28,8 +31,14 @@ public final class VideoFileSource: FrameSource {
                 ? []
                 : [
                     SourceNote(
-                        message: "unusable container timestamps replaced by the nominal frame rate",
-                        details: ["frames": "\(repairedTimestamps)"])
+                        message:
+                            "container timestamps that repeat, go back or leap were replaced: each such frame placed one nominal frame after the one before",
+                        details: [
+                            "frames": "\(repairedTimestamps)",
+                            "first": repaired.map { frame in
+                                "frame \(frame.index) at \(frame.said.map { String(format: "%.3f s", $0) } ?? "no number"), placed at \(String(format: "%.3f s", frame.placed.seconds))"
+                            }.joined(separator: "; "),
+                        ])
                 ])
     }
 
@@ -138,9 +147,12 @@ public final class VideoFileSource: FrameSource {
         guard let time else {
             repairedTimestamps += 1
             let step = nominalFPS > 0 ? MediaTime(seconds: 1 / nominalFPS) : MediaTime(microseconds: 1)
-            let repaired = lastTime.map { $0 + step } ?? .zero
-            lastTime = repaired
-            return repaired
+            let placed = lastTime.map { $0 + step } ?? .zero
+            if repaired.count < 3 {
+                repaired.append((index, positionMs.isFinite ? positionMs / 1000 : nil, placed))
+            }
+            lastTime = placed
+            return placed
         }
         lastTime = time
         return time

@@ -76,9 +76,10 @@ struct Eval: ParsableCommand {
             }
             if !sequences.isEmpty { try Labels.report(sequences, json: json) }
             guard unscored.isEmpty else {
+                // Each reason was said as it came: named here, not said again.
                 throw CommandError(
-                    "\(unscored.count) of \(videos.count) recordings could not be scored:\n"
-                        + unscored.map { "  \($0.recording): \($0.reason)" }.joined(separator: "\n"))
+                    "\(unscored.count) of \(videos.count) recordings could not be scored (said above): "
+                        + unscored.map(\.recording).joined(separator: ", "))
             }
 
             func score(_ recording: String) throws {

@@ -8,6 +8,7 @@ import SentinelPipeline
 import SentinelPrivacy
 import SentinelStore
 import SentinelVision
+import SentinelVisitors
 import SentinelWire
 
 struct Replay: ParsableCommand {
@@ -90,6 +91,17 @@ struct Replay: ParsableCommand {
         let definition = try loadPipeline(pipeline, models: models, overrides: try settings.overrides)
         if faces != nil, !definition.emotionEnabled {
             throw ValidationError("--faces: \(pipeline) reads no emotion (emotion.enabled: false), so no face is read")
+        }
+        let rate = definition.visitors.emotion.maxPerSecond
+        if faces != nil, rate > 0, facesEvery < 1 / rate - 1e-9 {
+            // A still is written with an emotion reading, and readings come at most `maxPerSecond` a visitor.
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format:
+                            "--faces-every %g: a still comes with an emotion reading, at most emotion.maxPerSecond (%g) a second per visitor: one every %.2f s at most (raise emotion.maxPerSecond, --set emotion.maxPerSecond=N, for more)\n",
+                        facesEvery, rate, 1 / rate
+                    ).utf8))
         }
         let chosen = try pickSource(definition, source)
         let logger = makeLogger("sentinel.replay", verbose: verbose)

@@ -236,7 +236,8 @@ struct EvalEmotionTests {
         #expect(!outcome.timedOut && outcome.status == 0, "\(outcome.errors)")
         #expect(outcome.output.contains("faces read 1; photos without a reading 2"), "\(outcome.output)")
         #expect(
-            outcome.output.contains("x.jpg") && outcome.output.contains("missing\\u{1b}]0;owned\\u{7}.jpg"),
+            outcome.output.contains("x.jpg")
+                && outcome.output.contains("1 no such file: missing\\u{1b}]0;owned\\u{7}.jpg"),
             "\(outcome.output)")
         #expect(!(outcome.output + outcome.errors).contains("\u{1B}"), "\(outcome.output)\(outcome.errors)")
 

@@ -203,7 +203,7 @@ struct RunCommandTests {
         #expect(health["truncated"]?.state == "ended" && health["stamps"]?.state == "ended")
         #expect(health["camera"]?.state == "reconnecting", "\(health)")
         #expect(sentinel.log.contains("ended after 10 of 12 declared frames"))
-        #expect(sentinel.log.contains("unusable container timestamps replaced"))
+        #expect(sentinel.log.contains("container timestamps that repeat, go back or leap were replaced"))
         // Still serving; then a clean stop with everything of the good source stored.
         #expect(sentinel.process.isRunning)
         kill(sentinel.process.processIdentifier, SIGTERM)

@@ -206,6 +206,10 @@ struct ZoneEditorTests {
         let (far, body) = try await LoopbackClient.fetch(
             port: editor.port, path: "/api/frame?sourceId=showroom&at=1e300")
         #expect(far.status == 400 && String(decoding: body, as: UTF8.self).contains("is beyond the recording"))
+        // A path it does not serve says so, and points at no description it lacks (the API's /openapi.json).
+        let (missing, said) = try await LoopbackClient.fetch(port: editor.port, path: "/nope")
+        let text = String(decoding: said, as: UTF8.self)
+        #expect(missing.status == 404 && text.contains("no such path: /nope") && !text.contains("openapi"), "\(text)")
         async let statuses = withTaskGroup(of: Int.self) { group in
             for second in 1...4 {
                 group.addTask {

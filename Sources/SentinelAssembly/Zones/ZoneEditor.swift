@@ -76,7 +76,7 @@ public struct ZoneEditor: Sendable {
 
     func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        router.add(middleware: JSONErrors())
+        router.add(middleware: JSONErrors(description: nil))
         router.add(middleware: KnownHost(names: [], loopbackOnly: true, server: "the zone editor"))
         router.add(middleware: SameOrigin())
         router.add(middleware: AllowedMethods(["/": [.get], "/api/zones": [.get, .put], "/api/frame": [.get]]))
