@@ -216,7 +216,9 @@ public struct EmotionLabels: Sendable {
             }
             return parts.last.map(String.init) ?? path
         }
-        let last = String(url.split(separator: "/").last ?? "")
+        // A query or fragment (an access `?token=`) is no part of the photo's name, nor to be shown with it.
+        let base = url.prefix { $0 != "?" && $0 != "#" }
+        let last = String(base.split(separator: "/").last ?? "")
         let name = last.removingPercentEncoding ?? last
         // Label Studio names an upload `xxxxxxxx-name`.
         if !exists(name), let dash = name.firstIndex(of: "-"), name.distance(from: name.startIndex, to: dash) == 8,

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SentinelCore
+import Synchronization
 
 /// What a sweep measured of the pipeline file's own settings, kept in `--out` as baseline.json: run again once every
 /// trial is in trials.csv (to apply, or to read the report again), `tune` takes these figures instead of decoding and
@@ -105,11 +106,31 @@ struct TuneBaseline: Codable, Equatable {
             .map { String(format: "%02x", $0) }.joined()
     }
 
+    private static let warned = Mutex(false)
+
+    /// Says `message` on standard error, once a process.
+    private static func warnOnce(_ message: String) {
+        let said = warned.withLock { said in
+            defer { said = true }
+            return said
+        }
+        guard !said else { return }
+        FileHandle.standardError.write(Data("warning: \(message)\n".utf8))
+    }
+
     /// This machine's key for baselines, made on first use in the first state directory that can hold it.
     static func key() -> SymmetricKey? {
         for folder in Installation.stateDirectories() {
             let path = folder.appendingPathComponent("tune.key").path
             if let bytes = FileManager.default.contents(atPath: path), bytes.count == 32 {
+                // A key others may read or write signs nothing: anyone could sign figures with it.
+                var status = stat()
+                guard stat(path, &status) == 0, status.st_mode & 0o077 == 0 else {
+                    warnOnce(
+                        "\(path) is open to others (mode \(String(status.st_mode & 0o777, radix: 8))): kept figures and trials are not trusted, and every run measures again; chmod 600 \(path)"
+                    )
+                    return nil
+                }
                 return SymmetricKey(data: bytes)
             }
             try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -179,6 +179,18 @@ struct EmotionScoreTests {
                 == false)
     }
 
+    @Test(
+        "a Label Studio export's image URL with an access token in its query: the photo is named by its path, and the token is never part of the name (nor of any message that shows it)"
+    )
+    func labelStudioTokenIsNoName() throws {
+        let export = """
+            [{"id": 1, "data": {"image": "https://ls.example/data/upload/3/1a2b3c4d-face_1.jpg?token=SECRET#x"},
+              "annotations": [{"result": [{"type": "choices", "value": {"choices": ["Happy"]}}]}]}]
+            """
+        let rows = try EmotionLabels.labelStudio(Data(export.utf8), file: "export.json") { $0 == "face_1.jpg" }
+        #expect(rows.map(\.name) == ["face_1.jpg"], "\(rows)")
+    }
+
     @Test("every file of Tests/Corpus/emotion is read or refused as expected.tsv says, naming the file and the line")
     func corpus() throws {
         for line in try Corpus.lines("emotion") {

@@ -445,6 +445,33 @@ struct TuningCommandTests {
             rerun.status == 0 && !rerun.output.contains("resuming"), "\(rerun.status): \(rerun.output)\(rerun.errors)")
     }
 
+    @Test("a tune.key others may read signs nothing: said once, and a second run measures every trial again")
+    func openKeyIsNotTrusted() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let state = folder.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let key = state.appendingPathComponent("tune.key").path
+        #expect(FileManager.default.createFile(atPath: key, contents: Data(repeating: 7, count: 32)))
+        #expect(chmod(key, 0o644) == 0)
+        let space = folder.appendingPathComponent("space.yml").path
+        try "search: grid\nobjective: stability\nsettings:\n  tracker.minIoU: [0.1, 0.3]\n".write(
+            toFile: space, atomically: true, encoding: .utf8)
+        let arguments = [
+            "STATE_DIRECTORY=\(state.path)", Fixtures.sentinel.path, "tune", "--pipeline", "Pipelines/showroom.yml",
+            "--space", space, "--out", folder.appendingPathComponent("sweep").path,
+            Fixtures.recording("carphone.mp4"),
+        ]
+        for _ in 0..<2 {
+            let run = try await Fixtures.run(
+                URL(fileURLWithPath: "/usr/bin/env"), arguments, timeout: 600, in: Fixtures.root)
+            #expect(run.status == 0, "\(run.errors)")
+            #expect(
+                run.errors.components(separatedBy: "tune.key is open to others (mode 644)").count == 2,
+                "\(run.errors)")
+            #expect(!run.output.contains("resuming") && run.output.contains("2 trials in"), "\(run.output)")
+        }
+    }
+
     @Test("sentinel diff refuses a visitor event it cannot read, naming file and line, instead of passing over it")
     func diffRefusesBadLines() async throws {
         let folder = try Fixtures.temporaryFolder()
