@@ -150,7 +150,9 @@ struct Replay: ParsableCommand {
         }
         if let stills {
             FileHandle.standardError.write(
-                Data("\(stills.written) face stills of \(stills.visitors) visitors in \(stills.directory)\n".utf8))
+                Data(
+                    "\(stills.written) face stills of \(stills.visitors) visitors in \(stills.directory.controlCharactersShown)\n"
+                        .utf8))
         }
         // A summary on standard error: standard output may be the events.
         for line in recorder.summary(origin: runner.origin).lines {

@@ -70,7 +70,8 @@ struct EvalEmotionTests {
     )
     func collectFaces() async throws {
         let folder = try Fixtures.temporaryFolder()
-        let stills = folder.appendingPathComponent("stills").path
+        // A folder whose name holds a terminal's escape: shown, never sent.
+        let stills = folder.appendingPathComponent("stills \u{1B}]0;owned\u{07}").path
         let events = folder.appendingPathComponent("events.jsonl").path
         let replay = try await sentinel([
             "replay", Fixtures.recording(), "--faces", stills, "--faces-every", "1.5", "-o",
@@ -83,7 +84,11 @@ struct EvalEmotionTests {
         var byVisitor: [String: Int] = [:]
         for name in names { byVisitor[String(name.wholeMatch(of: pattern)!.1), default: 0] += 1 }
         #expect(byVisitor.count >= 3)
-        #expect(replay.errors.contains("\(names.count) face stills of \(byVisitor.count) visitors in \(stills)"))
+        #expect(
+            replay.errors.contains(
+                "\(names.count) face stills of \(byVisitor.count) visitors in \(folder.path)/stills \\u{1b}]0;owned\\u{7}"
+            )
+                && !replay.errors.contains("\u{1B}"), "\(replay.errors)")
         // Every name is a visitor the events published, and no visitor has more stills than its visit allows.
         struct Event: Decodable {
             struct Visitor: Decodable {
