@@ -292,7 +292,10 @@ public struct Pipeline {
             faces: faces + unlabelled(reported), edgeFaces: unlabelled(edgeFaces),
             uncertain: try foreground.regions(frame, seen: seen),
             tracked: tracked, notes: output.notes.map { ($0.faceId.map(label), $0.note) },
-            read: output.read.map { (label($0.faceId), $0.box) }, timings: timings,
+            read: output.read.map { (label($0.faceId), $0.box) },
+            confirming: output.confirming.flatMap { visit in
+                visit.seen.map { (label: label(visit.faceId), time: $0.time, box: $0.box) }
+            }, timings: timings,
             analysed: analysed, capturedAt: frame.capturedAt)
         return Step(time: frame.time, date: date(frame.time), frame: masked, events: events)
     }
@@ -322,6 +325,9 @@ public struct MaskedFrame {
     /// The visitors whose face was read for emotion in this frame, where: the faces an operator collects to label
     /// (`replay --faces`).
     public var read: [(label: String, box: Box)]
+    /// The visitors confirmed in this frame, where they were seen in earlier frames (by media time) before: the
+    /// frames that confirmed them, which `tracked` held no label for then.
+    public var confirming: [(label: String, time: MediaTime, box: Box)]
     public var timings: StageTimings
     /// False for a frame between two detections (the cadence): the tracker only carried the visitors.
     public var analysed: Bool

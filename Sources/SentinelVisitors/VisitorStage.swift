@@ -86,6 +86,9 @@ public struct VisitorStage: Sendable {
         /// The visits whose face was read for emotion in this frame (the reading taken), with the box read: what an
         /// operator collects to label (`replay --faces`).
         public var read: [(faceId: String, box: Box)] = []
+        /// The visits confirmed in this frame, each with the earlier frames it was seen in while tentative (by media
+        /// time): where its visit began, which a track exported for labelling must hold too.
+        public var confirming: [(faceId: String, seen: [(time: MediaTime, box: Box)])] = []
     }
 
     public init(sourceID: String, origin: Date, zones: [ZoneDefinition], settings: VisitorSettings = VisitorSettings())
@@ -123,6 +126,7 @@ public struct VisitorStage: Sendable {
             },
             at: time)
         var events: [VisitorEvent] = []
+        var confirming: [(faceId: String, seen: [(time: MediaTime, box: Box)])] = []
         for track in update.confirmed {
             visitCount += 1
             var visit = Visit(
@@ -136,8 +140,10 @@ public struct VisitorStage: Sendable {
             }
             visits[track.id] = visit
             events.append(event(.entered, visit, at: time, state: .active))
+            confirming.append((internalID(visit.number), Array(track.tentative.dropLast())))
         }
         var output = FrameOutput()
+        output.confirming = confirming
         output.notes = update.notes.map { note in (visits[note.track].map { internalID($0.number) }, note) }
         for (track, detection) in update.observed {
             guard var visit = visits[track.id] else { continue }

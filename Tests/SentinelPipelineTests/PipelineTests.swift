@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SentinelConfig
 import SentinelCore
+import SentinelEval
 import SentinelPipeline
 import SentinelPrivacy
 import SentinelTestSupport
@@ -174,6 +175,21 @@ struct PipelineTests {
         let emotions: [EmotionLabel] = events.compactMap(\.visitor.emotion)
         #expect(emotions.contains(.known(.happy)), "\(emotions)")
         #expect(emotions.allSatisfy { $0 == .known(.happy) || $0 == .unknown }, "\(emotions)")
+    }
+
+    @Test(
+        "a run's tracks begin where its visits do: at the first frame a face was seen, the frames that confirmed it included (an operator's labels reviewed from them had each entry late)"
+    )
+    func tracksHoldTheConfirmingFrames() throws {
+        let run = try run()
+        var recorder = RunRecorder()
+        for step in run.steps { recorder.record(step) }
+        var first: [String: Int] = [:]
+        for entry in recorder.tracked { first[entry.id] = min(first[entry.id] ?? .max, entry.frame) }
+        // The script: one visitor from frame 0, another from frame 40.
+        #expect(first.values.sorted() == [0, 40], "\(first)")
+        // One box per frame and visitor, none twice.
+        #expect(Set(recorder.tracked.map { "\($0.frame) \($0.id)" }).count == recorder.tracked.count)
     }
 
     /// Detections from `faces` for each frame of `images`.

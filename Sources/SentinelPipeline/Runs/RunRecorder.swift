@@ -22,6 +22,8 @@ public struct RunRecorder: Sendable {
     /// Faces due a reading that were not read, by why.
     public private(set) var unread: [EmotionSettings.Unreadable: Int] = [:]
     private var size: (width: Int, height: Int, frames: Int)?
+    /// Each frame's index by its media time: where a confirmed visit's earlier frames were.
+    private var times: [MediaTime: Int] = [:]
     private var stability = Stability.Collector()
 
     public init() {}
@@ -34,6 +36,11 @@ public struct RunRecorder: Sendable {
         for why in frame.timings.unread { unread[why, default: 0] += 1 }
         size = (frame.image.width, frame.image.height, frame.index + 1)
         frames.append(frame.index)
+        times[frame.time] = frame.index
+        // A visit's track begins at the frames that confirmed it, as its visit does.
+        tracked += frame.confirming.compactMap { seen in
+            times[seen.time].map { TrackSet.Entry(frame: $0, id: seen.label, box: seen.box) }
+        }
         tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
         stability.add(
             frame: frame.index, analysed: frame.analysed,
