@@ -147,26 +147,34 @@ struct PipelineTests {
         }
     }
 
-    @Test(
-        "a reading the model's output refuses is counted in the frame's timings with why, and the rest go on: the visitors read happy, the source does not end"
-    )
-    func refusedReadings() throws {
+    /// The scripted frames (blank) and detections run with emotion on, read by a `FlakyClassifier`, the definition
+    /// adjusted by `adjust`: the steps and the classifier.
+    func emotionRun(_ adjust: (inout PipelineDefinition) -> Void) throws -> ([Pipeline.Step], FlakyClassifier) {
         let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
         var definition = try Self.definition.get().forEvaluation
         definition.emotionEnabled = true
-        definition.visitors.emotion.maxPerSecond = 0
         definition.visitors.emotion.minFaceSize = 10
-        // Blank frames: no face in them is sharp (see unreadFacesAreCounted).
-        definition.visitors.emotion.minSharpness = 0
+        adjust(&definition)
         let classifier = FlakyClassifier()
         let pipeline = Pipeline(
             definition: definition, source: definition.sources[0], detector: ScriptedDetector(images),
             emotion: EmotionReader(classifier: classifier, readout: .calibration(.identity)),
-            keys: try PseudonymKeyRing(),
-            origin: Date(timeIntervalSince1970: 1_800_000_000))
+            keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))
         let runner = SourceRunner(pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
         var steps: [Pipeline.Step] = []
         try runner.run { steps.append($0) }
+        return (steps, classifier)
+    }
+
+    @Test(
+        "a reading the model's output refuses is counted in the frame's timings with why, and the rest go on: the visitors read happy, the source does not end"
+    )
+    func refusedReadings() throws {
+        let (steps, classifier) = try emotionRun {
+            $0.visitors.emotion.maxPerSecond = 0
+            // Blank frames: no face in them is sharp (see unreadFacesAreCounted).
+            $0.visitors.emotion.minSharpness = 0
+        }
         let refused = steps.compactMap(\.frame).flatMap(\.timings.refused)
         #expect(
             classifier.calls > 20 && refused.count == classifier.calls / 2, "\(refused.count) of \(classifier.calls)")
@@ -241,18 +249,7 @@ struct PipelineTests {
         "a face that cannot be read is not read, and counted in the frame's timings with why: blank frames' faces are blurred, one a reading due"
     )
     func unreadFacesAreCounted() throws {
-        let images = try (0..<60).map { _ in try Image(width: 320, height: 240) }
-        var definition = try Self.definition.get().forEvaluation
-        definition.emotionEnabled = true
-        definition.visitors.emotion.minFaceSize = 10
-        let classifier = FlakyClassifier()
-        let pipeline = Pipeline(
-            definition: definition, source: definition.sources[0], detector: ScriptedDetector(images),
-            emotion: EmotionReader(classifier: classifier, readout: .calibration(.identity)),
-            keys: try PseudonymKeyRing(), origin: Date(timeIntervalSince1970: 1_800_000_000))
-        let runner = SourceRunner(pipeline: pipeline, frames: BlankFrames(images), logger: Logger(label: "test"))
-        var steps: [Pipeline.Step] = []
-        try runner.run { steps.append($0) }
+        let (steps, classifier) = try emotionRun { _ in }
         let unread = steps.compactMap(\.frame).flatMap(\.timings.unread)
         #expect(classifier.calls == 0)
         // At most maxPerSecond (1.5) due a second per visitor, read or not: not every frame's face.

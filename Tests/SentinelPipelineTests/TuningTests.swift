@@ -210,14 +210,12 @@ struct TuningTests {
             definition: definition.forEvaluation, source: definition.sources[0], models: Fixtures.store,
             input: recording, pace: .fastest, logger: Logger(label: "test"))
         var lines: [Data] = []
-        var tracked: [TrackSet.Entry] = []
+        var recorder = RunRecorder()
         try runner.run { step in
             lines += step.events.map(\.published.json)
-            if let frame = step.frame {
-                tracked += frame.tracked.map { TrackSet.Entry(frame: frame.index, id: $0.label, box: $0.box) }
-            }
+            recorder.record(step)
         }
-        let replayed = try TrackMetrics.evaluate(truth: labels.tracks, tracks: TrackSet(tracked))
+        let replayed = try TrackMetrics.evaluate(truth: labels.tracks, tracks: TrackSet(recorder.tracked))
         guard maxFps == 0 else {
             // Under a cadence, the squares a run detects are read from the whole frame's cached detections (the faces
             // whose centre lies in them): close to the run, not the same bytes.
